@@ -1,0 +1,740 @@
+//! Machines: topology (node → socket → LLC → core → CPU), memory per node, the SLIT
+//! distance matrix, latencies and bandwidths, and the per-event costs the simulator charges.
+//!
+//! ```text
+//!   machine
+//!   ├── node 0 ── memory controller (controller_gib_s), memory_per_node
+//!   │   └── LLC 0
+//!   │       ├── core 0 ── CPU 0, CPU 12   (SMT siblings share the core)
+//!   │       └── core 1 ── CPU 1, CPU 13
+//!   └── node 1 ...
+//!   node i ⇄ node j : SLIT distance, latency_ns[i][j], link_gib_s[i][j] (per direction)
+//! ```
+//!
+//! `MachineSpec` is what a TOML file says; `Machine::from_spec` validates it and derives
+//! the CPU layout. CPU numbering follows Linux on x86 unless the file lists each node's
+//! CPUs: first thread of every core socket by socket, then the second threads
+//! (`node0 = 0-5,12-17` on a 2 × 6 × 2 machine).
+
+use crate::error::InputError;
+use crate::mask::Mask;
+use crate::units::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// A value given once for all nodes, or once per node.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum PerNode<T> {
+    /// Same for every node.
+    All(T),
+    /// One per node, in node order.
+    Each(Vec<T>),
+}
+
+impl<T: Clone> PerNode<T> {
+    fn expand(&self, n: usize, src: &str, field: &str) -> Result<Vec<T>, InputError> {
+        match self {
+            PerNode::All(v) => Ok(vec![v.clone(); n]),
+            PerNode::Each(v) if v.len() == n => Ok(v.clone()),
+            PerNode::Each(v) => Err(InputError::new(
+                src,
+                field,
+                format!(
+                    "has {} entries but the machine has {n} nodes (give one value, or one per node)",
+                    v.len()
+                ),
+            )),
+        }
+    }
+}
+
+/// A value given once for all node pairs, or as an N×N matrix.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum PerPair {
+    /// Same for every pair.
+    All(f64),
+    /// `m[i][j]` for the direction i → j.
+    Matrix(Vec<Vec<f64>>),
+}
+
+/// `[topology]` of a machine file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    /// Sockets (packages).
+    pub sockets: u32,
+    /// Physical cores per socket.
+    pub cores_per_socket: u32,
+    /// Hardware threads per core (2 with SMT/Hyper-Threading).
+    #[serde(default = "one")]
+    pub threads_per_core: u32,
+    /// NUMA nodes per socket (>1 with sub-NUMA clustering).
+    #[serde(default = "one")]
+    pub nodes_per_socket: u32,
+    /// Last-level caches per node (1 on Intel; several CCXs on AMD).
+    #[serde(default = "one")]
+    pub llcs_per_node: u32,
+    /// Each node's CPUs in cpulist syntax, overriding the default numbering. An empty
+    /// string makes a CPU-less (memory-only) node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_cpus: Option<Vec<String>>,
+    /// Installed memory per node.
+    pub memory_per_node: PerNode<Bytes>,
+    /// SLIT distances: 10 on the diagonal, more than 10 elsewhere.
+    pub distance: Vec<Vec<u32>>,
+}
+
+/// `[memory]`: the latency/bandwidth model of the memory system (see docs/model-notes.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    /// Unloaded latency of a local DRAM access. Remote latencies default to
+    /// `local_latency_ns * distance / 10`.
+    pub local_latency_ns: f64,
+    /// Explicit unloaded latency matrix, overriding the SLIT-derived one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<Vec<Vec<f64>>>,
+    /// Bandwidth of each node's memory controller(s), GiB/s.
+    pub controller_gib_s: PerNode<f64>,
+    /// Interconnect bandwidth per direction between two nodes, GiB/s.
+    pub link_gib_s: PerPair,
+    /// Scale of the queueing delay a resource adds at utilisation u: `q * u / (1 - u)`.
+    pub queue_scale_ns: f64,
+    /// Latency of an access served by the last-level cache.
+    #[serde(default = "default_llc_latency")]
+    pub llc_latency_ns: f64,
+    /// Memory per node the kernel and the rest of the system keep (not available to
+    /// workloads).
+    #[serde(default)]
+    pub reserved_per_node: Bytes,
+}
+
+/// `[core]`: what one core can do.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CoreSpec {
+    /// Cache-line misses one hardware thread keeps in flight when streaming.
+    #[serde(default = "default_mlp_thread")]
+    pub outstanding_lines_per_thread: f64,
+    /// Misses a whole core keeps in flight (shared by its SMT siblings).
+    #[serde(default = "default_mlp_core")]
+    pub outstanding_lines_per_core: f64,
+    /// Core-side cost of streaming one byte (issuing the stores/loads), ns.
+    #[serde(default = "default_stream_cost")]
+    pub stream_ns_per_byte: f64,
+    /// Throughput of a core's memory-instruction issue when both SMT siblings stream,
+    /// relative to one thread alone (1.0 = shared evenly, no gain or loss).
+    #[serde(default = "one_f")]
+    pub smt_memory_throughput: f64,
+    /// Throughput of a core on compute when both SMT siblings run, relative to one.
+    #[serde(default = "default_smt_compute")]
+    pub smt_compute_throughput: f64,
+}
+
+impl Default for CoreSpec {
+    fn default() -> Self {
+        CoreSpec {
+            outstanding_lines_per_thread: default_mlp_thread(),
+            outstanding_lines_per_core: default_mlp_core(),
+            stream_ns_per_byte: default_stream_cost(),
+            smt_memory_throughput: 1.0,
+            smt_compute_throughput: default_smt_compute(),
+        }
+    }
+}
+
+/// `[costs]`: per-event costs charged to whoever pays them in Linux.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CostSpec {
+    /// First-touch fault of a 4 KiB anonymous page, including clearing it (faulting task).
+    #[serde(default = "d_page_fault")]
+    pub page_fault_ns: f64,
+    /// First-touch fault of a 2 MiB THP, including clearing it (faulting task).
+    #[serde(default = "d_thp_fault")]
+    pub thp_fault_ns: f64,
+    /// A NUMA hinting fault without migration: trap, `do_numa_page`, restoring the PTE.
+    #[serde(default = "d_hint_fault")]
+    pub hint_fault_ns: f64,
+    /// One PTE changed to PROT_NONE by `change_prot_numa` (scanning task).
+    #[serde(default = "d_pte_update")]
+    pub pte_update_ns: f64,
+    /// Fixed cost of migrating one folio: isolation, unmap, remap (migrating task).
+    #[serde(default = "d_migrate_page")]
+    pub migrate_page_ns: f64,
+    /// Copy bandwidth of one migrating task, GiB/s.
+    #[serde(default = "d_migrate_copy")]
+    pub migrate_copy_gib_s: f64,
+    /// A TLB shootdown (IPIs to the CPUs running the mm) after unmapping.
+    #[serde(default = "d_tlb")]
+    pub tlb_shootdown_ns: f64,
+    /// Creating a thread (`clone`), paid by the creator.
+    #[serde(default = "d_spawn")]
+    pub thread_spawn_ns: f64,
+}
+
+impl Default for CostSpec {
+    fn default() -> Self {
+        CostSpec {
+            page_fault_ns: d_page_fault(),
+            thp_fault_ns: d_thp_fault(),
+            hint_fault_ns: d_hint_fault(),
+            pte_update_ns: d_pte_update(),
+            migrate_page_ns: d_migrate_page(),
+            migrate_copy_gib_s: d_migrate_copy(),
+            tlb_shootdown_ns: d_tlb(),
+            thread_spawn_ns: d_spawn(),
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+fn one_f() -> f64 {
+    1.0
+}
+fn default_llc_latency() -> f64 {
+    20.0
+}
+fn default_mlp_thread() -> f64 {
+    10.0
+}
+fn default_mlp_core() -> f64 {
+    12.0
+}
+fn default_stream_cost() -> f64 {
+    0.1
+}
+fn default_smt_compute() -> f64 {
+    1.25
+}
+fn d_page_fault() -> f64 {
+    1500.0
+}
+fn d_thp_fault() -> f64 {
+    60000.0
+}
+fn d_hint_fault() -> f64 {
+    1000.0
+}
+fn d_pte_update() -> f64 {
+    5.0
+}
+fn d_migrate_page() -> f64 {
+    2000.0
+}
+fn d_migrate_copy() -> f64 {
+    4.0
+}
+fn d_tlb() -> f64 {
+    1500.0
+}
+fn d_spawn() -> f64 {
+    30000.0
+}
+
+/// A machine file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSpec {
+    /// Preset name or a short label.
+    pub name: String,
+    /// One line for `numabal list`.
+    #[serde(default)]
+    pub description: String,
+    /// CPUs, nodes, memory, distances.
+    pub topology: TopologySpec,
+    /// Latency/bandwidth model.
+    pub memory: MemorySpec,
+    /// Core capabilities.
+    #[serde(default)]
+    pub core: CoreSpec,
+    /// Per-event costs.
+    #[serde(default)]
+    pub costs: CostSpec,
+}
+
+/// One logical CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuInfo {
+    /// Node the CPU belongs to.
+    pub node: usize,
+    /// Global core index.
+    pub core: usize,
+    /// Global LLC index.
+    pub llc: usize,
+    /// Socket (package).
+    pub socket: usize,
+    /// 0 for the first hardware thread of its core, 1 for the sibling, ...
+    pub smt_index: usize,
+}
+
+/// One physical core.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreInfo {
+    /// Its hardware threads, first thread first.
+    pub cpus: Vec<usize>,
+    /// Node.
+    pub node: usize,
+    /// Global LLC index.
+    pub llc: usize,
+}
+
+/// One last-level cache domain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlcInfo {
+    /// CPUs sharing it.
+    pub cpus: Mask,
+    /// Node.
+    pub node: usize,
+}
+
+/// One NUMA node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeInfo {
+    /// CPUs of the node (may be empty for a memory-only node).
+    pub cpus: Mask,
+    /// Installed memory.
+    pub memory_bytes: u64,
+    /// Memory not available to workloads.
+    pub reserved_bytes: u64,
+    /// Memory-controller bandwidth, bytes per ns.
+    pub controller_bytes_per_ns: f64,
+    /// Socket.
+    pub socket: usize,
+}
+
+/// A validated machine with its derived layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    /// The file as given (after overrides), for reports.
+    pub spec: MachineSpec,
+    /// Nodes, by node id.
+    pub nodes: Vec<NodeInfo>,
+    /// CPUs, by CPU id.
+    pub cpus: Vec<CpuInfo>,
+    /// Cores, by global core index.
+    pub cores: Vec<CoreInfo>,
+    /// LLCs, by global index.
+    pub llcs: Vec<LlcInfo>,
+    /// SLIT.
+    pub distance: Vec<Vec<u32>>,
+    /// Unloaded latency, ns, `[cpu node][memory node]`.
+    pub latency_ns: Vec<Vec<f64>>,
+    /// Interconnect bandwidth per direction, bytes per ns, `[from][to]` (diagonal unused).
+    pub link_bytes_per_ns: Vec<Vec<f64>>,
+}
+
+/// GiB/s to bytes per nanosecond.
+pub fn gib_s_to_bytes_per_ns(g: f64) -> f64 {
+    g * (1u64 << 30) as f64 / 1e9
+}
+
+impl Machine {
+    /// Validate a spec and derive the layout. `src` names the file for errors.
+    pub fn from_spec(spec: MachineSpec, src: &str) -> Result<Machine, InputError> {
+        let t = &spec.topology;
+        let err = |field: &str, msg: String| InputError::new(src, field, msg);
+        if t.sockets == 0 || t.sockets > 64 {
+            return Err(err(
+                "topology.sockets",
+                format!("is {} (allowed: 1-64)", t.sockets),
+            ));
+        }
+        if t.cores_per_socket == 0 || t.cores_per_socket > 1024 {
+            return Err(err(
+                "topology.cores_per_socket",
+                format!("is {} (allowed: 1-1024)", t.cores_per_socket),
+            ));
+        }
+        if t.threads_per_core == 0 || t.threads_per_core > 8 {
+            return Err(err(
+                "topology.threads_per_core",
+                format!("is {} (allowed: 1-8)", t.threads_per_core),
+            ));
+        }
+        if t.nodes_per_socket == 0 || t.cores_per_socket % t.nodes_per_socket != 0 {
+            return Err(err(
+                "topology.nodes_per_socket",
+                format!(
+                    "is {} (allowed: a divisor of cores_per_socket = {})",
+                    t.nodes_per_socket, t.cores_per_socket
+                ),
+            ));
+        }
+        let tpc = t.threads_per_core as usize;
+
+        // Node CPU lists: given, or Linux x86 numbering.
+        let node_cpu_lists: Vec<Mask> = match &t.node_cpus {
+            Some(lists) => {
+                let mut v = Vec::new();
+                for (i, l) in lists.iter().enumerate() {
+                    v.push(
+                        Mask::parse_list(l, None)
+                            .map_err(|e| err(&format!("topology.node_cpus[{i}]"), e))?,
+                    );
+                }
+                v
+            }
+            None => {
+                let per_node = (t.cores_per_socket / t.nodes_per_socket) as usize;
+                let total_cores = (t.sockets * t.cores_per_socket) as usize;
+                let nodes = (t.sockets * t.nodes_per_socket) as usize;
+                let mut v = vec![Mask::new(); nodes];
+                for th in 0..tpc {
+                    for core in 0..total_cores {
+                        let socket = core / t.cores_per_socket as usize;
+                        let in_socket = core % t.cores_per_socket as usize;
+                        let node = socket * t.nodes_per_socket as usize + in_socket / per_node;
+                        v[node].insert(th * total_cores + core);
+                    }
+                }
+                v
+            }
+        };
+        let n = node_cpu_lists.len();
+        if n == 0 || n > 64 {
+            return Err(err(
+                "topology.node_cpus",
+                format!("gives {n} nodes (allowed: 1-64)"),
+            ));
+        }
+
+        // SLIT.
+        if t.distance.len() != n || t.distance.iter().any(|r| r.len() != n) {
+            let shape: Vec<String> = t.distance.iter().map(|r| r.len().to_string()).collect();
+            return Err(err(
+                "topology.distance",
+                format!(
+                    "must be a {n}x{n} matrix (one row and one column per node) but has {} rows of lengths [{}]",
+                    t.distance.len(),
+                    shape.join(", ")
+                ),
+            ));
+        }
+        for i in 0..n {
+            for j in 0..n {
+                let d = t.distance[i][j];
+                if i == j && d != crate::LOCAL_DISTANCE {
+                    return Err(err(
+                        &format!("topology.distance[{i}][{j}]"),
+                        format!("is {d}; the diagonal must be 10 (LOCAL_DISTANCE)"),
+                    ));
+                }
+                if i != j && !(crate::LOCAL_DISTANCE + 1..=254).contains(&d) {
+                    return Err(err(
+                        &format!("topology.distance[{i}][{j}]"),
+                        format!("is {d} (allowed: 11-254 between different nodes)"),
+                    ));
+                }
+            }
+        }
+
+        let mem = t
+            .memory_per_node
+            .expand(n, src, "topology.memory_per_node")?;
+        let ctrl = spec
+            .memory
+            .controller_gib_s
+            .expand(n, src, "memory.controller_gib_s")?;
+        let reserved = spec.memory.reserved_per_node.0;
+
+        // CPUs: every id 0..total exactly once.
+        let total_cpus: usize = node_cpu_lists.iter().map(|m| m.count()).sum();
+        let mut seen = Mask::new();
+        for (i, m) in node_cpu_lists.iter().enumerate() {
+            if m.intersects(&seen) {
+                return Err(err(
+                    &format!("topology.node_cpus[{i}]"),
+                    format!("lists CPUs {} that another node already has", m.and(&seen)),
+                ));
+            }
+            seen = seen.or(m);
+            if m.count() % tpc != 0 {
+                return Err(err(
+                    &format!("topology.node_cpus[{i}]"),
+                    format!(
+                        "has {} CPUs, not a multiple of threads_per_core = {tpc}",
+                        m.count()
+                    ),
+                ));
+            }
+            if m.is_empty() && mem[i].0 <= reserved {
+                return Err(err(
+                    "topology",
+                    format!(
+                        "node {i} has neither CPUs nor memory (every node needs CPUs, memory or both)"
+                    ),
+                ));
+            }
+        }
+        if total_cpus == 0 {
+            return Err(err("topology", "the machine has no CPUs".into()));
+        }
+        if seen != Mask::full(total_cpus) {
+            return Err(err(
+                "topology.node_cpus",
+                format!(
+                    "CPU ids must be 0-{} with none missing, got {}",
+                    total_cpus - 1,
+                    seen
+                ),
+            ));
+        }
+
+        let mut cpus = vec![
+            CpuInfo {
+                node: 0,
+                core: 0,
+                llc: 0,
+                socket: 0,
+                smt_index: 0
+            };
+            total_cpus
+        ];
+        let mut cores = Vec::new();
+        let mut llcs = Vec::new();
+        let mut nodes = Vec::new();
+        let llcs_per_node = t.llcs_per_node.max(1) as usize;
+        for (node, list) in node_cpu_lists.iter().enumerate() {
+            let ids: Vec<usize> = list.iter().collect();
+            let ncores = ids.len() / tpc;
+            let socket = (node / t.nodes_per_socket as usize).min(t.sockets as usize - 1);
+            let nllc = if ncores == 0 {
+                0
+            } else {
+                llcs_per_node.min(ncores)
+            };
+            let llc_base = llcs.len();
+            for l in 0..nllc {
+                let _ = l;
+                llcs.push(LlcInfo {
+                    cpus: Mask::new(),
+                    node,
+                });
+            }
+            for k in 0..ncores {
+                let llc = llc_base + k * nllc / ncores;
+                let core_id = cores.len();
+                let mut core_cpus = Vec::new();
+                for th in 0..tpc {
+                    let cpu = ids[th * ncores + k];
+                    cpus[cpu] = CpuInfo {
+                        node,
+                        core: core_id,
+                        llc,
+                        socket,
+                        smt_index: th,
+                    };
+                    llcs[llc].cpus.insert(cpu);
+                    core_cpus.push(cpu);
+                }
+                cores.push(CoreInfo {
+                    cpus: core_cpus,
+                    node,
+                    llc,
+                });
+            }
+            if ctrl[node] <= 0.0 {
+                return Err(err(
+                    "memory.controller_gib_s",
+                    format!("node {node}: must be > 0"),
+                ));
+            }
+            nodes.push(NodeInfo {
+                cpus: list.clone(),
+                memory_bytes: mem[node].0,
+                reserved_bytes: reserved.min(mem[node].0),
+                controller_bytes_per_ns: gib_s_to_bytes_per_ns(ctrl[node]),
+                socket,
+            });
+        }
+
+        // Latencies.
+        let m = &spec.memory;
+        if !(m.local_latency_ns > 0.0) {
+            return Err(err("memory.local_latency_ns", "must be > 0".into()));
+        }
+        let latency_ns = match &m.latency_ns {
+            Some(l) => {
+                if l.len() != n || l.iter().any(|r| r.len() != n) {
+                    return Err(err(
+                        "memory.latency_ns",
+                        format!("must be a {n}x{n} matrix"),
+                    ));
+                }
+                if l.iter().flatten().any(|&x| !(x > 0.0)) {
+                    return Err(err("memory.latency_ns", "entries must be > 0".into()));
+                }
+                l.clone()
+            }
+            None => (0..n)
+                .map(|i| {
+                    (0..n)
+                        .map(|j| m.local_latency_ns * t.distance[i][j] as f64 / 10.0)
+                        .collect()
+                })
+                .collect(),
+        };
+        let link = match &m.link_gib_s {
+            PerPair::All(v) => vec![vec![*v; n]; n],
+            PerPair::Matrix(mm) => {
+                if mm.len() != n || mm.iter().any(|r| r.len() != n) {
+                    return Err(err(
+                        "memory.link_gib_s",
+                        format!("must be a number or a {n}x{n} matrix"),
+                    ));
+                }
+                mm.clone()
+            }
+        };
+        for (i, row) in link.iter().enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                if i != j && !(v > 0.0) {
+                    return Err(err(
+                        "memory.link_gib_s",
+                        format!("link {i}->{j} must be > 0 GiB/s"),
+                    ));
+                }
+            }
+        }
+        let link_bytes_per_ns = link
+            .iter()
+            .map(|r| r.iter().map(|&g| gib_s_to_bytes_per_ns(g)).collect())
+            .collect();
+        if !(m.queue_scale_ns >= 0.0) {
+            return Err(err("memory.queue_scale_ns", "must be >= 0".into()));
+        }
+        let c = &spec.core;
+        for (name, v, lo, hi) in [
+            (
+                "core.outstanding_lines_per_thread",
+                c.outstanding_lines_per_thread,
+                0.5,
+                1000.0,
+            ),
+            (
+                "core.outstanding_lines_per_core",
+                c.outstanding_lines_per_core,
+                0.5,
+                1000.0,
+            ),
+            ("core.stream_ns_per_byte", c.stream_ns_per_byte, 0.0, 100.0),
+            (
+                "core.smt_memory_throughput",
+                c.smt_memory_throughput,
+                0.1,
+                4.0,
+            ),
+            (
+                "core.smt_compute_throughput",
+                c.smt_compute_throughput,
+                0.1,
+                4.0,
+            ),
+        ] {
+            if !(v >= lo && v <= hi) {
+                return Err(err(name, format!("is {v} (allowed: {lo} to {hi})")));
+            }
+        }
+        let k = &spec.costs;
+        for (name, v) in [
+            ("costs.page_fault_ns", k.page_fault_ns),
+            ("costs.thp_fault_ns", k.thp_fault_ns),
+            ("costs.hint_fault_ns", k.hint_fault_ns),
+            ("costs.pte_update_ns", k.pte_update_ns),
+            ("costs.migrate_page_ns", k.migrate_page_ns),
+            ("costs.tlb_shootdown_ns", k.tlb_shootdown_ns),
+            ("costs.thread_spawn_ns", k.thread_spawn_ns),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(err(name, format!("is {v} (allowed: a finite number >= 0)")));
+            }
+        }
+        if !(k.migrate_copy_gib_s > 0.0) {
+            return Err(err("costs.migrate_copy_gib_s", "must be > 0".into()));
+        }
+
+        Ok(Machine {
+            nodes,
+            cpus,
+            cores,
+            llcs,
+            distance: t.distance.clone(),
+            latency_ns,
+            link_bytes_per_ns,
+            spec,
+        })
+    }
+
+    /// Machine name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Number of nodes.
+    pub fn nr_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Number of logical CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Node of a CPU.
+    #[inline]
+    pub fn cpu_node(&self, cpu: usize) -> usize {
+        self.cpus[cpu].node
+    }
+
+    /// Nodes that have CPUs.
+    pub fn nodes_with_cpus(&self) -> Mask {
+        Mask::from_ids((0..self.nr_nodes()).filter(|&n| !self.nodes[n].cpus.is_empty()))
+    }
+
+    /// CPUs of a set of nodes.
+    pub fn cpus_of_nodes(&self, nodes: &Mask) -> Mask {
+        nodes
+            .iter()
+            .filter(|&n| n < self.nr_nodes())
+            .fold(Mask::new(), |acc, n| acc.or(&self.nodes[n].cpus))
+    }
+
+    /// Nodes sorted by distance from `from` (ties by node id): the kernel's zonelist order.
+    pub fn nodes_by_distance(&self, from: usize) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.nr_nodes()).collect();
+        v.sort_by_key(|&j| (self.distance[from][j], j));
+        v
+    }
+
+    /// Pages of a node usable by workloads.
+    pub fn node_usable_pages(&self, node: usize) -> u64 {
+        let n = &self.nodes[node];
+        (n.memory_bytes - n.reserved_bytes) / crate::PAGE_SIZE
+    }
+
+    /// Total memory usable by workloads, bytes.
+    pub fn usable_bytes(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| n.memory_bytes - n.reserved_bytes)
+            .sum()
+    }
+
+    /// Cores per node of node 0 (used for "cores_per_node" counts).
+    pub fn nr_cores(&self) -> usize {
+        self.cores.len()
+    }
+
+    /// Quantities workload counts may refer to.
+    pub fn count_context(&self) -> crate::units::CountContext {
+        crate::units::CountContext {
+            cpus: self.nr_cpus() as u64,
+            cores: self.nr_cores() as u64,
+            nodes: self.nodes_with_cpus().count() as u64,
+        }
+    }
+}

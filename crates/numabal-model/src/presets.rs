@@ -1,0 +1,60 @@
+//! Built-in machines and workloads: the TOML files under `presets/`, compiled in so the
+//! binary works from any directory.
+
+/// (name, TOML text) of every machine preset.
+pub const MACHINES: &[(&str, &str)] = &[
+    (
+        "autonuma-2n24",
+        include_str!("../../../presets/machines/autonuma-2n24.toml"),
+    ),
+    (
+        "rhel-4n40",
+        include_str!("../../../presets/machines/rhel-4n40.toml"),
+    ),
+    (
+        "xeon-2n104",
+        include_str!("../../../presets/machines/xeon-2n104.toml"),
+    ),
+    (
+        "tiny-2n4",
+        include_str!("../../../presets/machines/tiny-2n4.toml"),
+    ),
+];
+
+/// (name, TOML text) of every workload preset.
+pub const WORKLOADS: &[(&str, &str)] = &[
+    (
+        "numa01",
+        include_str!("../../../presets/workloads/numa01.toml"),
+    ),
+    (
+        "numa01_thread_alloc",
+        include_str!("../../../presets/workloads/numa01_thread_alloc.toml"),
+    ),
+    (
+        "numa02",
+        include_str!("../../../presets/workloads/numa02.toml"),
+    ),
+    (
+        "numa02_smt",
+        include_str!("../../../presets/workloads/numa02_smt.toml"),
+    ),
+    (
+        "numa01_numa02",
+        include_str!("../../../presets/workloads/numa01_numa02.toml"),
+    ),
+    (
+        "pmbench",
+        include_str!("../../../presets/workloads/pmbench.toml"),
+    ),
+];
+
+/// Text of a machine preset.
+pub fn machine(name: &str) -> Option<&'static str> {
+    MACHINES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Text of a workload preset.
+pub fn workload(name: &str) -> Option<&'static str> {
+    WORKLOADS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}

@@ -1,0 +1,733 @@
+//! Scenarios: a machine, a workload, a policy and simulator settings, each from a preset or
+//! a TOML file, with `--set key=value` overrides applied by dotted name before the typed
+//! parse, so an unknown key fails exactly like an unknown key in a file.
+//!
+//! File access is the caller's: a [`Resolver`] turns a name into text. This keeps the
+//! crate free of I/O and lets tests use in-memory sources.
+
+use crate::error::InputError;
+use crate::machine::{Machine, MachineSpec};
+use crate::presets;
+use crate::workload::{Workload, WorkloadSpec};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// What a name refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A machine preset or file.
+    Machine,
+    /// A workload preset or file.
+    Workload,
+    /// A policy name or file.
+    Policy,
+    /// A scenario file.
+    Scenario,
+}
+
+impl Kind {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Machine => "machine",
+            Kind::Workload => "workload",
+            Kind::Policy => "policy",
+            Kind::Scenario => "scenario",
+        }
+    }
+}
+
+/// Text and a label naming where it came from (a path, or `preset <name>`).
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// For error messages.
+    pub label: String,
+    /// TOML text.
+    pub text: String,
+}
+
+/// Turns a name given on the command line or in a file into text.
+pub trait Resolver {
+    /// Look up `name` of the given kind. Policies are names handled by the caller; a
+    /// resolver only needs to answer for files.
+    fn resolve(&self, kind: Kind, name: &str) -> Result<Source, InputError>;
+}
+
+/// Presets only: what tests and library users get without a file system.
+pub struct PresetResolver;
+
+impl Resolver for PresetResolver {
+    fn resolve(&self, kind: Kind, name: &str) -> Result<Source, InputError> {
+        preset_source(kind, name).ok_or_else(|| unknown_name(kind, name, false))
+    }
+}
+
+/// The preset of that kind and name, if there is one.
+pub fn preset_source(kind: Kind, name: &str) -> Option<Source> {
+    let text = match kind {
+        Kind::Machine => presets::machine(name),
+        Kind::Workload => presets::workload(name),
+        _ => None,
+    }?;
+    Some(Source {
+        label: format!("preset {name}"),
+        text: text.to_string(),
+    })
+}
+
+/// The error for a name that is neither a preset nor a file.
+pub fn unknown_name(kind: Kind, name: &str, files_allowed: bool) -> InputError {
+    let names: Vec<&str> = match kind {
+        Kind::Machine => presets::MACHINES.iter().map(|(n, _)| *n).collect(),
+        Kind::Workload => presets::WORKLOADS.iter().map(|(n, _)| *n).collect(),
+        _ => Vec::new(),
+    };
+    let files = if files_allowed {
+        ", or a path to a TOML file"
+    } else {
+        ""
+    };
+    InputError::new(
+        format!("--{}", kind.as_str()),
+        "",
+        format!(
+            "unknown {} `{name}` (allowed: {}{files})",
+            kind.as_str(),
+            names.join(", ")
+        ),
+    )
+}
+
+/// Parse TOML text; errors give line and column.
+pub fn parse_toml(src: &Source) -> Result<toml::Table, InputError> {
+    toml::from_str::<toml::Table>(&src.text).map_err(|e| {
+        let (line, col) = match e.span() {
+            Some(span) => line_col(&src.text, span.start),
+            None => (0, 0),
+        };
+        InputError::new(
+            format!("{}:{line}:{col}", src.label),
+            "",
+            format!("malformed TOML: {}", e.message()),
+        )
+    })
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+/// Deserialize a table into `T`, naming the failing field.
+pub fn from_table<T: DeserializeOwned>(label: &str, table: toml::Table) -> Result<T, InputError> {
+    let value = toml::Value::Table(table);
+    let res: Result<T, _> = serde_path_to_error::deserialize(value);
+    res.map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        InputError::new(label, path, e.inner().message().to_string())
+    })
+}
+
+/// Transparent huge page mode (`/sys/kernel/mm/transparent_hugepage/enabled`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Thp {
+    /// No THP.
+    Never,
+    /// THP only for regions that ask (`thp = true`, `MADV_HUGEPAGE`): Debian's default.
+    #[default]
+    Madvise,
+    /// THP for every anonymous region.
+    Always,
+}
+
+/// `[sim]`: simulator settings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimSettings {
+    /// Seed of every random choice in the run.
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    /// Scheduler tick (CONFIG_HZ=250 gives 4 ms). Also the longest interval over which
+    /// access rates are held constant.
+    #[serde(default = "d_tick")]
+    pub tick_ms: f64,
+    /// Stop the run here even if threads have not finished.
+    #[serde(default = "d_max_time")]
+    pub max_time_s: f64,
+    /// Transparent huge pages.
+    #[serde(default)]
+    pub transparent_hugepage: Thp,
+    /// Check every invariant (pages on one node, node capacity, affinity) at every tick.
+    #[serde(default)]
+    pub check_invariants: bool,
+}
+
+fn d_seed() -> u64 {
+    1
+}
+fn d_tick() -> f64 {
+    4.0
+}
+fn d_max_time() -> f64 {
+    86400.0
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        SimSettings {
+            seed: d_seed(),
+            tick_ms: d_tick(),
+            max_time_s: d_max_time(),
+            transparent_hugepage: Thp::default(),
+            check_invariants: false,
+        }
+    }
+}
+
+impl SimSettings {
+    fn validate(&self, label: &str) -> Result<(), InputError> {
+        if !(self.tick_ms >= 0.1 && self.tick_ms <= 100.0) {
+            return Err(InputError::new(
+                label,
+                "sim.tick_ms",
+                format!("is {} (allowed: 0.1 to 100)", self.tick_ms),
+            ));
+        }
+        if !(self.max_time_s > 0.0 && self.max_time_s <= 1e7) {
+            return Err(InputError::new(
+                label,
+                "sim.max_time_s",
+                format!("is {} (allowed: > 0 and <= 10000000)", self.max_time_s),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A policy by kind plus its tunables; the policy crate validates the tunables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySpec {
+    /// `none`, `bind`, ...
+    pub kind: String,
+    /// Remaining keys of the table.
+    pub tunables: toml::Table,
+    /// Where it came from, for errors.
+    pub label: String,
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The machine.
+    pub machine: Machine,
+    /// The workload checked against the machine.
+    pub workload: Workload,
+    /// The policy and its tunables.
+    pub policy: PolicySpec,
+    /// Simulator settings.
+    pub sim: SimSettings,
+    /// The `--set` overrides applied, as given.
+    pub overrides: Vec<String>,
+}
+
+/// What the user asked for: names (presets or paths) and overrides.
+#[derive(Debug, Clone, Default)]
+pub struct ScenarioInput {
+    /// A scenario file giving any of the others.
+    pub scenario: Option<String>,
+    /// Machine name or path.
+    pub machine: Option<String>,
+    /// Workload name or path.
+    pub workload: Option<String>,
+    /// Policy name or path.
+    pub policy: Option<String>,
+    /// Seed (overrides the scenario's).
+    pub seed: Option<u64>,
+    /// `key=value` overrides.
+    pub sets: Vec<String>,
+}
+
+/// One parsed `--set`.
+#[derive(Debug, Clone)]
+struct Override {
+    raw: String,
+    section: String,
+    path: Vec<String>,
+    value: toml::Value,
+}
+
+fn parse_override(raw: &str) -> Result<Override, InputError> {
+    let label = format!("--set {raw}");
+    let (key, val) = raw.split_once('=').ok_or_else(|| {
+        InputError::new(
+            &label,
+            "",
+            "expected key=value, e.g. policy.scan_size_mb=512",
+        )
+    })?;
+    let mut parts: Vec<String> = key
+        .trim()
+        .split('.')
+        .map(|s| s.trim().to_string())
+        .collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(InputError::new(&label, key, "empty component in the key"));
+    }
+    let section = parts.remove(0);
+    if !["machine", "workload", "policy", "sim"].contains(&section.as_str()) {
+        return Err(InputError::new(
+            &label,
+            key,
+            format!("unknown section `{section}` (allowed: machine, workload, policy, sim)"),
+        ));
+    }
+    if parts.is_empty() {
+        return Err(InputError::new(
+            &label,
+            key,
+            format!("name a field inside `{section}`, e.g. {section}.<field>"),
+        ));
+    }
+    // A TOML value if it parses as one (numbers, booleans, arrays, quoted strings), else a bare string.
+    let value = match toml::from_str::<toml::Table>(&format!("v = {}", val.trim())) {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or(toml::Value::String(val.to_string())),
+        Err(_) => toml::Value::String(val.trim().to_string()),
+    };
+    Ok(Override {
+        raw: raw.to_string(),
+        section,
+        path: parts,
+        value,
+    })
+}
+
+fn apply_override(table: &mut toml::Table, ov: &Override) -> Result<(), InputError> {
+    let label = format!("--set {}", ov.raw);
+    let full = format!("{}.{}", ov.section, ov.path.join("."));
+    let mut cur: &mut toml::Value = &mut toml::Value::Table(std::mem::take(table));
+    // Work on an owned Value, then put it back.
+    let mut root = std::mem::replace(cur, toml::Value::Boolean(false));
+    cur = &mut root;
+    let n = ov.path.len();
+    for (i, seg) in ov.path.iter().enumerate() {
+        let last = i + 1 == n;
+        match cur {
+            toml::Value::Table(t) => {
+                if last {
+                    t.insert(seg.clone(), ov.value.clone());
+                    break;
+                }
+                if !t.contains_key(seg) {
+                    // Let the typed parse report unknown keys; create intermediate tables.
+                    t.insert(seg.clone(), toml::Value::Table(toml::Table::new()));
+                }
+                cur = t.get_mut(seg).expect("just inserted");
+            }
+            toml::Value::Array(a) => {
+                let idx: usize = seg.parse().map_err(|_| {
+                    InputError::new(
+                        &label,
+                        &full,
+                        format!(
+                            "`{seg}` must be an array index (0-{})",
+                            a.len().saturating_sub(1)
+                        ),
+                    )
+                })?;
+                if idx >= a.len() {
+                    return Err(InputError::new(
+                        &label,
+                        &full,
+                        format!(
+                            "index {idx} is out of range (the array has {} entries)",
+                            a.len()
+                        ),
+                    ));
+                }
+                if last {
+                    a[idx] = ov.value.clone();
+                    break;
+                }
+                cur = &mut a[idx];
+            }
+            _ => {
+                return Err(InputError::new(
+                    &label,
+                    &full,
+                    format!("`{seg}`'s parent is not a table or an array"),
+                ));
+            }
+        }
+    }
+    match root {
+        toml::Value::Table(t) => {
+            *table = t;
+            Ok(())
+        }
+        _ => unreachable!("root is a table"),
+    }
+}
+
+/// Deserialize `table` for section `section`; an error in a field set by `--set` is
+/// reported against that `--set`.
+fn typed<T: DeserializeOwned>(
+    label: &str,
+    section: &str,
+    table: toml::Table,
+    ovs: &[Override],
+) -> Result<T, InputError> {
+    from_table::<T>(label, table).map_err(|e| relabel(e, section, ovs))
+}
+
+fn relabel(mut e: InputError, section: &str, ovs: &[Override]) -> InputError {
+    for ov in ovs.iter().filter(|o| o.section == section) {
+        let p = ov.path.join(".");
+        let matches = e.field == p
+            || e.field.starts_with(&format!("{p}."))
+            || e.field.starts_with(&format!("{p}["))
+            || (e.message.contains(&format!(
+                "`{}`",
+                ov.path.last().cloned().unwrap_or_default()
+            )) && p.starts_with(&e.field));
+        if matches {
+            e.source = format!("--set {}", ov.raw);
+        }
+    }
+    if !e.field.is_empty() && !e.field.starts_with(section) {
+        e.field = format!("{section}.{}", e.field);
+    } else if e.field.is_empty() {
+        e.field = section.to_string();
+    }
+    e
+}
+
+/// Load a workload by name, flattening `include`s.
+pub fn load_workload_spec(
+    resolver: &dyn Resolver,
+    name: &str,
+) -> Result<(WorkloadSpec, String), InputError> {
+    let src = resolver.resolve(Kind::Workload, name)?;
+    let table = parse_toml(&src)?;
+    let label = src.label.clone();
+    let spec = flatten_workload(resolver, table, &label, 0)?;
+    Ok((spec, label))
+}
+
+fn flatten_workload(
+    resolver: &dyn Resolver,
+    table: toml::Table,
+    label: &str,
+    depth: usize,
+) -> Result<WorkloadSpec, InputError> {
+    if depth > 8 {
+        return Err(InputError::new(
+            label,
+            "include",
+            "includes nest deeper than 8 (a cycle?)",
+        ));
+    }
+    let mut spec: WorkloadSpec = from_table(label, table)?;
+    for inc in std::mem::take(&mut spec.include) {
+        let src = resolver
+            .resolve(Kind::Workload, &inc)
+            .map_err(|e| InputError::new(label, "include", e.message))?;
+        let t = parse_toml(&src)?;
+        let sub = flatten_workload(resolver, t, &src.label, depth + 1)?;
+        spec.shared.extend(sub.shared);
+        spec.processes.extend(sub.processes);
+    }
+    Ok(spec)
+}
+
+/// A section of a scenario file: a name, or a table with an optional `preset`.
+fn section_source(
+    resolver: &dyn Resolver,
+    kind: Kind,
+    v: toml::Value,
+    scen_label: &str,
+) -> Result<(toml::Table, String), InputError> {
+    match v {
+        toml::Value::String(name) => {
+            if kind == Kind::Policy {
+                return policy_table(resolver, &name);
+            }
+            let src = resolver.resolve(kind, &name)?;
+            Ok((parse_toml(&src)?, src.label))
+        }
+        toml::Value::Table(mut t) => match t.remove("preset") {
+            Some(toml::Value::String(name)) => {
+                let (mut base, label) = if kind == Kind::Policy {
+                    policy_table(resolver, &name)?
+                } else {
+                    let src = resolver.resolve(kind, &name)?;
+                    (parse_toml(&src)?, src.label)
+                };
+                merge(&mut base, t);
+                Ok((base, format!("{scen_label} ({label})")))
+            }
+            Some(_) => Err(InputError::new(
+                scen_label,
+                format!("{}.preset", kind.as_str()),
+                "must be a string",
+            )),
+            None => Ok((t, scen_label.to_string())),
+        },
+        _ => Err(InputError::new(
+            scen_label,
+            kind.as_str(),
+            "must be a name or a table",
+        )),
+    }
+}
+
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// A policy table from a name (`bind`) or a file path.
+fn policy_table(resolver: &dyn Resolver, name: &str) -> Result<(toml::Table, String), InputError> {
+    if name.ends_with(".toml") || name.contains('/') {
+        let src = resolver.resolve(Kind::Policy, name)?;
+        return Ok((parse_toml(&src)?, src.label));
+    }
+    let mut t = toml::Table::new();
+    t.insert("kind".into(), toml::Value::String(name.to_string()));
+    Ok((t, "--policy".to_string()))
+}
+
+impl Scenario {
+    /// Build and validate a scenario.
+    pub fn build(input: &ScenarioInput, resolver: &dyn Resolver) -> Result<Scenario, InputError> {
+        let ovs: Vec<Override> = input
+            .sets
+            .iter()
+            .map(|s| parse_override(s))
+            .collect::<Result<_, _>>()?;
+
+        // Scenario file sections, if any.
+        let mut scen: toml::Table = toml::Table::new();
+        let mut scen_label = String::new();
+        if let Some(name) = &input.scenario {
+            let src = resolver.resolve(Kind::Scenario, name)?;
+            scen = parse_toml(&src)?;
+            scen_label = src.label;
+            let allowed = ["machine", "workload", "policy", "sim", "seed"];
+            if let Some(k) = scen.keys().find(|k| !allowed.contains(&k.as_str())) {
+                return Err(InputError::new(
+                    &scen_label,
+                    k.clone(),
+                    format!("unknown key (allowed: {})", allowed.join(", ")),
+                ));
+            }
+        }
+        let pick = |kind: Kind,
+                    cli: &Option<String>,
+                    scen: &mut toml::Table|
+         -> Result<(toml::Table, String), InputError> {
+            if let Some(name) = cli {
+                return section_source(
+                    resolver,
+                    kind,
+                    toml::Value::String(name.clone()),
+                    &scen_label,
+                );
+            }
+            match scen.remove(kind.as_str()) {
+                Some(v) => section_source(resolver, kind, v, &scen_label),
+                None => Err(InputError::new(
+                    format!("--{}", kind.as_str()),
+                    "",
+                    format!(
+                        "no {} given (use --{} NAME or a scenario file)",
+                        kind.as_str(),
+                        kind.as_str()
+                    ),
+                )),
+            }
+        };
+
+        // Machine.
+        let (mut mtable, mlabel) = pick(Kind::Machine, &input.machine, &mut scen)?;
+        for ov in ovs.iter().filter(|o| o.section == "machine") {
+            apply_override(&mut mtable, ov)?;
+        }
+        let mspec: MachineSpec = typed(&mlabel, "machine", mtable, &ovs)?;
+        let machine =
+            Machine::from_spec(mspec, &mlabel).map_err(|e| relabel_checked(e, "machine", &ovs))?;
+
+        // Workload (includes flattened before overrides so indexes refer to the whole list).
+        let (wtable, wlabel) = pick(Kind::Workload, &input.workload, &mut scen)?;
+        let wspec = flatten_workload(resolver, wtable, &wlabel, 0)?;
+        let mut wtable = match toml::Value::try_from(&wspec) {
+            Ok(toml::Value::Table(t)) => t,
+            _ => {
+                return Err(InputError::new(
+                    &wlabel,
+                    "",
+                    "internal: cannot re-serialise the workload",
+                ));
+            }
+        };
+        for ov in ovs.iter().filter(|o| o.section == "workload") {
+            apply_override(&mut wtable, ov)?;
+        }
+        let wspec: WorkloadSpec = typed(&wlabel, "workload", wtable, &ovs)?;
+        let workload = Workload::resolve(wspec, &machine, &wlabel)
+            .map_err(|e| relabel_checked(e, "workload", &ovs))?;
+
+        // Policy.
+        let (mut ptable, plabel) = pick(Kind::Policy, &input.policy, &mut scen)?;
+        for ov in ovs.iter().filter(|o| o.section == "policy") {
+            apply_override(&mut ptable, ov)?;
+        }
+        let kind = match ptable.remove("kind") {
+            Some(toml::Value::String(k)) => k,
+            Some(_) => return Err(InputError::new(&plabel, "policy.kind", "must be a string")),
+            None => {
+                return Err(InputError::new(
+                    &plabel,
+                    "policy.kind",
+                    "missing (e.g. kind = \"none\")",
+                ));
+            }
+        };
+        let policy = PolicySpec {
+            kind,
+            tunables: ptable,
+            label: plabel,
+        };
+
+        // Sim settings: scenario [sim] table, seed, then overrides.
+        let mut stable = match scen.remove("sim") {
+            Some(toml::Value::Table(t)) => t,
+            Some(_) => return Err(InputError::new(&scen_label, "sim", "must be a table")),
+            None => toml::Table::new(),
+        };
+        if let Some(seed) = scen.remove("seed") {
+            stable.insert("seed".into(), seed);
+        }
+        if let Some(seed) = input.seed {
+            stable.insert("seed".into(), toml::Value::Integer(seed as i64));
+        }
+        for ov in ovs.iter().filter(|o| o.section == "sim") {
+            apply_override(&mut stable, ov)?;
+        }
+        let slabel = if scen_label.is_empty() {
+            "[sim]".to_string()
+        } else {
+            scen_label.clone()
+        };
+        let sim: SimSettings = typed(&slabel, "sim", stable, &ovs)?;
+        sim.validate(&slabel)
+            .map_err(|e| relabel_checked(e, "sim", &ovs))?;
+
+        Ok(Scenario {
+            machine,
+            workload,
+            policy,
+            sim,
+            overrides: input.sets.clone(),
+        })
+    }
+}
+
+/// For errors raised by validation (after the typed parse): relabel if a `--set` touched
+/// the field. Field paths from validation already carry no section prefix.
+fn relabel_checked(e: InputError, section: &str, ovs: &[Override]) -> InputError {
+    let mut e = e;
+    for ov in ovs.iter().filter(|o| o.section == section) {
+        let p = ov.path.join(".");
+        let f = e.field.replace('[', ".").replace(']', "");
+        if f == p || f.starts_with(&format!("{p}.")) || p.starts_with(&f) && !f.is_empty() {
+            e.source = format!("--set {}", ov.raw);
+        }
+    }
+    e.within(section)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(m: &str, w: &str, p: &str, sets: &[&str]) -> ScenarioInput {
+        ScenarioInput {
+            machine: Some(m.into()),
+            workload: Some(w.into()),
+            policy: Some(p.into()),
+            sets: sets.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn every_preset_loads() {
+        for (m, _) in presets::MACHINES {
+            for (w, _) in presets::WORKLOADS {
+                let r = Scenario::build(&input(m, w, "none", &[]), &PresetResolver);
+                // Some workloads do not fit small machines; that must be a clean error.
+                if let Err(e) = &r {
+                    assert!(e.message.contains("usable memory"), "{m}/{w}: {e}");
+                }
+            }
+        }
+        let s = Scenario::build(
+            &input("autonuma-2n24", "numa01", "none", &[]),
+            &PresetResolver,
+        )
+        .unwrap();
+        assert_eq!(s.machine.nr_cpus(), 24);
+        assert_eq!(s.workload.threads, vec![vec![12]]);
+    }
+
+    #[test]
+    fn overrides_apply_and_unknown_keys_fail() {
+        let s = Scenario::build(
+            &input(
+                "tiny-2n4",
+                "numa02",
+                "none",
+                &["sim.tick_ms=1", "machine.memory.queue_scale_ns=7"],
+            ),
+            &PresetResolver,
+        )
+        .unwrap();
+        assert_eq!(s.sim.tick_ms, 1.0);
+        assert_eq!(s.machine.spec.memory.queue_scale_ns, 7.0);
+
+        let e = Scenario::build(
+            &input("tiny-2n4", "numa02", "none", &["machine.memory.bogus=1"]),
+            &PresetResolver,
+        )
+        .unwrap_err();
+        assert!(e.source.starts_with("--set machine.memory.bogus"), "{e}");
+        assert!(e.message.contains("unknown field `bogus`"), "{e}");
+        assert!(
+            e.message.contains("local_latency_ns"),
+            "names allowed keys: {e}"
+        );
+
+        let e = Scenario::build(
+            &input("tiny-2n4", "numa02", "none", &["nosuch.x=1"]),
+            &PresetResolver,
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("allowed: machine, workload, policy, sim"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,233 @@
+//! Sizes (`"3GiB"`, `"256 MiB"`, `4096`) and small integer expressions relative to the
+//! machine (`"cpus/2"`), as they appear in workload and machine files.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A byte count written as an integer or a string with a binary unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    /// Parse `"3GiB"`, `"1.5 GiB"`, `"512M"`, `"4096"`. Units are binary (KiB = 1024);
+    /// `K`, `M`, `G`, `T` are accepted as KiB..TiB like numactl does.
+    pub fn parse(s: &str) -> Result<Bytes, String> {
+        let t = s.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("`{s}` is not a size (expected e.g. 3GiB, 256MiB, 4096)"))?;
+        let mult: u64 = match unit.trim() {
+            "" | "B" => 1,
+            "K" | "KiB" | "k" => 1 << 10,
+            "M" | "MiB" => 1 << 20,
+            "G" | "GiB" => 1 << 30,
+            "T" | "TiB" => 1 << 40,
+            other => {
+                return Err(format!(
+                    "unknown size unit `{other}` in `{s}` (allowed: B, KiB, MiB, GiB, TiB)"
+                ));
+            }
+        };
+        let bytes = value * mult as f64;
+        if !bytes.is_finite() || bytes < 0.0 || bytes > 1e18 {
+            return Err(format!("size `{s}` is out of range"));
+        }
+        Ok(Bytes(bytes.round() as u64))
+    }
+
+    /// Pages of `PAGE_SIZE`, rounded up.
+    pub fn pages(self) -> u64 {
+        self.0.div_ceil(crate::PAGE_SIZE)
+    }
+
+    /// Size in MiB.
+    pub fn mib(self) -> f64 {
+        self.0 as f64 / (1u64 << 20) as f64
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+            if b >= 1 << shift && b % (1 << shift) == 0 {
+                return write!(f, "{}{}", b >> shift, unit);
+            }
+        }
+        for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20)] {
+            if b >= 1 << shift {
+                return write!(f, "{:.2}{}", b as f64 / (1u64 << shift) as f64, unit);
+            }
+        }
+        write!(f, "{b}")
+    }
+}
+
+impl Serialize for Bytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Str(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "expected a size: an integer byte count or a string like \"3GiB\"",
+            )
+        })? {
+            Raw::Int(n) => Ok(Bytes(n)),
+            Raw::Str(s) => Bytes::parse(&s).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Machine quantities a count can refer to.
+#[derive(Debug, Clone, Copy)]
+pub struct CountContext {
+    /// Logical CPUs.
+    pub cpus: u64,
+    /// Physical cores.
+    pub cores: u64,
+    /// NUMA nodes.
+    pub nodes: u64,
+}
+
+/// A count written as an integer or an expression: `cpus`, `cores`, `nodes`,
+/// `cpus_per_node`, `cores_per_node`, optionally followed by `/k` or `*k`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Count {
+    /// A fixed number.
+    Fixed(u64),
+    /// An expression evaluated against the machine.
+    Expr(String),
+}
+
+impl Count {
+    /// Evaluate against a machine; errors name the allowed forms.
+    pub fn eval(&self, m: &CountContext) -> Result<u64, String> {
+        let expr = match self {
+            Count::Fixed(n) => return Ok(*n),
+            Count::Expr(e) => e.trim(),
+        };
+        let allowed = "allowed: an integer, or cpus, cores, nodes, cpus_per_node, cores_per_node, optionally followed by /N or *N";
+        let (base, op) = match expr.find(['/', '*']) {
+            Some(i) => (
+                expr[..i].trim(),
+                Some((&expr[i..i + 1], expr[i + 1..].trim())),
+            ),
+            None => (expr, None),
+        };
+        let nodes = m.nodes.max(1);
+        let v = match base {
+            "cpus" => m.cpus,
+            "cores" => m.cores,
+            "nodes" => m.nodes,
+            "cpus_per_node" => m.cpus / nodes,
+            "cores_per_node" => m.cores / nodes,
+            other => other
+                .parse::<u64>()
+                .map_err(|_| format!("`{expr}` is not a count ({allowed})"))?,
+        };
+        let v = match op {
+            None => v,
+            Some((o, k)) => {
+                let k: u64 = k
+                    .parse()
+                    .map_err(|_| format!("`{expr}` is not a count ({allowed})"))?;
+                if k == 0 {
+                    return Err(format!("`{expr}` divides by zero"));
+                }
+                if o == "/" { v / k } else { v * k }
+            }
+        };
+        Ok(v)
+    }
+}
+
+impl Serialize for Count {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Count::Fixed(n) => s.serialize_u64(*n),
+            Count::Expr(e) => s.serialize_str(e),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Str(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "expected a count: an integer or an expression like \"cpus/2\"",
+            )
+        })? {
+            Raw::Int(n) => Ok(Count::Fixed(n)),
+            Raw::Str(s) => {
+                // Validate the form now so a bad expression fails with its field path.
+                let probe = CountContext {
+                    cpus: 1,
+                    cores: 1,
+                    nodes: 1,
+                };
+                Count::Expr(s.clone())
+                    .eval(&probe)
+                    .map_err(serde::de::Error::custom)?;
+                Ok(Count::Expr(s))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(Bytes::parse("3GiB").unwrap().0, 3 << 30);
+        assert_eq!(Bytes::parse("1.5 GiB").unwrap().0, 3 << 29);
+        assert_eq!(Bytes::parse("512M").unwrap().0, 512 << 20);
+        assert_eq!(Bytes::parse("4096").unwrap().0, 4096);
+        assert!(Bytes::parse("3GB").unwrap_err().contains("allowed: B, KiB"));
+        assert!(Bytes::parse("lots").is_err());
+        assert_eq!(Bytes(3 << 30).to_string(), "3GiB");
+        assert_eq!(Bytes(4096).pages(), 1);
+        assert_eq!(Bytes(4097).pages(), 2);
+    }
+
+    #[test]
+    fn counts() {
+        let m = CountContext {
+            cpus: 24,
+            cores: 12,
+            nodes: 2,
+        };
+        assert_eq!(Count::Expr("cpus/2".into()).eval(&m).unwrap(), 12);
+        assert_eq!(Count::Expr("cpus".into()).eval(&m).unwrap(), 24);
+        assert_eq!(Count::Expr("cores_per_node*2".into()).eval(&m).unwrap(), 12);
+        assert_eq!(Count::Fixed(3).eval(&m).unwrap(), 3);
+        assert!(
+            Count::Expr("gpus".into())
+                .eval(&m)
+                .unwrap_err()
+                .contains("allowed")
+        );
+        assert!(Count::Expr("cpus/0".into()).eval(&m).is_err());
+    }
+}

@@ -1,0 +1,721 @@
+//! Workloads as data: processes with regions (mappings) and thread groups; each group runs
+//! a list of phases (access a region with a pattern, compute, sleep, spawn/join another
+//! group, barrier). Presets such as `numa01` are TOML files built from these parts.
+//!
+//! ```text
+//!   workload
+//!   ├── [[shared]]            regions shared between processes (shm, page cache)
+//!   └── [[process]] × instances
+//!       ├── [[process.region]]          anon (shared by the process's threads) | file (read-only) | shared
+//!       └── [[process.group]] × threads
+//!           └── [[process.group.phase]] access | compute | sleep | spawn | join | barrier
+//! ```
+
+use crate::error::InputError;
+use crate::machine::Machine;
+use crate::mask::Mask;
+use crate::mempolicy::MemPolicySpec;
+use crate::units::{Bytes, Count};
+use serde::{Deserialize, Serialize};
+
+fn one_u32() -> u32 {
+    1
+}
+fn one_u64() -> u64 {
+    1
+}
+fn one_f() -> f64 {
+    1.0
+}
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+fn is_zero(f: &f64) -> bool {
+    *f == 0.0
+}
+
+/// A workload file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Preset name or a short label.
+    pub name: String,
+    /// One line for `numabal list`.
+    #[serde(default)]
+    pub description: String,
+    /// Other workloads (preset names or files) whose processes run alongside these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// Regions shared between processes.
+    #[serde(default, rename = "shared", skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<SharedRegionSpec>,
+    /// Processes.
+    #[serde(default, rename = "process")]
+    pub processes: Vec<ProcessSpec>,
+}
+
+/// Kind of a region shared between processes.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SharedKind {
+    /// Shared anonymous memory (`MAP_SHARED|MAP_ANONYMOUS`, SysV shm): writable.
+    #[default]
+    Shm,
+    /// A file mapped read-only (shared libraries, read-only data): page cache.
+    File,
+}
+
+/// `[[shared]]`: a region several processes map.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SharedRegionSpec {
+    /// Name processes use in `shared = "..."`.
+    pub name: String,
+    /// Size.
+    pub size: Bytes,
+    /// shm (writable) or file (read-only).
+    #[serde(default)]
+    pub kind: SharedKind,
+    /// Use 2 MiB transparent huge pages (`MADV_HUGEPAGE`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub thp: bool,
+    /// `mbind` policy of the region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mempolicy: Option<MemPolicySpec>,
+}
+
+/// Kind of a process region.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionKind {
+    /// Private anonymous memory (heap, `malloc`): shared by the threads of the process.
+    #[default]
+    Anon,
+    /// A private read-only file mapping (a library's text, read-only data).
+    File,
+}
+
+/// `[[process.region]]`: a mapping in the process's address space.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSpec {
+    /// Name phases refer to.
+    pub name: String,
+    /// Size (not with `shared`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Bytes>,
+    /// anon or file.
+    #[serde(default)]
+    pub kind: RegionKind,
+    /// Map the workload-level shared region of this name instead of a private one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<String>,
+    /// Use 2 MiB transparent huge pages (`MADV_HUGEPAGE`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub thp: bool,
+    /// `mbind` policy of the region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mempolicy: Option<MemPolicySpec>,
+}
+
+/// How a static binding policy places a thread group (autonuma-benchmark HARD_BIND).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// The group stays together with the rest of its process on as few nodes as fit it.
+    #[default]
+    Together,
+    /// The group's threads are split in contiguous blocks, one block per node
+    /// (numa02 HARD_BIND: thread i on node i / (threads / nodes)).
+    Spread,
+}
+
+/// `[[process.group]]`: threads running the same program.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// Name used by `spawn`/`join` phases.
+    pub name: String,
+    /// Number of threads (`12`, `"cpus/2"`).
+    pub threads: Count,
+    /// Placement under static binding policies.
+    #[serde(default)]
+    pub placement: Placement,
+    /// Delay after process start before the group starts (unless another group spawns it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub start_s: f64,
+    /// How many times the phase list runs.
+    #[serde(default = "one_u64")]
+    pub iterations: u64,
+    /// CPU affinity (`sched_setaffinity`) of the group's threads, cpulist syntax.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<String>,
+    /// The program.
+    #[serde(rename = "phase")]
+    pub phases: Vec<PhaseSpec>,
+}
+
+/// Which part of a region a thread accesses.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Slice {
+    /// The whole region.
+    #[default]
+    All,
+    /// The thread's own part: thread i of n gets pages [i*P/n, (i+1)*P/n).
+    Thread,
+}
+
+/// Access pattern over the slice.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    /// Sequential sweep from start to end (bzero, memcpy, streaming kernels).
+    #[default]
+    Sweep,
+    /// Uniformly random cache lines.
+    Uniform,
+    /// Zipf over pages in address order (page k has weight 1/(k+1)^s).
+    Zipf,
+    /// `hot_fraction` of the slice (its start) receives `hot_weight` of the accesses.
+    Hot,
+}
+
+/// An access phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AccessPhase {
+    /// Region name.
+    pub region: String,
+    /// Whole region or the thread's part.
+    #[serde(default)]
+    pub slice: Slice,
+    /// Access pattern.
+    #[serde(default)]
+    pub pattern: Pattern,
+    /// Amount: full passes over the slice...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes: Option<f64>,
+    /// ...or bytes accessed...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<Bytes>,
+    /// ...or wall-clock seconds (open-ended workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// Fraction of accesses that write.
+    #[serde(default = "one_f")]
+    pub write: f64,
+    /// CPU work per byte accessed beyond issuing the access, ns (0 = pure streaming).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ns_per_byte: f64,
+    /// Cache-line misses in flight per thread (default: the machine's streaming maximum;
+    /// 1 for a dependent pointer chase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mlp: Option<f64>,
+    /// Fraction of accesses served by the last-level cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_hit: f64,
+    /// Zipf exponent (pattern = zipf).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zipf_s: Option<f64>,
+    /// Hot part of the slice (pattern = hot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_fraction: Option<f64>,
+    /// Share of accesses going to the hot part (pattern = hot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_weight: Option<f64>,
+    /// The thread's memory policy during this phase (`set_mempolicy`), e.g. `bind:random`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mempolicy: Option<MemPolicySpec>,
+}
+
+/// A phase of a thread's program.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PhaseSpec {
+    /// Access memory.
+    Access(AccessPhase),
+    /// Pure CPU work.
+    Compute(ComputePhase),
+    /// Off CPU.
+    Sleep(SleepPhase),
+    /// Start the threads of another group of the same process.
+    Spawn(GroupRef),
+    /// Wait until every thread of another group has finished.
+    Join(GroupRef),
+    /// Wait until every thread of this group reaches the barrier.
+    Barrier(BarrierPhase),
+}
+
+/// `kind = "compute"`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ComputePhase {
+    /// CPU seconds on an otherwise idle core.
+    pub seconds: f64,
+}
+
+/// `kind = "sleep"`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SleepPhase {
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+/// `kind = "spawn"` / `kind = "join"`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GroupRef {
+    /// Group name in the same process.
+    pub group: String,
+}
+
+/// `kind = "barrier"`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct BarrierPhase {}
+
+/// `[[process]]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSpec {
+    /// Command name (`comm`).
+    pub name: String,
+    /// How many copies of the process run (numa01 forks one: 2).
+    #[serde(default = "one_u32")]
+    pub instances: u32,
+    /// Start time of the first instance, seconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub start_s: f64,
+    /// cpuset `cpus` (cgroup constraint), cpulist syntax.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuset_cpus: Option<String>,
+    /// cpuset `mems`, node list syntax.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuset_mems: Option<String>,
+    /// CPU affinity of all threads (`taskset`), cpulist syntax.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<String>,
+    /// Process-wide memory policy (`numactl --membind` etc.).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mempolicy: Option<MemPolicySpec>,
+    /// Mappings.
+    #[serde(default, rename = "region")]
+    pub regions: Vec<RegionSpec>,
+    /// Thread groups.
+    #[serde(rename = "group")]
+    pub groups: Vec<GroupSpec>,
+}
+
+/// A workload checked against a machine: counts evaluated, names resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// The spec with includes flattened (processes of included workloads appended).
+    pub spec: WorkloadSpec,
+    /// Per process, per group: thread count.
+    pub threads: Vec<Vec<u32>>,
+    /// Per process: cpuset cpus (full machine if unset).
+    pub cpuset_cpus: Vec<Mask>,
+    /// Per process: cpuset mems (all nodes if unset).
+    pub cpuset_mems: Vec<Mask>,
+    /// Per process: affinity (None = all CPUs of the cpuset).
+    pub affinity: Vec<Option<Mask>>,
+    /// Per process, per group: group affinity.
+    pub group_affinity: Vec<Vec<Option<Mask>>>,
+    /// Total memory the workload maps, bytes.
+    pub mapped_bytes: u64,
+}
+
+impl Workload {
+    /// Check a flattened spec against a machine. `src` names where it came from.
+    pub fn resolve(
+        spec: WorkloadSpec,
+        machine: &Machine,
+        src: &str,
+    ) -> Result<Workload, InputError> {
+        let err = |field: String, msg: String| InputError::new(src, field, msg);
+        if spec.processes.is_empty() {
+            return Err(err(
+                "process".into(),
+                "the workload has no processes".into(),
+            ));
+        }
+        let ctx = machine.count_context();
+        let nr_cpus = machine.nr_cpus();
+        let nr_nodes = machine.nr_nodes();
+        let mut shared_bytes = 0u64;
+        for (si, s) in spec.shared.iter().enumerate() {
+            if s.size.0 == 0 {
+                return Err(err(format!("shared[{si}].size"), "must be > 0".into()));
+            }
+            if spec.shared[..si].iter().any(|o| o.name == s.name) {
+                return Err(err(
+                    format!("shared[{si}].name"),
+                    format!("`{}` is defined twice", s.name),
+                ));
+            }
+            shared_bytes += s.size.0;
+        }
+        let mut threads = Vec::new();
+        let mut cpuset_cpus = Vec::new();
+        let mut cpuset_mems = Vec::new();
+        let mut affinity = Vec::new();
+        let mut group_affinity = Vec::new();
+        let mut private_bytes = 0u64;
+        for (pi, p) in spec.processes.iter().enumerate() {
+            let pf = |f: &str| format!("process[{pi}].{f}");
+            if p.instances == 0 || p.instances > 4096 {
+                return Err(err(
+                    pf("instances"),
+                    format!("is {} (allowed: 1-4096)", p.instances),
+                ));
+            }
+            if !(p.start_s >= 0.0 && p.start_s.is_finite()) {
+                return Err(err(pf("start_s"), "must be a finite number >= 0".into()));
+            }
+            let cpus_all = Mask::full(nr_cpus);
+            let parse_cpus = |f: &str, s: &Option<String>| -> Result<Option<Mask>, InputError> {
+                match s {
+                    None => Ok(None),
+                    Some(s) => {
+                        let m = Mask::parse_list(s, Some(nr_cpus)).map_err(|e| err(pf(f), e))?;
+                        if m.is_empty() || !m.is_subset(&cpus_all) {
+                            return Err(err(
+                                pf(f),
+                                format!("`{s}` must name CPUs of the machine (0-{})", nr_cpus - 1),
+                            ));
+                        }
+                        Ok(Some(m))
+                    }
+                }
+            };
+            let cs_cpus =
+                parse_cpus("cpuset_cpus", &p.cpuset_cpus)?.unwrap_or_else(|| cpus_all.clone());
+            let cs_mems = match &p.cpuset_mems {
+                None => Mask::full(nr_nodes),
+                Some(s) => {
+                    let m = Mask::parse_list(s, Some(nr_nodes))
+                        .map_err(|e| err(pf("cpuset_mems"), e))?;
+                    if m.is_empty() || !m.is_subset(&Mask::full(nr_nodes)) {
+                        return Err(err(
+                            pf("cpuset_mems"),
+                            format!("`{s}` must name nodes of the machine (0-{})", nr_nodes - 1),
+                        ));
+                    }
+                    m
+                }
+            };
+            let aff = parse_cpus("affinity", &p.affinity)?;
+            if let Some(a) = &aff {
+                if !a.intersects(&cs_cpus) {
+                    return Err(err(
+                        pf("affinity"),
+                        "shares no CPU with the process's cpuset".into(),
+                    ));
+                }
+            }
+            if let Some(mp) = &p.mempolicy {
+                mp.resolve(nr_nodes, 0)
+                    .map_err(|e| err(pf("mempolicy"), e))?;
+            }
+            // Regions.
+            let mut region_pages = Vec::new();
+            for (ri, r) in p.regions.iter().enumerate() {
+                let rf = |f: &str| pf(&format!("region[{ri}].{f}"));
+                if p.regions[..ri].iter().any(|o| o.name == r.name) {
+                    return Err(err(
+                        rf("name"),
+                        format!("`{}` is defined twice in this process", r.name),
+                    ));
+                }
+                let bytes = match (&r.size, &r.shared) {
+                    (Some(sz), None) => {
+                        if sz.0 == 0 {
+                            return Err(err(rf("size"), "must be > 0".into()));
+                        }
+                        private_bytes += sz.0 * p.instances as u64;
+                        sz.0
+                    }
+                    (None, Some(name)) => match spec.shared.iter().find(|s| &s.name == name) {
+                        Some(s) => s.size.0,
+                        None => {
+                            let names: Vec<&str> =
+                                spec.shared.iter().map(|s| s.name.as_str()).collect();
+                            return Err(err(
+                                rf("shared"),
+                                format!(
+                                    "no [[shared]] region `{name}` (defined: {})",
+                                    list_or_none(&names)
+                                ),
+                            ));
+                        }
+                    },
+                    _ => {
+                        return Err(err(
+                            rf("size"),
+                            "give exactly one of `size` (a private region) or `shared` (a [[shared]] region)"
+                                .into(),
+                        ));
+                    }
+                };
+                if let Some(mp) = &r.mempolicy {
+                    mp.resolve(nr_nodes, 0)
+                        .map_err(|e| err(rf("mempolicy"), e))?;
+                }
+                region_pages.push(bytes.div_ceil(crate::PAGE_SIZE));
+            }
+            // Groups.
+            if p.groups.is_empty() {
+                return Err(err(
+                    pf("group"),
+                    "a process needs at least one [[process.group]]".into(),
+                ));
+            }
+            let mut tcounts = Vec::new();
+            let mut gaff = Vec::new();
+            let mut spawned = vec![false; p.groups.len()];
+            for (gi, g) in p.groups.iter().enumerate() {
+                let gf = |f: &str| pf(&format!("group[{gi}].{f}"));
+                if p.groups[..gi].iter().any(|o| o.name == g.name) {
+                    return Err(err(
+                        gf("name"),
+                        format!("`{}` is defined twice in this process", g.name),
+                    ));
+                }
+                let n = g.threads.eval(&ctx).map_err(|e| err(gf("threads"), e))?;
+                if n == 0 || n > 65536 {
+                    return Err(err(
+                        gf("threads"),
+                        format!("evaluates to {n} (allowed: 1-65536)"),
+                    ));
+                }
+                tcounts.push(n as u32);
+                if g.iterations == 0 {
+                    return Err(err(gf("iterations"), "must be >= 1".into()));
+                }
+                if !(g.start_s >= 0.0 && g.start_s.is_finite()) {
+                    return Err(err(gf("start_s"), "must be a finite number >= 0".into()));
+                }
+                let ga = parse_cpus(&format!("group[{gi}].affinity"), &g.affinity)?;
+                gaff.push(ga);
+                if g.phases.is_empty() {
+                    return Err(err(
+                        gf("phase"),
+                        "a group needs at least one [[process.group.phase]]".into(),
+                    ));
+                }
+            }
+            for (gi, g) in p.groups.iter().enumerate() {
+                for (phi, ph) in g.phases.iter().enumerate() {
+                    let f = |x: &str| pf(&format!("group[{gi}].phase[{phi}].{x}"));
+                    let group_idx = |name: &str, field: &str| -> Result<usize, InputError> {
+                        p.groups.iter().position(|o| o.name == name).ok_or_else(|| {
+                            let names: Vec<&str> =
+                                p.groups.iter().map(|o| o.name.as_str()).collect();
+                            err(
+                                f(field),
+                                format!(
+                                    "no group `{name}` in this process (defined: {})",
+                                    names.join(", ")
+                                ),
+                            )
+                        })
+                    };
+                    match ph {
+                        PhaseSpec::Access(a) => {
+                            let Some(ri) = p.regions.iter().position(|r| r.name == a.region) else {
+                                let names: Vec<&str> =
+                                    p.regions.iter().map(|r| r.name.as_str()).collect();
+                                return Err(err(
+                                    f("region"),
+                                    format!(
+                                        "no region `{}` in this process (defined: {})",
+                                        a.region,
+                                        list_or_none(&names)
+                                    ),
+                                ));
+                            };
+                            let amounts =
+                                [a.passes.is_some(), a.bytes.is_some(), a.seconds.is_some()];
+                            if amounts.iter().filter(|&&x| x).count() != 1 {
+                                return Err(err(
+                                    f("passes"),
+                                    "give exactly one of `passes`, `bytes` or `seconds`".into(),
+                                ));
+                            }
+                            for (name, v) in [("passes", a.passes), ("seconds", a.seconds)] {
+                                if let Some(v) = v {
+                                    if !(v > 0.0 && v.is_finite()) {
+                                        return Err(err(
+                                            f(name),
+                                            "must be a finite number > 0".into(),
+                                        ));
+                                    }
+                                }
+                            }
+                            if !(0.0..=1.0).contains(&a.write) {
+                                return Err(err(
+                                    f("write"),
+                                    format!("is {} (allowed: 0 to 1)", a.write),
+                                ));
+                            }
+                            if !(0.0..1.0).contains(&a.cache_hit) {
+                                return Err(err(
+                                    f("cache_hit"),
+                                    format!("is {} (allowed: 0 to <1)", a.cache_hit),
+                                ));
+                            }
+                            if !(a.ns_per_byte >= 0.0 && a.ns_per_byte.is_finite()) {
+                                return Err(err(
+                                    f("ns_per_byte"),
+                                    "must be a finite number >= 0".into(),
+                                ));
+                            }
+                            if let Some(m) = a.mlp {
+                                if !(0.5..=1000.0).contains(&m) {
+                                    return Err(err(
+                                        f("mlp"),
+                                        format!("is {m} (allowed: 0.5 to 1000)"),
+                                    ));
+                                }
+                            }
+                            match a.pattern {
+                                Pattern::Zipf => {
+                                    let s = a.zipf_s.unwrap_or(1.0);
+                                    if !(0.0..=5.0).contains(&s) {
+                                        return Err(err(
+                                            f("zipf_s"),
+                                            format!("is {s} (allowed: 0 to 5)"),
+                                        ));
+                                    }
+                                }
+                                Pattern::Hot => {
+                                    let hf = a.hot_fraction.unwrap_or(0.1);
+                                    let hw = a.hot_weight.unwrap_or(0.9);
+                                    if !(hf > 0.0 && hf < 1.0) {
+                                        return Err(err(
+                                            f("hot_fraction"),
+                                            format!("is {hf} (allowed: between 0 and 1)"),
+                                        ));
+                                    }
+                                    if !(0.0..=1.0).contains(&hw) {
+                                        return Err(err(
+                                            f("hot_weight"),
+                                            format!("is {hw} (allowed: 0 to 1)"),
+                                        ));
+                                    }
+                                }
+                                _ => {}
+                            }
+                            if a.slice == Slice::Thread && region_pages[ri] < tcounts[gi] as u64 {
+                                return Err(err(
+                                    f("slice"),
+                                    format!(
+                                        "region `{}` has {} pages, fewer than the group's {} threads",
+                                        a.region, region_pages[ri], tcounts[gi]
+                                    ),
+                                ));
+                            }
+                            if let Some(mp) = &a.mempolicy {
+                                mp.resolve(nr_nodes, 0)
+                                    .map_err(|e| err(f("mempolicy"), e))?;
+                            }
+                        }
+                        PhaseSpec::Compute(c) => {
+                            if !(c.seconds >= 0.0 && c.seconds.is_finite()) {
+                                return Err(err(
+                                    f("seconds"),
+                                    "must be a finite number >= 0".into(),
+                                ));
+                            }
+                        }
+                        PhaseSpec::Sleep(s) => {
+                            if !(s.seconds >= 0.0 && s.seconds.is_finite()) {
+                                return Err(err(
+                                    f("seconds"),
+                                    "must be a finite number >= 0".into(),
+                                ));
+                            }
+                        }
+                        PhaseSpec::Spawn(r) => {
+                            let t = group_idx(&r.group, "group")?;
+                            if t == gi {
+                                return Err(err(f("group"), "a group cannot spawn itself".into()));
+                            }
+                            if spawned[t] {
+                                return Err(err(
+                                    f("group"),
+                                    format!("group `{}` is spawned twice", r.group),
+                                ));
+                            }
+                            spawned[t] = true;
+                        }
+                        PhaseSpec::Join(r) => {
+                            let t = group_idx(&r.group, "group")?;
+                            if t == gi {
+                                return Err(err(f("group"), "a group cannot join itself".into()));
+                            }
+                        }
+                        PhaseSpec::Barrier(_) => {}
+                    }
+                }
+            }
+            if spawned.iter().all(|&s| s) {
+                return Err(err(
+                    pf("group"),
+                    "every group is spawned by another: none can start".into(),
+                ));
+            }
+            threads.push(tcounts);
+            cpuset_cpus.push(cs_cpus);
+            cpuset_mems.push(cs_mems);
+            affinity.push(aff);
+            group_affinity.push(gaff);
+        }
+        let mapped_bytes = private_bytes + shared_bytes;
+        let usable = machine.usable_bytes();
+        if mapped_bytes > usable {
+            return Err(err(
+                "process".into(),
+                format!(
+                    "the workload maps {} but machine `{}` has {} of usable memory",
+                    Bytes(mapped_bytes),
+                    machine.name(),
+                    Bytes(usable)
+                ),
+            ));
+        }
+        Ok(Workload {
+            spec,
+            threads,
+            cpuset_cpus,
+            cpuset_mems,
+            affinity,
+            group_affinity,
+            mapped_bytes,
+        })
+    }
+
+    /// Name of the workload.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+}
+
+fn list_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Thread `i` of `n`'s part of a region of `pages` pages: `[i*pages/n, (i+1)*pages/n)`.
+/// The engine and the binding policies use the same partition.
+pub fn thread_slice(pages: u64, i: u64, n: u64) -> (u64, u64) {
+    let n = n.max(1);
+    let start = (pages as u128 * i as u128 / n as u128) as u64;
+    let end = (pages as u128 * (i + 1) as u128 / n as u128) as u64;
+    (start, end)
+}

@@ -1,0 +1,22 @@
+//! numabal-policy: the policy core.
+//!
+//! ```text
+//!        backend (simulator | live daemon)                policy core (this crate)
+//!   ┌──────────────────────────────────────┐        ┌──────────────────────────────┐
+//!   │ mechanism: scan, fault, migrate,     │ events │ Policy::on_process_start     │
+//!   │ schedule, allocate                   ├───────►│ Policy::on_thread_start      │
+//!   │                                      │        │ Policy::can_migrate_task     │
+//!   │ executes Actions                     │◄───────┤  -> Vec<Action>              │
+//!   └──────────────────────────────────────┘        └──────────────────────────────┘
+//! ```
+//!
+//! Like quinn-proto, the core has no I/O, no clock and no threads: callers pass the time
+//! and what they observed, and carry out the returned actions. Mechanism (how pages move,
+//! how threads are scheduled) lives in the backends; policy (what should move where) here.
+
+pub mod api;
+pub mod registry;
+pub mod static_policies;
+
+pub use api::{Action, GroupInfo, MigrateVerdict, Policy, ProcessInfo, RegionInfo, ThreadInfo};
+pub use registry::{POLICIES, PolicyInfo, build};
