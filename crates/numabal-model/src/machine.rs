@@ -355,7 +355,7 @@ impl Machine {
                 format!("is {} (allowed: 1-8)", t.threads_per_core),
             ));
         }
-        if t.nodes_per_socket == 0 || t.cores_per_socket % t.nodes_per_socket != 0 {
+        if t.nodes_per_socket == 0 || !t.cores_per_socket.is_multiple_of(t.nodes_per_socket) {
             return Err(err(
                 "topology.nodes_per_socket",
                 format!(

@@ -78,18 +78,18 @@ impl MemPolicySpec {
                 Mask::parse_list(list, None).map_err(|e| format!("memory policy `{s}`: {e}"))?,
             ),
         };
-        if let NodeSpec::List(m) = &nodes {
-            if m.is_empty() {
-                return Err(format!("memory policy `{s}` has an empty node list"));
-            }
+        if let NodeSpec::List(m) = &nodes
+            && m.is_empty()
+        {
+            return Err(format!("memory policy `{s}` has an empty node list"));
         }
         match mode.trim() {
             "bind" | "membind" => Ok(MemPolicySpec::Bind(nodes)),
             "preferred" => {
-                if let NodeSpec::List(m) = &nodes {
-                    if m.count() != 1 {
-                        return Err(format!("`{s}`: preferred takes exactly one node"));
-                    }
+                if let NodeSpec::List(m) = &nodes
+                    && m.count() != 1
+                {
+                    return Err(format!("`{s}`: preferred takes exactly one node"));
                 }
                 if nodes == NodeSpec::All {
                     return Err(format!("`{s}`: preferred takes one node, not `all`"));

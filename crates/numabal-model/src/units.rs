@@ -33,7 +33,7 @@ impl Bytes {
             }
         };
         let bytes = value * mult as f64;
-        if !bytes.is_finite() || bytes < 0.0 || bytes > 1e18 {
+        if !bytes.is_finite() || !(0.0..=1e18).contains(&bytes) {
             return Err(format!("size `{s}` is out of range"));
         }
         Ok(Bytes(bytes.round() as u64))
@@ -54,7 +54,7 @@ impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
         for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-            if b >= 1 << shift && b % (1 << shift) == 0 {
+            if b >= 1 << shift && b.is_multiple_of(1 << shift) {
                 return write!(f, "{}{}", b >> shift, unit);
             }
         }

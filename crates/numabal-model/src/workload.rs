@@ -229,8 +229,9 @@ pub struct AccessPhase {
     pub mempolicy: Option<MemPolicySpec>,
 }
 
-/// A phase of a thread's program.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// A phase of a thread's program. In files, `kind` selects the variant and the other keys
+/// are the variant's fields.
+#[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PhaseSpec {
     /// Access memory.
@@ -245,6 +246,55 @@ pub enum PhaseSpec {
     Join(GroupRef),
     /// Wait until every thread of this group reaches the barrier.
     Barrier(BarrierPhase),
+}
+
+const PHASE_KINDS: &str = "access, compute, sleep, spawn, join, barrier";
+
+impl<'de> Deserialize<'de> for PhaseSpec {
+    /// By hand rather than `#[serde(tag)]`: serde buffers internally tagged enums and loses
+    /// the path of a bad field, and errors must name it (`pattern: unknown variant ...`).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut t = toml::Table::deserialize(d)?;
+        let kind = match t.remove("kind") {
+            Some(toml::Value::String(k)) => k,
+            Some(_) => {
+                return Err(D::Error::custom(format!(
+                    "kind: must be a string (allowed: {PHASE_KINDS})"
+                )));
+            }
+            None => {
+                return Err(D::Error::custom(format!(
+                    "missing `kind` (allowed: {PHASE_KINDS})"
+                )));
+            }
+        };
+        fn inner<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+            t: toml::Table,
+        ) -> Result<T, E> {
+            serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+                let path = e.path().to_string();
+                if path == "." || path.is_empty() {
+                    E::custom(e.inner().message())
+                } else {
+                    E::custom(format!("{path}: {}", e.inner().message()))
+                }
+            })
+        }
+        Ok(match kind.as_str() {
+            "access" => PhaseSpec::Access(inner(t)?),
+            "compute" => PhaseSpec::Compute(inner(t)?),
+            "sleep" => PhaseSpec::Sleep(inner(t)?),
+            "spawn" => PhaseSpec::Spawn(inner(t)?),
+            "join" => PhaseSpec::Join(inner(t)?),
+            "barrier" => PhaseSpec::Barrier(inner(t)?),
+            other => {
+                return Err(D::Error::custom(format!(
+                    "kind: unknown phase kind `{other}` (allowed: {PHASE_KINDS})"
+                )));
+            }
+        })
+    }
 }
 
 /// `kind = "compute"`.
@@ -407,13 +457,13 @@ impl Workload {
                 }
             };
             let aff = parse_cpus("affinity", &p.affinity)?;
-            if let Some(a) = &aff {
-                if !a.intersects(&cs_cpus) {
-                    return Err(err(
-                        pf("affinity"),
-                        "shares no CPU with the process's cpuset".into(),
-                    ));
-                }
+            if let Some(a) = &aff
+                && !a.intersects(&cs_cpus)
+            {
+                return Err(err(
+                    pf("affinity"),
+                    "shares no CPU with the process's cpuset".into(),
+                ));
             }
             if let Some(mp) = &p.mempolicy {
                 mp.resolve(nr_nodes, 0)
@@ -545,13 +595,10 @@ impl Workload {
                                 ));
                             }
                             for (name, v) in [("passes", a.passes), ("seconds", a.seconds)] {
-                                if let Some(v) = v {
-                                    if !(v > 0.0 && v.is_finite()) {
-                                        return Err(err(
-                                            f(name),
-                                            "must be a finite number > 0".into(),
-                                        ));
-                                    }
+                                if let Some(v) = v
+                                    && !(v > 0.0 && v.is_finite())
+                                {
+                                    return Err(err(f(name), "must be a finite number > 0".into()));
                                 }
                             }
                             if !(0.0..=1.0).contains(&a.write) {
@@ -572,13 +619,13 @@ impl Workload {
                                     "must be a finite number >= 0".into(),
                                 ));
                             }
-                            if let Some(m) = a.mlp {
-                                if !(0.5..=1000.0).contains(&m) {
-                                    return Err(err(
-                                        f("mlp"),
-                                        format!("is {m} (allowed: 0.5 to 1000)"),
-                                    ));
-                                }
+                            if let Some(m) = a.mlp
+                                && !(0.5..=1000.0).contains(&m)
+                            {
+                                return Err(err(
+                                    f("mlp"),
+                                    format!("is {m} (allowed: 0.5 to 1000)"),
+                                ));
                             }
                             match a.pattern {
                                 Pattern::Zipf => {
@@ -620,6 +667,22 @@ impl Workload {
                             if let Some(mp) = &a.mempolicy {
                                 mp.resolve(nr_nodes, 0)
                                     .map_err(|e| err(f("mempolicy"), e))?;
+                            }
+                            let r = &p.regions[ri];
+                            let read_only = r.kind == RegionKind::File
+                                || r.shared.as_ref().is_some_and(|n| {
+                                    spec.shared
+                                        .iter()
+                                        .any(|s| &s.name == n && s.kind == SharedKind::File)
+                                });
+                            if read_only && a.write > 0.0 {
+                                return Err(err(
+                                    f("write"),
+                                    format!(
+                                        "region `{}` is a read-only file mapping: write must be 0",
+                                        a.region
+                                    ),
+                                ));
                             }
                         }
                         PhaseSpec::Compute(c) => {

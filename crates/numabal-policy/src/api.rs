@@ -108,6 +108,29 @@ pub enum Action {
     },
 }
 
+/// One thread as the backend sees it at a periodic callback.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadObs {
+    /// Thread.
+    pub tid: Tid,
+    /// Its process.
+    pub pid: Pid,
+    /// CPU whose runqueue holds it (None while sleeping or blocked).
+    pub cpu: Option<usize>,
+    /// Node of that CPU.
+    pub node: Option<usize>,
+}
+
+/// What the backend observed, passed to [`Policy::on_tick`]. Later policies extend it
+/// (fault samples, per-node memory); a backend fills what it can observe.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation<'a> {
+    /// Time of the observation, ns since the start (the only clock a policy sees).
+    pub now_ns: u64,
+    /// Every live thread.
+    pub threads: &'a [ThreadObs],
+}
+
 /// Answer to "may the load balancer move this thread between these nodes?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MigrateVerdict {
@@ -144,6 +167,15 @@ pub trait Policy: Send {
 
     /// A process has exited.
     fn on_process_exit(&mut self, _pid: Pid) {}
+
+    /// How often [`Policy::on_tick`] should run; `None` (the default) never.
+    fn tick_interval_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Periodic callback with the backend's observation; may request actions
+    /// (e.g. [`Action::MoveThread`]).
+    fn on_tick(&mut self, _machine: &Machine, _obs: &Observation<'_>, _out: &mut Vec<Action>) {}
 
     /// The CPU load balancer wants to move `tid` from `src_node` to `dst_node`.
     fn can_migrate_task(&self, _tid: Tid, _src_node: usize, _dst_node: usize) -> MigrateVerdict {

@@ -5,6 +5,7 @@
 //!   ┌──────────────────────────────────────┐        ┌──────────────────────────────┐
 //!   │ mechanism: scan, fault, migrate,     │ events │ Policy::on_process_start     │
 //!   │ schedule, allocate                   ├───────►│ Policy::on_thread_start      │
+//!   │                                      │        │ Policy::on_tick(Observation) │
 //!   │                                      │        │ Policy::can_migrate_task     │
 //!   │ executes Actions                     │◄───────┤  -> Vec<Action>              │
 //!   └──────────────────────────────────────┘        └──────────────────────────────┘
@@ -18,5 +19,8 @@ pub mod api;
 pub mod registry;
 pub mod static_policies;
 
-pub use api::{Action, GroupInfo, MigrateVerdict, Policy, ProcessInfo, RegionInfo, ThreadInfo};
+pub use api::{
+    Action, GroupInfo, MigrateVerdict, Observation, Policy, ProcessInfo, RegionInfo, ThreadInfo,
+    ThreadObs,
+};
 pub use registry::{POLICIES, PolicyInfo, build};

@@ -1,0 +1,34 @@
+//! Name resolution with the file system: presets first, then paths.
+
+use numabal_model::InputError;
+use numabal_model::scenario::{Kind, Resolver, Source, preset_source, unknown_name};
+use std::path::Path;
+
+/// Presets and TOML files.
+pub struct FsResolver;
+
+impl Resolver for FsResolver {
+    fn resolve(&self, kind: Kind, name: &str) -> Result<Source, InputError> {
+        let looks_like_path = name.contains('/') || name.ends_with(".toml");
+        if !looks_like_path && let Some(s) = preset_source(kind, name) {
+            return Ok(s);
+        }
+        let path = Path::new(name);
+        if path.is_file() {
+            return std::fs::read_to_string(path)
+                .map(|text| Source {
+                    label: name.to_string(),
+                    text,
+                })
+                .map_err(|e| InputError::new(name, "", format!("cannot read the file: {e}")));
+        }
+        if looks_like_path || kind == Kind::Scenario || kind == Kind::Policy {
+            return Err(InputError::new(
+                name,
+                "",
+                format!("no such {} file", kind.as_str()),
+            ));
+        }
+        Err(unknown_name(kind, name, true))
+    }
+}

@@ -1,0 +1,487 @@
+//! The command line as a user meets it: the SPEC interface contract, and one test per
+//! class of bad input (one line on stderr naming file, field and allowed values; exit
+//! status 2; no panic; no output file).
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn numabal() -> Command {
+    Command::cargo_bin("numabal").expect("binary")
+}
+
+/// Run, expect exit 2 with a one-line error containing every `needle`, and no `json` file.
+fn bad(args: &[&str], needles: &[&str], json: &Path) {
+    let out = numabal().args(args).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "exit status for {args:?}; stderr: {stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for n in needles {
+        assert!(stderr.contains(n), "`{n}` missing from: {stderr}");
+    }
+    assert!(!json.exists(), "{} must not be written", json.display());
+    let leftovers: Vec<_> = std::fs::read_dir(json.parent().expect("dir"))
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p.display().to_string()
+}
+
+const TINY: &str = r#"
+name = "t"
+[topology]
+sockets = 2
+cores_per_socket = 2
+memory_per_node = "1GiB"
+distance = [[10, 20], [20, 10]]
+[memory]
+local_latency_ns = 90
+controller_gib_s = 10
+link_gib_s = 5
+queue_scale_ns = 5
+"#;
+
+#[test]
+fn list_names_everything() {
+    let out = numabal().arg("list").output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    for n in [
+        "autonuma-2n24",
+        "rhel-4n40",
+        "xeon-2n104",
+        "tiny-2n4",
+        "numa01",
+        "numa01_thread_alloc",
+        "numa02",
+        "numa02_smt",
+        "numa01_numa02",
+        "none",
+        "bind",
+        "reverse-bind",
+        "interleave",
+    ] {
+        assert!(s.contains(n), "{n} missing from list");
+    }
+}
+
+#[test]
+fn sim_json_has_the_contract_keys() {
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("r.json");
+    let out = numabal()
+        .args([
+            "sim",
+            "--machine",
+            "autonuma-2n24",
+            "--workload",
+            "numa02",
+            "--policy",
+            "bind",
+            "--seed",
+            "3",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("Per-node process memory usage (in MBs)"),
+        "{stdout}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for k in [
+        "runtime_s",
+        "local_access_ratio",
+        "numa_pte_updates",
+        "numa_hint_faults",
+        "numa_hint_faults_local",
+        "numa_pages_migrated",
+        "numa_task_migrated",
+        "numa_task_swapped",
+        "thread_migrations_internode",
+        "scan_cpu_s",
+        "stall_events_over_1ms",
+    ] {
+        assert!(v["metrics"][k].is_number(), "metrics.{k}");
+    }
+    let p = &v["processes"][0];
+    assert_eq!(p["name"], "numa02");
+    assert_eq!(p["node_mb"].as_array().unwrap().len(), 2);
+    assert_eq!(v["scenario"]["seed"], 3);
+}
+
+#[test]
+fn set_overrides_a_field() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a.json"), d.path().join("b.json"));
+    numabal()
+        .args([
+            "sim", "-m", "tiny-2n4", "-w", "numa02", "-p", "bind", "--json",
+        ])
+        .arg(&a)
+        .assert()
+        .success();
+    numabal()
+        .args([
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "-p",
+            "bind",
+            "--set",
+            "machine.memory.controller_gib_s=3",
+            "--json",
+        ])
+        .arg(&b)
+        .assert()
+        .success();
+    let rt = |p: &Path| -> f64 {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        v["metrics"]["runtime_s"].as_f64().unwrap()
+    };
+    assert!(
+        rt(&b) > rt(&a) * 1.2,
+        "a slower memory controller makes the run slower"
+    );
+}
+
+#[test]
+fn compare_json_has_stats_per_policy() {
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("c.json");
+    numabal()
+        .args([
+            "compare",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--policies",
+            "none,bind",
+            "--seeds",
+            "2",
+            "--json",
+        ])
+        .arg(&json)
+        .assert()
+        .success();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for p in ["none", "bind"] {
+        for k in ["mean", "cv", "min", "max", "nmmd"] {
+            assert!(
+                v["policies"][p]["runtime_s"][k].is_number(),
+                "{p}.runtime_s.{k}"
+            );
+        }
+        assert!(v["policies"][p]["metrics"]["local_access_ratio"].is_number());
+        assert_eq!(v["policies"][p]["runs"].as_array().unwrap().len(), 2);
+    }
+}
+
+#[test]
+fn bad_input_malformed_toml() {
+    let d = tempfile::tempdir().unwrap();
+    let m = write(
+        d.path(),
+        "bad.toml",
+        "name = \"x\"\n[topology\nsockets = 2\n",
+    );
+    bad(
+        &[
+            "sim",
+            "-m",
+            &m,
+            "-w",
+            "numa02",
+            "--json",
+            d.path().join("o.json").to_str().unwrap(),
+        ],
+        &["bad.toml:2", "malformed TOML"],
+        &d.path().join("o.json"),
+    );
+    let w = write(d.path(), "w.toml", "name = \"w\"\nprocess = [\n");
+    bad(
+        &[
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            &w,
+            "--json",
+            d.path().join("o.json").to_str().unwrap(),
+        ],
+        &["w.toml:", "malformed TOML"],
+        &d.path().join("o.json"),
+    );
+}
+
+#[test]
+fn bad_input_unknown_preset() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("o.json");
+    let js = j.to_str().unwrap();
+    bad(
+        &["sim", "-m", "nosuch", "-w", "numa02", "--json", js],
+        &["unknown machine `nosuch`", "autonuma-2n24", "tiny-2n4"],
+        &j,
+    );
+    bad(
+        &["sim", "-m", "tiny-2n4", "-w", "numa99", "--json", js],
+        &["unknown workload `numa99`", "numa01_thread_alloc"],
+        &j,
+    );
+    bad(
+        &[
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "-p",
+            "autonuma9",
+            "--json",
+            js,
+        ],
+        &["unknown policy `autonuma9`", "reverse-bind"],
+        &j,
+    );
+    bad(
+        &["sim", "-m", "./none.toml", "-w", "numa02", "--json", js],
+        &["none.toml", "no such machine file"],
+        &j,
+    );
+}
+
+#[test]
+fn bad_input_unknown_set_key() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("o.json");
+    let js = j.to_str().unwrap();
+    bad(
+        &[
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--set",
+            "machine.memory.speed=3",
+            "--json",
+            js,
+        ],
+        &[
+            "--set machine.memory.speed=3",
+            "unknown field `speed`",
+            "controller_gib_s",
+        ],
+        &j,
+    );
+    bad(
+        &[
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--set",
+            "policy.scan_size_mb=512",
+            "--json",
+            js,
+        ],
+        &["policy.scan_size_mb", "no tunables"],
+        &j,
+    );
+    bad(
+        &[
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--set",
+            "kernel.x=1",
+            "--json",
+            js,
+        ],
+        &["allowed: machine, workload, policy, sim"],
+        &j,
+    );
+    bad(
+        &[
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--set",
+            "sim.tick_ms=0",
+            "--json",
+            js,
+        ],
+        &["sim.tick_ms", "allowed: 0.1 to 100"],
+        &j,
+    );
+    bad(
+        &[
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--set",
+            "workload.process.5.name=x",
+            "--json",
+            js,
+        ],
+        &["index 5 is out of range"],
+        &j,
+    );
+}
+
+#[test]
+fn bad_input_impossible_machine() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("o.json");
+    let js = j.to_str().unwrap();
+    // A node with neither CPUs nor memory.
+    let m = write(
+        d.path(),
+        "m1.toml",
+        &TINY.replace("memory_per_node = \"1GiB\"", "memory_per_node = [\"1GiB\", \"1GiB\", \"0\"]\nnode_cpus = [\"0-1\", \"2-3\", \"\"]")
+            .replace("[[10, 20], [20, 10]]", "[[10, 20, 20], [20, 10, 20], [20, 20, 10]]"),
+    );
+    bad(
+        &["sim", "-m", &m, "-w", "numa02", "--json", js],
+        &["m1.toml", "node 2 has neither CPUs nor memory"],
+        &j,
+    );
+    // Distance matrix not square.
+    let m = write(
+        d.path(),
+        "m2.toml",
+        &TINY.replace("[[10, 20], [20, 10]]", "[[10, 20], [20]]"),
+    );
+    bad(
+        &["sim", "-m", &m, "-w", "numa02", "--json", js],
+        &["m2.toml", "topology.distance", "2x2"],
+        &j,
+    );
+    // Non-10 diagonal.
+    let m = write(
+        d.path(),
+        "m3.toml",
+        &TINY.replace("[[10, 20], [20, 10]]", "[[10, 20], [20, 12]]"),
+    );
+    bad(
+        &["sim", "-m", &m, "-w", "numa02", "--json", js],
+        &["m3.toml", "topology.distance[1][1]", "must be 10"],
+        &j,
+    );
+    // Unknown field in a machine file names the allowed fields.
+    let m = write(
+        d.path(),
+        "m4.toml",
+        &TINY.replace("sockets = 2", "sockets = 2\nsocket_count = 2"),
+    );
+    bad(
+        &["sim", "-m", &m, "-w", "numa02", "--json", js],
+        &[
+            "m4.toml",
+            "unknown field `socket_count`",
+            "cores_per_socket",
+        ],
+        &j,
+    );
+}
+
+#[test]
+fn bad_input_workload_larger_than_the_machine() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("o.json");
+    let js = j.to_str().unwrap();
+    bad(
+        &["sim", "-m", "tiny-2n4", "-w", "numa01", "--json", js],
+        &["numa01", "maps 6GiB", "tiny-2n4", "usable memory"],
+        &j,
+    );
+    bad(
+        &[
+            "compare",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa01",
+            "--policies",
+            "none",
+            "--json",
+            js,
+        ],
+        &["usable memory"],
+        &j,
+    );
+}
+
+#[test]
+fn bad_input_bad_workload_fields() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("o.json");
+    let js = j.to_str().unwrap();
+    let w = write(
+        d.path(),
+        "w.toml",
+        "name = \"w\"\n[[process]]\nname = \"p\"\n[[process.region]]\nname = \"b\"\nsize = \"1MiB\"\n[[process.group]]\nname = \"g\"\nthreads = 1\n[[process.group.phase]]\nkind = \"access\"\nregion = \"b\"\npattern = \"spiral\"\npasses = 1\n",
+    );
+    bad(
+        &["sim", "-m", "tiny-2n4", "-w", &w, "--json", js],
+        &["w.toml", "pattern", "spiral", "sweep"],
+        &j,
+    );
+    let w = write(
+        d.path(),
+        "w2.toml",
+        "name = \"w\"\n[[process]]\nname = \"p\"\n[[process.group]]\nname = \"g\"\nthreads = \"gpus\"\n[[process.group.phase]]\nkind = \"sleep\"\nseconds = 1\n",
+    );
+    bad(
+        &["sim", "-m", "tiny-2n4", "-w", &w, "--json", js],
+        &["w2.toml", "threads", "cpus_per_node"],
+        &j,
+    );
+}
+
+#[test]
+fn no_arguments_runs_the_demo() {
+    let out = numabal().output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("numabal demo"));
+    for p in ["none", "bind", "reverse-bind", "interleave"] {
+        assert!(s.contains(p));
+    }
+}

@@ -1,0 +1,176 @@
+//! Many runs: every policy over several seeds, in parallel. The result does not depend on
+//! how many threads ran it: runs are independent and collected in input order.
+
+use crate::engine::{SimError, run};
+use crate::result::RunResult;
+use numabal_model::Scenario;
+use numabal_model::scenario::PolicySpec;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Summary statistics of one quantity over runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Stats {
+    /// Mean.
+    pub mean: f64,
+    /// Coefficient of variation: sample standard deviation over the mean.
+    pub cv: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Normalised max-min difference, (max - min) / mean (Stable-NUMA's NMMD).
+    pub nmmd: f64,
+}
+
+impl Stats {
+    /// Statistics of `xs` (empty input gives zeros).
+    pub fn of(xs: &[f64]) -> Stats {
+        if xs.is_empty() {
+            return Stats {
+                mean: 0.0,
+                cv: 0.0,
+                min: 0.0,
+                max: 0.0,
+                nmmd: 0.0,
+            };
+        }
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        let var = if xs.len() > 1 {
+            xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let rel = |x: f64| if mean != 0.0 { x / mean } else { 0.0 };
+        Stats {
+            mean,
+            cv: rel(var.sqrt()),
+            min,
+            max,
+            nmmd: rel(max - min),
+        }
+    }
+}
+
+/// One policy's runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PolicyRuns {
+    /// Runtime statistics.
+    pub runtime_s: Stats,
+    /// Mean of every run metric.
+    pub metrics: BTreeMap<String, f64>,
+    /// The runs, in seed order.
+    pub runs: Vec<RunResult>,
+}
+
+/// The result of `numabal compare`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompareResult {
+    /// numabal version.
+    pub numabal_version: String,
+    /// Machine name.
+    pub machine: String,
+    /// Workload name.
+    pub workload: String,
+    /// Seeds used.
+    pub seeds: Vec<u64>,
+    /// Policies in the order given.
+    pub policy_order: Vec<String>,
+    /// Per policy.
+    pub policies: BTreeMap<String, PolicyRuns>,
+}
+
+/// Run every policy with every seed. `jobs` limits parallelism (None: all cores).
+pub fn compare(
+    base: &Scenario,
+    policies: &[PolicySpec],
+    seeds: &[u64],
+    jobs: Option<usize>,
+) -> Result<CompareResult, SimError> {
+    let work: Vec<(usize, u64)> = (0..policies.len())
+        .flat_map(|p| seeds.iter().map(move |&s| (p, s)))
+        .collect();
+    let one = |&(p, seed): &(usize, u64)| -> Result<RunResult, SimError> {
+        let mut sc = base.clone();
+        sc.policy = policies[p].clone();
+        sc.sim.seed = seed;
+        run(&sc)
+    };
+    let results: Vec<Result<RunResult, SimError>> = match jobs {
+        Some(1) => work.iter().map(one).collect(),
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| SimError::Invariant(format!("cannot start {n} worker threads: {e}")))?
+            .install(|| work.par_iter().map(one).collect()),
+        None => work.par_iter().map(one).collect(),
+    };
+    let mut runs: Vec<RunResult> = Vec::with_capacity(results.len());
+    for r in results {
+        runs.push(r?);
+    }
+    let mut out = BTreeMap::new();
+    let mut order = Vec::new();
+    for (pi, chunk) in runs.chunks(seeds.len().max(1)).enumerate() {
+        let name = chunk
+            .first()
+            .map(|r| r.scenario.policy.clone())
+            .unwrap_or_else(|| policies[pi].kind.clone());
+        let runtimes: Vec<f64> = chunk.iter().map(|r| r.metrics.runtime_s).collect();
+        let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+        for r in chunk {
+            if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(&r.metrics) {
+                for (k, v) in map {
+                    if let Some(x) = v.as_f64() {
+                        *sums.entry(k).or_insert(0.0) += x;
+                    }
+                }
+            }
+        }
+        let n = chunk.len().max(1) as f64;
+        let metrics = sums.into_iter().map(|(k, v)| (k, v / n)).collect();
+        // The same policy given twice gets a suffix so neither is lost.
+        let mut key = name.clone();
+        let mut k = 2;
+        while out.contains_key(&key) {
+            key = format!("{name}#{k}");
+            k += 1;
+        }
+        order.push(key.clone());
+        out.insert(
+            key,
+            PolicyRuns {
+                runtime_s: Stats::of(&runtimes),
+                metrics,
+                runs: chunk.to_vec(),
+            },
+        );
+    }
+    Ok(CompareResult {
+        numabal_version: env!("CARGO_PKG_VERSION").to_string(),
+        machine: base.machine.name().to_string(),
+        workload: base.workload.name().to_string(),
+        seeds: seeds.to_vec(),
+        policy_order: order,
+        policies: out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats() {
+        let s = Stats::of(&[1.0, 2.0, 3.0]);
+        assert_eq!(s.mean, 2.0);
+        assert!((s.cv - 0.5).abs() < 1e-12);
+        assert_eq!((s.min, s.max), (1.0, 3.0));
+        assert!((s.nmmd - 1.0).abs() < 1e-12);
+        assert_eq!(Stats::of(&[5.0]).cv, 0.0);
+    }
+}

@@ -1,0 +1,1799 @@
+//! The simulation loop: events in total order; between events every running thread
+//! progresses at the rate the cost model gives it.
+//!
+//! ```text
+//!   loop:
+//!     t1 = next event time (a tick at most tick_ms away)
+//!     advance(t0, t1):  shares per CPU -> demands -> CostModel::solve -> run each thread
+//!                       (accesses, first touches, phase changes) -> load averages
+//!     handle events at t1: process/group start, wakeups, tick (rotation, load balancing)
+//! ```
+
+use crate::cost::{CostModel, Demand};
+use crate::event::{EventKind, EventQueue};
+use crate::memory::{CHUNK, MemObject, PAGE_BYTES};
+use crate::result::{Metrics, ProcessResult, RunResult, ScenarioSummary};
+use crate::sched::{Cause, NR_CAUSES, Sched};
+use numabal_model::mempolicy::MemPolicySpec;
+use numabal_model::scenario::Thp;
+use numabal_model::workload::{
+    Pattern, PhaseSpec, Placement, RegionKind, SharedKind, Slice, thread_slice,
+};
+use numabal_model::{InputError, Machine, Mask, MemPolicy, Pid, Scenario, Tid};
+use numabal_policy::{
+    Action, GroupInfo, MigrateVerdict, Observation, Policy, ProcessInfo, RegionInfo, ThreadInfo,
+    ThreadObs,
+};
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::BTreeMap;
+
+/// Why a run could not complete.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    /// The scenario asks for something impossible (reported like bad input, exit 2).
+    Input(InputError),
+    /// An invariant broke: a simulator bug.
+    Invariant(String),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Input(e) => write!(f, "{e}"),
+            SimError::Invariant(s) => write!(f, "internal error: invariant violated: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl From<InputError> for SimError {
+    fn from(e: InputError) -> Self {
+        SimError::Input(e)
+    }
+}
+
+const NS: f64 = 1e9;
+const STALL_NS: f64 = 1e6;
+/// Remainders of an access phase below this many bytes count as done: floating-point
+/// subtraction must not leave a thread spinning on a denormal remainder.
+const EPS_BYTES: f64 = 1e-3;
+/// A phase loop that iterates this often without finishing is a simulator bug.
+const MAX_STEPS: u64 = 50_000_000;
+
+#[derive(Debug, Clone)]
+struct Region {
+    obj: usize,
+    pages: u64,
+    wl_policy: Option<MemPolicy>,
+    /// `mbind` ranges set by the policy: (first, end, policy).
+    ranges: Vec<(u64, u64, MemPolicy)>,
+}
+
+#[derive(Debug, Clone)]
+enum Amount {
+    Bytes(f64),
+    Seconds(f64),
+}
+
+#[derive(Debug, Clone)]
+struct AccessRt {
+    region: usize,
+    slice: Slice,
+    pattern: Pattern,
+    amount: Amount,
+    passes: Option<f64>,
+    ns_per_byte: f64,
+    mlp: Option<f64>,
+    cache_hit: f64,
+    zipf_s: f64,
+    hot_fraction: f64,
+    hot_weight: f64,
+    mempolicy: Option<MemPolicy>,
+}
+
+#[derive(Debug, Clone)]
+enum PhaseRt {
+    Access(AccessRt),
+    Compute(f64),
+    Sleep(f64),
+    Spawn(usize),
+    Join(usize),
+    Barrier,
+}
+
+#[derive(Debug, Clone)]
+struct GroupRt {
+    name: String,
+    nthreads: u32,
+    placement: Placement,
+    phases: Vec<PhaseRt>,
+    iterations: u64,
+    affinity: Option<Mask>,
+    spawned: bool,
+    start_s: f64,
+    threads: Vec<usize>,
+    done: u32,
+    joiners: Vec<usize>,
+    barrier_waiting: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+struct Proc {
+    name: String,
+    instance: u32,
+    regions: Vec<Region>,
+    groups: Vec<GroupRt>,
+    cpuset_cpus: Mask,
+    cpuset_mems: Mask,
+    affinity: Option<Mask>,
+    wl_policy: Option<MemPolicy>,
+    policy_proc: Option<MemPolicy>,
+    home_cpu: usize,
+    start_ns: u64,
+    end_ns: Option<u64>,
+    threads: u32,
+    live: u32,
+    node_mb_end: Option<Vec<f64>>,
+    bytes_local: f64,
+    bytes_remote: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TState {
+    Runnable,
+    Sleeping,
+    Blocked,
+    Done,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Prog {
+    started: bool,
+    /// Sweep position within the slice, bytes.
+    pos: f64,
+    /// Bytes left (access by amount), or ns of CPU left (compute).
+    left: f64,
+    /// Wall-clock end (access by seconds).
+    until_ns: u64,
+    /// Next page a random pattern first-touches (address order).
+    pop_cursor: u64,
+    pop_carry: f64,
+    slice: (u64, u64),
+}
+
+#[derive(Debug, Clone)]
+struct Thread {
+    proc: usize,
+    group: usize,
+    index: u32,
+    state: TState,
+    phase: usize,
+    iter: u64,
+    prog: Prog,
+    policy_thread: Option<MemPolicy>,
+    il_next: usize,
+    end_ns: Option<u64>,
+    debt_ns: f64,
+    /// Bytes accessed in the last interval (sizes the look-ahead of the mix estimate).
+    window_bytes: f64,
+}
+
+/// A simulation in progress.
+pub struct Sim<'a> {
+    sc: &'a Scenario,
+    m: &'a Machine,
+    policy: Box<dyn Policy>,
+    rng: Pcg64Mcg,
+    random_node: usize,
+    now: u64,
+    tick_ns: u64,
+    max_ns: u64,
+    events: EventQueue,
+    sched: Sched,
+    cost: CostModel,
+    objects: Vec<MemObject>,
+    obj_refs: Vec<u32>,
+    shared_objs: Vec<usize>,
+    node_used: Vec<u64>,
+    node_cap: Vec<u64>,
+    procs: Vec<Proc>,
+    threads: Vec<Thread>,
+    pending_starts: usize,
+    m_: Metrics,
+    local_bytes: f64,
+    remote_bytes: f64,
+    user_ns: f64,
+    sys_ns: f64,
+    migrations: [u64; NR_CAUSES],
+    thp_enabled: Thp,
+    check: bool,
+    actions: Vec<Action>,
+    scratch_hist: Vec<u64>,
+    /// During `advance`: the interval's end.
+    interval_end: Option<u64>,
+    /// Threads that became runnable during the current interval, and when.
+    late: Vec<(usize, u64)>,
+    /// During `advance`: per CPU, the time from which it has nothing to run.
+    cpu_free_from: Vec<Option<u64>>,
+}
+
+/// Run a scenario to completion.
+pub fn run(sc: &Scenario) -> Result<RunResult, SimError> {
+    run_with(sc, numabal_policy::build(&sc.policy)?)
+}
+
+/// Run a scenario under a policy object (for policies not in the registry, e.g. tests).
+pub fn run_with(sc: &Scenario, policy: Box<dyn Policy>) -> Result<RunResult, SimError> {
+    let mut sim = Sim::new(sc, policy);
+    sim.run()?;
+    Ok(sim.result())
+}
+
+fn resolve_policy(
+    spec: &Option<MemPolicySpec>,
+    nr_nodes: usize,
+    random_node: usize,
+    label: &str,
+) -> Result<Option<MemPolicy>, SimError> {
+    match spec {
+        None => Ok(None),
+        Some(s) => s
+            .resolve(nr_nodes, random_node)
+            .map(Some)
+            .map_err(|e| SimError::Input(InputError::new(label, "mempolicy", e))),
+    }
+}
+
+impl<'a> Sim<'a> {
+    /// Set up a simulation (nothing runs until `run`).
+    pub fn new(sc: &'a Scenario, policy: Box<dyn Policy>) -> Self {
+        let m = &sc.machine;
+        let mut rng = Pcg64Mcg::seed_from_u64(sc.sim.seed ^ 0x6e75_6d61_6261_6c00);
+        let with_mem: Vec<usize> = (0..m.nr_nodes())
+            .filter(|&n| m.node_usable_pages(n) > 0)
+            .collect();
+        let random_node = with_mem[rng.random_range(0..with_mem.len())];
+        let tick_ns = (sc.sim.tick_ms * 1e6).round() as u64;
+        Sim {
+            sc,
+            m,
+            policy,
+            rng,
+            random_node,
+            now: 0,
+            tick_ns,
+            max_ns: (sc.sim.max_time_s * NS) as u64,
+            events: EventQueue::default(),
+            sched: Sched::new(m),
+            cost: CostModel::new(m),
+            objects: Vec::new(),
+            obj_refs: Vec::new(),
+            shared_objs: Vec::new(),
+            node_used: vec![0; m.nr_nodes()],
+            node_cap: (0..m.nr_nodes()).map(|n| m.node_usable_pages(n)).collect(),
+            procs: Vec::new(),
+            threads: Vec::new(),
+            pending_starts: 0,
+            m_: Metrics::default(),
+            local_bytes: 0.0,
+            remote_bytes: 0.0,
+            user_ns: 0.0,
+            sys_ns: 0.0,
+            migrations: [0; NR_CAUSES],
+            thp_enabled: sc.sim.transparent_hugepage,
+            check: sc.sim.check_invariants,
+            actions: Vec::new(),
+            scratch_hist: vec![0; m.nr_nodes()],
+            interval_end: None,
+            late: Vec::new(),
+            cpu_free_from: vec![None; m.nr_cpus()],
+        }
+    }
+
+    fn thp_for(&self, requested: bool, file: bool) -> bool {
+        !file
+            && match self.thp_enabled {
+                Thp::Never => false,
+                Thp::Madvise => requested,
+                Thp::Always => true,
+            }
+    }
+
+    /// Run until every thread finished or `max_time_s`.
+    pub fn run(&mut self) -> Result<(), SimError> {
+        let wl = &self.sc.workload;
+        for s in &wl.spec.shared {
+            let pages = s.size.pages();
+            let thp = self.thp_for(s.thp, s.kind == SharedKind::File);
+            self.objects
+                .push(MemObject::new(pages, thp, self.m.nr_nodes()));
+            self.obj_refs.push(0);
+            self.shared_objs.push(self.objects.len() - 1);
+        }
+        // Process starts: instance k of a [[process]] forks a little after k-1.
+        for (pi, p) in wl.spec.processes.iter().enumerate() {
+            let mut t = p.start_s * NS;
+            for inst in 0..p.instances {
+                let jitter = self.rng.random_range(0.0..1.0) * 1e6;
+                self.events.push(
+                    (t + jitter) as u64,
+                    EventKind::ProcessStart {
+                        spec: pi as u32,
+                        instance: inst,
+                    },
+                );
+                self.pending_starts += 1;
+                t += self.m.spec.costs.thread_spawn_ns * 4.0;
+            }
+        }
+        self.events.push(self.tick_ns, EventKind::Tick);
+        if let Some(i) = self.policy.tick_interval_ns() {
+            self.events.push(i.max(1), EventKind::PolicyTick);
+        }
+        let mut t0 = 0u64;
+        loop {
+            if self.pending_starts == 0
+                && self.threads.iter().all(|t| t.state == TState::Done)
+                && !self.threads.is_empty()
+            {
+                break;
+            }
+            let Some(t1) = self.events.peek_time() else {
+                break;
+            };
+            if t1 >= self.max_ns {
+                self.advance(t0, self.max_ns)?;
+                self.now = self.max_ns;
+                break;
+            }
+            if t1 > t0 {
+                self.advance(t0, t1)?;
+                t0 = t1;
+            }
+            self.now = t1;
+            while self.events.peek_time() == Some(t1) {
+                let ev = self.events.pop().expect("peeked");
+                self.handle(ev.kind)?;
+            }
+            self.count_moves();
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, kind: EventKind) -> Result<(), SimError> {
+        match kind {
+            EventKind::ProcessStart { spec, instance } => {
+                self.pending_starts -= 1;
+                self.start_process(spec as usize, instance)?;
+            }
+            EventKind::GroupStart { proc_idx, group } => {
+                self.pending_starts -= 1;
+                let home = self.procs[proc_idx as usize].home_cpu;
+                self.start_group(proc_idx as usize, group as usize, home, self.now)?;
+            }
+            EventKind::Wake { tid } => {
+                let t = tid as usize;
+                if self.threads[t].state == TState::Sleeping {
+                    self.wake(t, self.now);
+                }
+            }
+            EventKind::Tick => {
+                self.sched.rotate();
+                let policy = &self.policy;
+                let can = |t: u32, a: usize, b: usize| {
+                    policy.can_migrate_task(Tid(t + 1), a, b) == MigrateVerdict::Allow
+                };
+                self.sched.tick_balance(self.now, self.tick_ns, &can);
+                if self.check {
+                    self.check_invariants()?;
+                }
+                self.events.push(self.now + self.tick_ns, EventKind::Tick);
+            }
+            EventKind::PolicyTick => {
+                let obs: Vec<ThreadObs> = self
+                    .threads
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, th)| th.proc != usize::MAX && th.state != TState::Done)
+                    .map(|(t, th)| {
+                        let cpu = self.sched.tasks[t].cpu;
+                        ThreadObs {
+                            tid: Tid(t as u32 + 1),
+                            pid: Pid(th.proc as u32 + 1),
+                            cpu,
+                            node: cpu.map(|c| self.m.cpus[c].node),
+                        }
+                    })
+                    .collect();
+                let mut out = std::mem::take(&mut self.actions);
+                out.clear();
+                self.policy.on_tick(
+                    self.m,
+                    &Observation {
+                        now_ns: self.now,
+                        threads: &obs,
+                    },
+                    &mut out,
+                );
+                self.apply_actions(&out)?;
+                self.actions = out;
+                if let Some(i) = self.policy.tick_interval_ns() {
+                    self.events.push(self.now + i.max(1), EventKind::PolicyTick);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn count_moves(&mut self) {
+        for mv in self.sched.moves.drain(..) {
+            if self.m.cpus[mv.from].node != self.m.cpus[mv.to].node {
+                self.migrations[mv.cause as usize] += 1;
+            }
+        }
+    }
+
+    // ----- processes and threads ----------------------------------------------------
+
+    fn start_process(&mut self, spec: usize, instance: u32) -> Result<(), SimError> {
+        let wl = &self.sc.workload;
+        let p = &wl.spec.processes[spec];
+        let label = format!("workload {}: process {}", wl.spec.name, p.name);
+        let n = self.m.nr_nodes();
+        let cpuset_cpus = wl.cpuset_cpus[spec].clone();
+        let cpuset_mems = wl.cpuset_mems[spec].clone();
+        let mut regions = Vec::new();
+        for r in &p.regions {
+            let wl_policy = resolve_policy(&r.mempolicy, n, self.random_node, &label)?;
+            match &r.shared {
+                Some(name) => {
+                    let si = wl
+                        .spec
+                        .shared
+                        .iter()
+                        .position(|s| &s.name == name)
+                        .expect("validated");
+                    let obj = self.shared_objs[si];
+                    self.obj_refs[obj] += 1;
+                    let shared_policy =
+                        resolve_policy(&wl.spec.shared[si].mempolicy, n, self.random_node, &label)?;
+                    regions.push(Region {
+                        obj,
+                        pages: self.objects[obj].pages,
+                        wl_policy: wl_policy.or(shared_policy),
+                        ranges: Vec::new(),
+                    });
+                }
+                None => {
+                    let pages = r.size.expect("validated").pages();
+                    let file = r.kind == RegionKind::File;
+                    let thp = self.thp_for(r.thp, file);
+                    self.objects.push(MemObject::new(pages, thp, n));
+                    self.obj_refs.push(1);
+                    regions.push(Region {
+                        obj: self.objects.len() - 1,
+                        pages,
+                        wl_policy,
+                        ranges: Vec::new(),
+                    });
+                }
+            }
+        }
+        let mut groups = Vec::new();
+        for (gi, g) in p.groups.iter().enumerate() {
+            let mut phases = Vec::new();
+            for ph in &g.phases {
+                phases.push(match ph {
+                    PhaseSpec::Access(a) => {
+                        let region = p
+                            .regions
+                            .iter()
+                            .position(|r| r.name == a.region)
+                            .expect("validated");
+                        let amount = match (a.passes, a.bytes, a.seconds) {
+                            (_, Some(b), _) => Amount::Bytes(b.0 as f64),
+                            (_, _, Some(s)) => Amount::Seconds(s),
+                            _ => Amount::Bytes(0.0), // passes: resolved per thread from its slice
+                        };
+                        PhaseRt::Access(AccessRt {
+                            region,
+                            slice: a.slice,
+                            pattern: a.pattern,
+                            amount,
+                            passes: a.passes,
+                            ns_per_byte: a.ns_per_byte,
+                            mlp: a.mlp,
+                            cache_hit: a.cache_hit,
+                            zipf_s: a.zipf_s.unwrap_or(1.0),
+                            hot_fraction: a.hot_fraction.unwrap_or(0.1),
+                            hot_weight: a.hot_weight.unwrap_or(0.9),
+                            mempolicy: resolve_policy(&a.mempolicy, n, self.random_node, &label)?,
+                        })
+                    }
+                    PhaseSpec::Compute(c) => PhaseRt::Compute(c.seconds * NS),
+                    PhaseSpec::Sleep(s) => PhaseRt::Sleep(s.seconds * NS),
+                    PhaseSpec::Spawn(r) => PhaseRt::Spawn(
+                        p.groups
+                            .iter()
+                            .position(|o| o.name == r.group)
+                            .expect("validated"),
+                    ),
+                    PhaseSpec::Join(r) => PhaseRt::Join(
+                        p.groups
+                            .iter()
+                            .position(|o| o.name == r.group)
+                            .expect("validated"),
+                    ),
+                    PhaseSpec::Barrier(_) => PhaseRt::Barrier,
+                });
+            }
+            let spawned = p.groups.iter().any(|o| {
+                o.phases
+                    .iter()
+                    .any(|ph| matches!(ph, PhaseSpec::Spawn(r) if r.group == g.name))
+            });
+            groups.push(GroupRt {
+                name: g.name.clone(),
+                nthreads: wl.threads[spec][gi],
+                placement: g.placement,
+                phases,
+                iterations: g.iterations,
+                affinity: wl.group_affinity[spec][gi].clone(),
+                spawned,
+                start_s: g.start_s,
+                threads: Vec::new(),
+                done: 0,
+                joiners: Vec::new(),
+                barrier_waiting: Vec::new(),
+            });
+        }
+        let allowed = wl.affinity[spec]
+            .clone()
+            .unwrap_or_else(|| cpuset_cpus.clone())
+            .and(&cpuset_cpus);
+        let launcher = {
+            let c: Vec<usize> = allowed.iter().collect();
+            c[self.rng.random_range(0..c.len())]
+        };
+        let pidx = self.procs.len();
+        let total_threads: u32 = groups.iter().map(|g| g.nthreads).sum();
+        self.procs.push(Proc {
+            name: p.name.clone(),
+            instance,
+            regions,
+            groups,
+            cpuset_cpus,
+            cpuset_mems,
+            affinity: wl.affinity[spec].clone(),
+            wl_policy: resolve_policy(&p.mempolicy, n, self.random_node, &label)?,
+            policy_proc: None,
+            home_cpu: launcher,
+            start_ns: self.now,
+            end_ns: None,
+            threads: total_threads,
+            live: 0,
+            node_mb_end: None,
+            bytes_local: 0.0,
+            bytes_remote: 0.0,
+        });
+
+        // Tell the policy.
+        let info = self.process_info(pidx, spec);
+        let mut out = std::mem::take(&mut self.actions);
+        out.clear();
+        self.policy.on_process_start(self.m, &info, &mut out);
+        self.apply_actions(&out)?;
+        self.actions = out;
+
+        // exec balancing from the launcher's CPU decides where the process starts.
+        let probe = self.sched.add_task(allowed.clone(), launcher);
+        let home = self.sched.wake_new(probe, launcher);
+        self.sched.exit(probe, self.now);
+        self.procs[pidx].home_cpu = home;
+        self.threads.push(Thread::placeholder()); // keep tid == sched task id
+        let ngroups = self.procs[pidx].groups.len();
+        for g in 0..ngroups {
+            if self.procs[pidx].groups[g].spawned {
+                continue;
+            }
+            let delay = self.procs[pidx].groups[g].start_s;
+            if delay > 0.0 {
+                self.pending_starts += 1;
+                self.events.push(
+                    self.now + (delay * NS) as u64,
+                    EventKind::GroupStart {
+                        proc_idx: pidx as u32,
+                        group: g as u32,
+                    },
+                );
+            } else {
+                self.start_group(pidx, g, home, self.now)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn process_info(&self, pidx: usize, spec: usize) -> ProcessInfo {
+        let p = &self.procs[pidx];
+        let wl_p = &self.sc.workload.spec.processes[spec];
+        let regions = p
+            .regions
+            .iter()
+            .enumerate()
+            .map(|(ri, r)| {
+                let sliced_by = p.groups.iter().position(|g| {
+                    g.phases.iter().any(|ph| matches!(ph, PhaseRt::Access(a) if a.region == ri && a.slice == Slice::Thread))
+                });
+                RegionInfo {
+                    name: wl_p.regions[ri].name.clone(),
+                    pages: r.pages,
+                    sliced_by,
+                    shared: wl_p.regions[ri].shared.is_some(),
+                }
+            })
+            .collect();
+        ProcessInfo {
+            pid: Pid(pidx as u32 + 1),
+            name: p.name.clone(),
+            instance: p.instance,
+            groups: p
+                .groups
+                .iter()
+                .map(|g| GroupInfo {
+                    name: g.name.clone(),
+                    threads: g.nthreads,
+                    placement: g.placement,
+                })
+                .collect(),
+            regions,
+            cpuset_cpus: p.cpuset_cpus.clone(),
+            cpuset_mems: p.cpuset_mems.clone(),
+        }
+    }
+
+    fn start_group(
+        &mut self,
+        pidx: usize,
+        g: usize,
+        creator_cpu: usize,
+        at: u64,
+    ) -> Result<(), SimError> {
+        let n = self.procs[pidx].groups[g].nthreads;
+        let p = &self.procs[pidx];
+        let base = p.affinity.clone().unwrap_or_else(|| p.cpuset_cpus.clone());
+        let base = p.groups[g]
+            .affinity
+            .clone()
+            .unwrap_or(base)
+            .and(&p.cpuset_cpus);
+        for i in 0..n {
+            let tid = self.sched.add_task(base.clone(), creator_cpu) as usize;
+            while self.threads.len() <= tid {
+                self.threads.push(Thread::placeholder());
+            }
+            self.threads[tid] = Thread {
+                proc: pidx,
+                group: g,
+                index: i,
+                state: TState::Runnable,
+                phase: 0,
+                iter: 0,
+                prog: Prog::default(),
+                policy_thread: None,
+                il_next: 0,
+                end_ns: None,
+                debt_ns: 0.0,
+                window_bytes: 0.0,
+            };
+            self.procs[pidx].groups[g].threads.push(tid);
+            self.procs[pidx].live += 1;
+            let info = ThreadInfo {
+                tid: Tid(tid as u32 + 1),
+                pid: Pid(pidx as u32 + 1),
+                group: g,
+                index: i,
+                group_threads: n,
+            };
+            let mut out = std::mem::take(&mut self.actions);
+            out.clear();
+            self.policy.on_thread_start(self.m, &info, &mut out);
+            self.apply_actions(&out)?;
+            self.actions = out;
+            self.sched.wake_new(tid as u32, creator_cpu);
+            self.note_runnable(tid, at);
+        }
+        Ok(())
+    }
+
+    /// A thread became runnable at `at`; inside an interval it may use the rest of it.
+    fn note_runnable(&mut self, t: usize, at: u64) {
+        if self.interval_end.is_some_and(|end| at < end) {
+            self.late.push((t, at));
+        }
+    }
+
+    fn apply_actions(&mut self, actions: &[Action]) -> Result<(), SimError> {
+        for a in actions {
+            match a {
+                Action::SetThreadAffinity { tid, cpus } => {
+                    let t = tid.0 as usize - 1;
+                    let cs = &self.procs[self.threads[t].proc].cpuset_cpus;
+                    let allowed = cpus.and(cs);
+                    if !allowed.is_empty() {
+                        self.sched.set_allowed(t as u32, allowed, self.now);
+                    }
+                }
+                Action::SetProcessMempolicy { pid, policy } => {
+                    self.procs[pid.idx() - 1].policy_proc = Some(policy.clone())
+                }
+                Action::SetThreadMempolicy { tid, policy } => {
+                    self.threads[tid.idx() - 1].policy_thread = Some(policy.clone())
+                }
+                Action::SetRangeMempolicy {
+                    pid,
+                    region,
+                    first_page,
+                    end_page,
+                    policy,
+                } => {
+                    self.procs[pid.idx() - 1].regions[*region].ranges.push((
+                        *first_page,
+                        *end_page,
+                        policy.clone(),
+                    ));
+                }
+                Action::MoveThread { tid, node } => {
+                    self.sched.move_to_node(tid.0 - 1, *node, self.now);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn wake(&mut self, t: usize, at: u64) {
+        self.threads[t].state = TState::Runnable;
+        self.sched.wake(t as u32, at);
+        self.note_runnable(t, at);
+    }
+
+    fn block(&mut self, t: usize, state: TState, at: u64) {
+        self.threads[t].state = state;
+        if let Some(c) = self.sched.dequeue(t as u32, at) {
+            self.cpu_freed(c, at);
+        }
+    }
+
+    /// Inside an interval, remember when a CPU ran out of work.
+    fn cpu_freed(&mut self, c: usize, at: u64) {
+        if self.interval_end.is_some() && self.sched.rq(c).is_empty() {
+            self.cpu_free_from[c] = Some(at);
+        }
+    }
+
+    fn finish_thread(&mut self, t: usize, at: u64) -> Result<(), SimError> {
+        self.threads[t].state = TState::Done;
+        self.threads[t].end_ns = Some(at);
+        if let Some(c) = self.sched.exit(t as u32, at) {
+            self.cpu_freed(c, at);
+        }
+        let (pidx, g) = (self.threads[t].proc, self.threads[t].group);
+        let proc = &mut self.procs[pidx];
+        proc.live -= 1;
+        let grp = &mut proc.groups[g];
+        grp.done += 1;
+        if grp.done == grp.nthreads {
+            let joiners = std::mem::take(&mut grp.joiners);
+            for j in joiners {
+                self.wake(j, at);
+            }
+        } else {
+            self.maybe_release_barrier(pidx, g, at);
+        }
+        if self.procs[pidx].live == 0
+            && self.procs[pidx]
+                .groups
+                .iter()
+                .all(|g| g.spawned || g.done == g.nthreads)
+        {
+            let unspawned = self.procs[pidx]
+                .groups
+                .iter()
+                .any(|g| g.spawned && g.threads.is_empty());
+            if !unspawned {
+                self.exit_process(pidx, at);
+            }
+        }
+        Ok(())
+    }
+
+    fn exit_process(&mut self, pidx: usize, at: u64) {
+        let node_mb = self.process_node_mb(pidx);
+        let p = &mut self.procs[pidx];
+        p.end_ns = Some(at);
+        p.node_mb_end = Some(node_mb);
+        let objs: Vec<usize> = p.regions.iter().map(|r| r.obj).collect();
+        for o in objs {
+            self.obj_refs[o] -= 1;
+            if self.obj_refs[o] == 0 {
+                let freed = self.objects[o].release();
+                for (n, f) in freed.iter().enumerate() {
+                    self.node_used[n] -= f;
+                }
+            }
+        }
+        self.policy.on_process_exit(Pid(pidx as u32 + 1));
+    }
+
+    fn process_node_mb(&self, pidx: usize) -> Vec<f64> {
+        let mut v = vec![0.0; self.m.nr_nodes()];
+        for r in &self.procs[pidx].regions {
+            for (n, &pages) in self.objects[r.obj].node_pages().iter().enumerate() {
+                v[n] += pages as f64 * PAGE_BYTES / (1u64 << 20) as f64;
+            }
+        }
+        v
+    }
+
+    fn maybe_release_barrier(&mut self, pidx: usize, g: usize, at: u64) {
+        let grp = &mut self.procs[pidx].groups[g];
+        let live = grp.nthreads - grp.done;
+        if !grp.barrier_waiting.is_empty() && grp.barrier_waiting.len() as u32 >= live {
+            let mut waiting = std::mem::take(&mut grp.barrier_waiting);
+            // Wakeup order varies run to run.
+            for i in (1..waiting.len()).rev() {
+                let j = self.rng.random_range(0..=i);
+                waiting.swap(i, j);
+            }
+            for w in waiting {
+                self.advance_phase(w);
+                if self.threads[w].state == TState::Blocked {
+                    self.wake(w, at);
+                }
+            }
+        }
+    }
+
+    fn advance_phase(&mut self, t: usize) {
+        let th = &mut self.threads[t];
+        th.phase += 1;
+        th.prog = Prog::default();
+    }
+
+    // ----- memory --------------------------------------------------------------------
+
+    /// The policy that governs an allocation at `page` of `region` by thread `t`.
+    fn alloc_policy(
+        &self,
+        t: usize,
+        region: usize,
+        page: u64,
+        phase_policy: Option<&MemPolicy>,
+    ) -> MemPolicy {
+        let th = &self.threads[t];
+        let p = &self.procs[th.proc];
+        let r = &p.regions[region];
+        if let Some((_, _, pol)) = r
+            .ranges
+            .iter()
+            .rev()
+            .find(|(a, b, _)| page >= *a && page < *b)
+        {
+            return pol.clone();
+        }
+        if let Some(pol) = &r.wl_policy {
+            return pol.clone();
+        }
+        th.policy_thread
+            .clone()
+            .or_else(|| p.policy_proc.clone())
+            .or_else(|| phase_policy.cloned())
+            .or_else(|| p.wl_policy.clone())
+            .unwrap_or(MemPolicy::Default)
+    }
+
+    /// Choose a node for `nr` pages; `None` if no allowed node has room.
+    fn pick_node(
+        &mut self,
+        t: usize,
+        cpu_node: usize,
+        pol: &MemPolicy,
+        nr: u64,
+        offset: u64,
+    ) -> Option<usize> {
+        let allowed = self.procs[self.threads[t].proc].cpuset_mems.clone();
+        let fits = |s: &Self, n: usize| allowed.contains(n) && s.node_used[n] + nr <= s.node_cap[n];
+        let zonelist = |from: usize| self.m.nodes_by_distance(from);
+        match pol {
+            MemPolicy::Default => zonelist(cpu_node).into_iter().find(|&n| fits(self, n)),
+            MemPolicy::Preferred(p) => {
+                if fits(self, *p) {
+                    return Some(*p);
+                }
+                zonelist(*p).into_iter().find(|&n| fits(self, n))
+            }
+            MemPolicy::Bind(mask) => {
+                // cpuset mems always win: a bind set outside them is rebound to the cpuset,
+                // as the kernel does (set_mempolicy refuses such a set; cpuset changes
+                // rebind existing policies).
+                let inside = mask.and(&allowed);
+                let set = if inside.is_empty() {
+                    allowed.clone()
+                } else {
+                    inside
+                };
+                zonelist(cpu_node)
+                    .into_iter()
+                    .find(|&n| set.contains(n) && self.node_used[n] + nr <= self.node_cap[n])
+            }
+            MemPolicy::Interleave(mask) => {
+                let set: Vec<usize> = mask
+                    .and(&allowed)
+                    .iter()
+                    .filter(|&n| n < self.m.nr_nodes())
+                    .collect();
+                if set.is_empty() {
+                    return zonelist(cpu_node).into_iter().find(|&n| fits(self, n));
+                }
+                // VMA (mbind) interleave goes by offset; task interleave by il_next.
+                let idx = if offset != u64::MAX {
+                    (offset % set.len() as u64) as usize
+                } else {
+                    let th = &mut self.threads[t];
+                    th.il_next = th.il_next.wrapping_add(1);
+                    th.il_next % set.len()
+                };
+                let target = set[idx];
+                if fits(self, target) {
+                    return Some(target);
+                }
+                zonelist(target).into_iter().find(|&n| fits(self, n))
+            }
+        }
+    }
+
+    /// First touch of `page` of `region` by thread `t` on `cpu_node`. Returns the kernel
+    /// time it cost (ns).
+    fn first_touch(
+        &mut self,
+        t: usize,
+        region: usize,
+        page: u64,
+        cpu_node: usize,
+        phase_policy: Option<&MemPolicy>,
+    ) -> Result<f64, SimError> {
+        let pidx = self.threads[t].proc;
+        let r = &self.procs[pidx].regions[region];
+        let obj = r.obj;
+        let pol = self.alloc_policy(t, region, page, phase_policy);
+        // VMA (mbind) interleave uses the page offset; task interleave the thread's counter.
+        let vma_pol =
+            r.ranges.iter().any(|(a, b, _)| page >= *a && page < *b) || r.wl_policy.is_some();
+        let vma_offset = |nr: u64| -> u64 { if vma_pol { page / nr } else { u64::MAX } };
+        let o = &self.objects[obj];
+        let chunk = page / CHUNK;
+        if o.thp && o.chunk_len(chunk) == CHUNK && o.chunk_populated(chunk) == 0 {
+            let off = vma_offset(CHUNK);
+            if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off) {
+                self.objects[obj].populate_huge(chunk, n);
+                self.node_used[n] += CHUNK;
+                self.m_.pgfault += 1;
+                self.m_.thp_fault_alloc += 1;
+                return Ok(self.m.spec.costs.thp_fault_ns);
+            }
+        }
+        let off = vma_offset(1);
+        match self.pick_node(t, cpu_node, &pol, 1, off) {
+            Some(n) => {
+                self.objects[obj].populate_page(page, n);
+                self.node_used[n] += 1;
+                self.m_.pgfault += 1;
+                Ok(self.m.spec.costs.page_fault_ns)
+            }
+            None => {
+                let p = &self.procs[pidx];
+                Err(SimError::Input(InputError::new(
+                    format!("workload {}", self.sc.workload.name()),
+                    format!("process {} (pid {})", p.name, pidx + 1),
+                    format!(
+                        "out of memory: no node allowed by memory policy {pol} and cpuset mems {} has a free page (node use {:?} of {:?} pages)",
+                        p.cpuset_mems, self.node_used, self.node_cap
+                    ),
+                )))
+            }
+        }
+    }
+
+    // ----- the fluid step ------------------------------------------------------------
+
+    fn slice_of(&self, t: usize, a: &AccessRt) -> (u64, u64) {
+        let th = &self.threads[t];
+        let pages = self.procs[th.proc].regions[a.region].pages;
+        match a.slice {
+            Slice::All => (0, pages),
+            Slice::Thread => {
+                let n = self.procs[th.proc].groups[th.group].nthreads as u64;
+                thread_slice(pages, th.index as u64, n)
+            }
+        }
+    }
+
+    /// Weighted node mix of the pages a random pattern touches, and the weight of the
+    /// not-yet-populated part. Zipf is approximated by 24 geometric buckets.
+    fn random_mix(&self, obj: usize, a: &AccessRt, slice: (u64, u64), mix: &mut [f64]) -> f64 {
+        let o = &self.objects[obj];
+        let (s, e) = slice;
+        let len = (e - s).max(1);
+        let mut h = vec![0u64; mix.len()];
+        let mut add = |a0: u64, b0: u64, w: f64, mix: &mut [f64]| -> f64 {
+            if b0 <= a0 || w <= 0.0 {
+                return 0.0;
+            }
+            h.iter_mut().for_each(|x| *x = 0);
+            o.range_hist(a0, b0, &mut h);
+            let n = (b0 - a0) as f64;
+            let mut pop = 0.0;
+            for (i, &x) in h.iter().enumerate() {
+                mix[i] += w * x as f64 / n;
+                pop += x as f64;
+            }
+            w * (n - pop) / n
+        };
+        mix.iter_mut().for_each(|x| *x = 0.0);
+        match a.pattern {
+            Pattern::Uniform | Pattern::Sweep => add(s, e, 1.0, mix),
+            Pattern::Hot => {
+                let hot = ((len as f64 * a.hot_fraction).ceil() as u64).clamp(1, len);
+                add(s, s + hot, a.hot_weight, mix) + add(s + hot, e, 1.0 - a.hot_weight, mix)
+            }
+            Pattern::Zipf => {
+                // Bucket k covers ranks [2^k - 1, 2^(k+1) - 1); weight ∝ sum of 1/(r+1)^s.
+                let sexp = a.zipf_s;
+                let mut bounds = vec![0u64];
+                while *bounds.last().expect("non-empty") < len {
+                    let b = *bounds.last().expect("non-empty");
+                    bounds.push(((b + 1) * 2 - 1).min(len));
+                }
+                let wsum = |lo: u64, hi: u64| -> f64 {
+                    // ∫ (x+1)^-s dx from lo to hi, a smooth stand-in for the sum.
+                    let f = |x: f64| {
+                        if (sexp - 1.0).abs() < 1e-9 {
+                            (x + 1.0).ln()
+                        } else {
+                            (x + 1.0).powf(1.0 - sexp) / (1.0 - sexp)
+                        }
+                    };
+                    f(hi as f64) - f(lo as f64)
+                };
+                let total = wsum(0, len);
+                let mut unpop = 0.0;
+                for w in bounds.windows(2) {
+                    unpop += add(s + w[0], s + w[1], wsum(w[0], w[1]) / total, mix);
+                }
+                unpop
+            }
+        }
+    }
+
+    fn advance(&mut self, t0: u64, t1: u64) -> Result<(), SimError> {
+        let dt = (t1 - t0) as f64;
+        let ncpu = self.sched.nr_cpus();
+        let nn = self.m.nr_nodes();
+        let core = &self.m.spec.core;
+        // Running threads and their shares.
+        let mut running: Vec<(usize, usize, f64)> = Vec::new();
+        for c in 0..ncpu {
+            let rq = self.sched.rq(c);
+            let k = rq.len();
+            for &t in rq {
+                running.push((t as usize, c, 1.0 / k as f64));
+            }
+        }
+        let busy_before: Vec<bool> = (0..ncpu).map(|c| !self.sched.rq(c).is_empty()).collect();
+        for (c, &busy) in busy_before.iter().enumerate() {
+            self.cpu_free_from[c] = (!busy).then_some(t0);
+        }
+        self.interval_end = Some(t1);
+        // Demands.
+        let mut demands: Vec<Demand> = Vec::with_capacity(running.len());
+        let mut dem_of: Vec<Option<usize>> = vec![None; running.len()];
+        let mut smt_info: Vec<(f64, f64, f64)> = Vec::with_capacity(running.len());
+        for (ri, &(t, c, share)) in running.iter().enumerate() {
+            let k_s = self.sched.busy_siblings(c).max(1) as f64;
+            let mem_share = if k_s > 1.0 {
+                core.smt_memory_throughput / k_s
+            } else {
+                1.0
+            };
+            let cpu_share = if k_s > 1.0 {
+                core.smt_compute_throughput / k_s
+            } else {
+                1.0
+            };
+            smt_info.push((mem_share, cpu_share, k_s));
+            let th = &self.threads[t];
+            let PhaseRt::Access(a) =
+                (match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
+                    Some(p) => p,
+                    None => continue,
+                })
+            else {
+                continue;
+            };
+            let node = self.m.cpus[c].node;
+            let mut mix = vec![0.0; nn];
+            let slice = if th.prog.started {
+                th.prog.slice
+            } else {
+                self.slice_of(t, a)
+            };
+            let obj = self.procs[th.proc].regions[a.region].obj;
+            let unpop = if a.pattern == Pattern::Sweep {
+                let window = (th.window_bytes.max(256.0 * 1024.0) / PAGE_BYTES).ceil() as u64;
+                let start = slice.0 + (th.prog.pos / PAGE_BYTES) as u64;
+                let end = (start + window).min(slice.1);
+                self.random_mix(
+                    obj,
+                    &AccessRt {
+                        pattern: Pattern::Uniform,
+                        ..a.clone()
+                    },
+                    (start.min(end), end),
+                    &mut mix,
+                )
+            } else {
+                self.random_mix(obj, a, slice, &mut mix)
+            };
+            mix[node] += unpop;
+            let total: f64 = mix.iter().sum();
+            if total > 0.0 {
+                mix.iter_mut().for_each(|x| *x /= total);
+            } else {
+                mix[node] = 1.0;
+            }
+            let m_eff = a
+                .mlp
+                .unwrap_or(core.outstanding_lines_per_thread)
+                .min(core.outstanding_lines_per_core / k_s);
+            let per_latency = 1.0 / (m_eff * 64.0);
+            let debt_frac = (th.debt_ns / (share * dt)).min(1.0);
+            dem_of[ri] = Some(demands.len());
+            demands.push(Demand {
+                cpu_node: node,
+                share: share * (1.0 - debt_frac),
+                mix,
+                miss: 1.0 - a.cache_hit,
+                core_ns_per_byte: core.stream_ns_per_byte / mem_share + a.ns_per_byte / cpu_share,
+                per_latency,
+                hit_ns_per_byte: a.cache_hit * self.m.spec.memory.llc_latency_ns * per_latency,
+            });
+        }
+        self.cost.solve(&demands);
+        // Run every thread for its share of the interval.
+        let mut tau = vec![0.0; nn];
+        for (ri, &(t, c, share)) in running.iter().enumerate() {
+            if self.threads[t].state != TState::Runnable || self.sched.tasks[t].cpu != Some(c) {
+                continue;
+            }
+            if let Some(di) = dem_of[ri] {
+                self.cost.ns_per_byte(&demands[di], &mut tau);
+            }
+            let (mem_share, cpu_share, k_s) = smt_info[ri];
+            self.run_thread(
+                t,
+                c,
+                share,
+                t0,
+                dt,
+                &mut tau,
+                dem_of[ri].is_some(),
+                (mem_share, cpu_share, k_s),
+            )?;
+        }
+        // Threads woken or spawned during the interval run the rest of it if their CPU is
+        // free by then (it ran out of work, or was idle all along). They were not part of
+        // the cost model's solve; they see the delays it found.
+        let mut i = 0;
+        while i < self.late.len() {
+            let (t, at) = self.late[i];
+            i += 1;
+            let Some(c) = self.sched.tasks[t].cpu else {
+                continue;
+            };
+            if self.threads[t].state != TState::Runnable || self.sched.rq(c).len() != 1 {
+                continue;
+            }
+            let Some(free) = self.cpu_free_from[c].take() else {
+                continue;
+            };
+            let start = at.max(free);
+            if start >= t1 {
+                continue;
+            }
+            let k_s = self.sched.busy_siblings(c).max(1) as f64;
+            let mem_share = if k_s > 1.0 {
+                core.smt_memory_throughput / k_s
+            } else {
+                1.0
+            };
+            let cpu_share = if k_s > 1.0 {
+                core.smt_compute_throughput / k_s
+            } else {
+                1.0
+            };
+            self.run_thread(
+                t,
+                c,
+                1.0,
+                start,
+                (t1 - start) as f64,
+                &mut tau,
+                false,
+                (mem_share, cpu_share, k_s),
+            )?;
+        }
+        self.late.clear();
+        self.interval_end = None;
+        self.sched.update_load(t1 - t0);
+        // CPUs that ran out of work look for more.
+        let policy = &self.policy;
+        let can = |t: u32, a: usize, b: usize| {
+            policy.can_migrate_task(Tid(t + 1), a, b) == MigrateVerdict::Allow
+        };
+        for (c, &was_busy) in busy_before.iter().enumerate() {
+            if was_busy && self.sched.rq(c).is_empty() {
+                self.sched.newidle_balance(c, t1, &can);
+            }
+        }
+        self.count_moves();
+        Ok(())
+    }
+
+    /// Recompute ns/byte for a thread whose phase changed mid-interval, from the current
+    /// resource delays.
+    #[allow(clippy::too_many_arguments)]
+    fn tau_for(
+        &self,
+        t: usize,
+        c: usize,
+        a: &AccessRt,
+        mem_share: f64,
+        cpu_share: f64,
+        k_s: f64,
+        tau: &mut [f64],
+    ) {
+        let core = &self.m.spec.core;
+        let _ = t;
+        let m_eff = a
+            .mlp
+            .unwrap_or(core.outstanding_lines_per_thread)
+            .min(core.outstanding_lines_per_core / k_s);
+        let per_latency = 1.0 / (m_eff * 64.0);
+        let d = Demand {
+            cpu_node: self.m.cpus[c].node,
+            share: 0.0,
+            mix: Vec::new(),
+            miss: 1.0 - a.cache_hit,
+            core_ns_per_byte: core.stream_ns_per_byte / mem_share + a.ns_per_byte / cpu_share,
+            per_latency,
+            hit_ns_per_byte: a.cache_hit * self.m.spec.memory.llc_latency_ns * per_latency,
+        };
+        self.cost.ns_per_byte(&d, tau);
+    }
+
+    /// Run thread `t` on CPU `c` for `share * dt` ns of CPU time from `t0`.
+    /// `tau_known`: `tau` already holds this thread's ns/byte for its current phase.
+    /// `smt`: (memory issue share, compute share, busy siblings) of its core.
+    #[allow(clippy::too_many_arguments)]
+    fn run_thread(
+        &mut self,
+        t: usize,
+        c: usize,
+        share: f64,
+        t0: u64,
+        dt: f64,
+        tau: &mut [f64],
+        tau_known: bool,
+        smt: (f64, f64, f64),
+    ) -> Result<(), SimError> {
+        let (mem_share, cpu_share, k_s) = smt;
+        let mut budget = share * dt;
+        let total = budget;
+        let node = self.m.cpus[c].node;
+        let wall = |used: f64| t0 + (used / share) as u64;
+        let mut tau_valid = tau_known;
+        let mut bytes_this = 0.0;
+        let mut guard = 0;
+        while budget > 0.0 && self.threads[t].state == TState::Runnable {
+            guard += 1;
+            if guard > MAX_STEPS {
+                return Err(SimError::Invariant(format!("thread {t} made no progress")));
+            }
+            // Kernel work owed (faults) comes first.
+            let debt = self.threads[t].debt_ns;
+            if debt > 0.0 {
+                let pay = debt.min(budget);
+                self.threads[t].debt_ns -= pay;
+                budget -= pay;
+                continue;
+            }
+            let (pidx, g) = (self.threads[t].proc, self.threads[t].group);
+            let phase_idx = self.threads[t].phase;
+            let grp = &self.procs[pidx].groups[g];
+            if phase_idx >= grp.phases.len() {
+                let th = &mut self.threads[t];
+                th.iter += 1;
+                if th.iter < grp.iterations {
+                    th.phase = 0;
+                    th.prog = Prog::default();
+                    tau_valid = false;
+                    continue;
+                }
+                self.finish_thread(t, wall(total - budget))?;
+                break;
+            }
+            let phase = grp.phases[phase_idx].clone();
+            match phase {
+                PhaseRt::Access(a) => {
+                    if !self.threads[t].prog.started {
+                        let slice = self.slice_of(t, &a);
+                        let slice_bytes = (slice.1 - slice.0) as f64 * PAGE_BYTES;
+                        let now_wall = wall(total - budget);
+                        let th = &mut self.threads[t];
+                        th.prog = Prog {
+                            started: true,
+                            slice,
+                            pop_cursor: slice.0,
+                            ..Prog::default()
+                        };
+                        match a.amount {
+                            Amount::Seconds(s) => {
+                                th.prog.left = f64::INFINITY;
+                                th.prog.until_ns = now_wall + (s * NS) as u64;
+                            }
+                            Amount::Bytes(b) if a.passes.is_none() => th.prog.left = b,
+                            Amount::Bytes(_) => {
+                                th.prog.left = a.passes.unwrap_or(1.0) * slice_bytes
+                            }
+                        }
+                        if !tau_valid {
+                            self.tau_for(t, c, &a, mem_share, cpu_share, k_s, tau);
+                            tau_valid = true;
+                        }
+                    }
+                    if !tau_valid {
+                        self.tau_for(t, c, &a, mem_share, cpu_share, k_s, tau);
+                        tau_valid = true;
+                    }
+                    let before = budget;
+                    let (used, bytes, done) = if a.pattern == Pattern::Sweep {
+                        self.sweep(t, node, &a, budget, tau, t0, share, total)?
+                    } else {
+                        self.random_access(t, node, &a, budget, tau, t0, share, total)?
+                    };
+                    budget -= used;
+                    bytes_this += bytes;
+                    if done {
+                        self.advance_phase(t);
+                        tau_valid = false;
+                    } else if budget >= before {
+                        break;
+                    }
+                }
+                PhaseRt::Compute(ns) => {
+                    let th = &mut self.threads[t];
+                    if !th.prog.started {
+                        th.prog = Prog {
+                            started: true,
+                            left: ns,
+                            ..Prog::default()
+                        };
+                    }
+                    let need = th.prog.left / cpu_share;
+                    if need <= budget {
+                        budget -= need;
+                        self.user_ns += need;
+                        self.advance_phase(t);
+                    } else {
+                        th.prog.left -= budget * cpu_share;
+                        self.user_ns += budget;
+                        budget = 0.0;
+                    }
+                }
+                PhaseRt::Sleep(ns) => {
+                    let at = wall(total - budget);
+                    self.advance_phase(t);
+                    self.block(t, TState::Sleeping, at);
+                    self.events
+                        .push(at + ns as u64, EventKind::Wake { tid: t as u32 });
+                    budget = 0.0;
+                }
+                PhaseRt::Spawn(target) => {
+                    self.advance_phase(t);
+                    if self.procs[pidx].groups[target].threads.is_empty() {
+                        let n = self.procs[pidx].groups[target].nthreads;
+                        self.start_group(pidx, target, c, wall(total - budget))?;
+                        self.threads[t].debt_ns += self.m.spec.costs.thread_spawn_ns * n as f64;
+                    }
+                }
+                PhaseRt::Join(target) => {
+                    let tg = &self.procs[pidx].groups[target];
+                    if !tg.threads.is_empty() && tg.done == tg.nthreads {
+                        self.advance_phase(t);
+                    } else {
+                        self.procs[pidx].groups[target].joiners.push(t);
+                        self.advance_phase(t);
+                        self.block(t, TState::Blocked, wall(total - budget));
+                        budget = 0.0;
+                    }
+                }
+                PhaseRt::Barrier => {
+                    self.procs[pidx].groups[g].barrier_waiting.push(t);
+                    let at = wall(total - budget);
+                    self.block(t, TState::Blocked, at);
+                    budget = 0.0;
+                    self.maybe_release_barrier(pidx, g, at);
+                }
+            }
+        }
+        self.threads[t].window_bytes = bytes_this;
+        Ok(())
+    }
+
+    fn account(&mut self, t: usize, cpu_node: usize, mem_node: usize, bytes: f64) {
+        let pidx = self.threads[t].proc;
+        if cpu_node == mem_node {
+            self.local_bytes += bytes;
+            self.procs[pidx].bytes_local += bytes;
+        } else {
+            self.remote_bytes += bytes;
+            self.procs[pidx].bytes_remote += bytes;
+        }
+    }
+
+    /// Sequential sweep. Returns (CPU ns used, bytes accessed, phase done).
+    #[allow(clippy::too_many_arguments)]
+    fn sweep(
+        &mut self,
+        t: usize,
+        node: usize,
+        a: &AccessRt,
+        budget: f64,
+        tau: &[f64],
+        t0: u64,
+        share: f64,
+        total: f64,
+    ) -> Result<(f64, f64, bool), SimError> {
+        let (s, e) = self.threads[t].prog.slice;
+        let slice_bytes = (e - s) as f64 * PAGE_BYTES;
+        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
+        let mut used = 0.0;
+        let mut bytes_done = 0.0;
+        let mut steps = 0u64;
+        loop {
+            steps += 1;
+            if steps > MAX_STEPS {
+                return Err(SimError::Invariant(format!(
+                    "thread {t}: sweep makes no progress"
+                )));
+            }
+            let th = &self.threads[t];
+            let until = th.prog.until_ns;
+            let seconds_mode = th.prog.left.is_infinite();
+            if seconds_mode && t0 + ((total - budget + used) / share) as u64 >= until {
+                return Ok((used, bytes_done, true));
+            }
+            if !seconds_mode && th.prog.left <= EPS_BYTES {
+                return Ok((used, bytes_done, true));
+            }
+            if used >= budget {
+                return Ok((used, bytes_done, false));
+            }
+            if self.threads[t].debt_ns > 0.0 {
+                // A first touch in the middle of the sweep: pay it before going on.
+                let pay = self.threads[t].debt_ns.min(budget - used);
+                self.threads[t].debt_ns -= pay;
+                used += pay;
+                continue;
+            }
+            let pos = self.threads[t].prog.pos;
+            let page = s + (pos / PAGE_BYTES) as u64;
+            let chunk_end = ((page / CHUNK + 1) * CHUNK).min(e);
+            let o = &self.objects[obj];
+            let c = page / CHUNK;
+            let full = o.chunk_populated(c) == o.chunk_len(c);
+            if !full && o.node_of(page).is_none() {
+                let phase_pol = a.mempolicy.clone();
+                let cost = self.first_touch(t, a.region, page, node, phase_pol.as_ref())?;
+                self.threads[t].debt_ns += cost;
+                self.sys_ns += cost;
+                if cost > STALL_NS {
+                    self.m_.stall_events_over_1ms += 1;
+                }
+                continue;
+            }
+            // Range [page, range_end) with known nodes.
+            let range_end = if full {
+                chunk_end
+            } else {
+                let mut p = page + 1;
+                while p < chunk_end && o.node_of(p).is_some() {
+                    p += 1;
+                }
+                p
+            };
+            let mut h = std::mem::take(&mut self.scratch_hist);
+            h.iter_mut().for_each(|x| *x = 0);
+            self.objects[obj].range_hist(page, range_end, &mut h);
+            let offset_in_page = pos - ((page - s) as f64 * PAGE_BYTES);
+            let range_bytes = (range_end - page) as f64 * PAGE_BYTES - offset_in_page;
+            let npages = (range_end - page) as f64;
+            // Bytes of this range per node (the first page is partly done).
+            let time: f64 = h
+                .iter()
+                .zip(tau)
+                .map(|(&c, &t)| c as f64 / npages * range_bytes * t)
+                .sum();
+            let left = self.threads[t].prog.left;
+            let room = budget - used;
+            let mut frac = 1.0f64;
+            if range_bytes > left {
+                frac = left / range_bytes;
+            }
+            if time * frac > room {
+                frac = room / time;
+            }
+            let take = range_bytes * frac;
+            for (n, &c) in h.iter().enumerate() {
+                if c > 0 {
+                    self.account(t, node, n, c as f64 / npages * take);
+                }
+            }
+            self.scratch_hist = h;
+            used += time * frac;
+            bytes_done += take;
+            self.user_ns += time * frac;
+            let th = &mut self.threads[t];
+            th.prog.pos += take;
+            if !th.prog.left.is_infinite() {
+                th.prog.left -= take;
+            }
+            if th.prog.pos >= slice_bytes - EPS_BYTES {
+                th.prog.pos = 0.0;
+            }
+            if frac < 1.0 && th.prog.left > EPS_BYTES && used >= budget - 1e-9 {
+                return Ok((budget, bytes_done, false));
+            }
+        }
+    }
+
+    /// Uniform / hot / zipf access. Returns (CPU ns used, bytes accessed, phase done).
+    #[allow(clippy::too_many_arguments)]
+    fn random_access(
+        &mut self,
+        t: usize,
+        node: usize,
+        a: &AccessRt,
+        budget: f64,
+        tau: &[f64],
+        t0: u64,
+        share: f64,
+        total: f64,
+    ) -> Result<(f64, f64, bool), SimError> {
+        let slice = self.threads[t].prog.slice;
+        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
+        let nn = self.m.nr_nodes();
+        let mut mix = vec![0.0; nn];
+        let unpop_w = self.random_mix(obj, a, slice, &mut mix);
+        // Accesses to untouched pages land locally (they are first-touched now).
+        mix[node] += unpop_w;
+        let per_byte: f64 = mix
+            .iter()
+            .zip(tau)
+            .map(|(f, t)| f * t)
+            .sum::<f64>()
+            .max(1e-12);
+        let th = &self.threads[t];
+        let now_wall = t0 + ((total - budget) / share) as u64;
+        let mut room = budget;
+        let mut done = false;
+        if th.prog.left.is_infinite() {
+            let wall_left = th.prog.until_ns.saturating_sub(now_wall) as f64 * share;
+            if wall_left <= room {
+                room = wall_left;
+                done = true;
+            }
+        }
+        let mut bytes = room / per_byte;
+        if bytes >= th.prog.left - EPS_BYTES {
+            bytes = th.prog.left;
+            room = bytes * per_byte;
+            done = true;
+        }
+        for (n, &f) in mix.iter().enumerate() {
+            if f > 0.0 {
+                self.account(t, node, n, bytes * f);
+            }
+        }
+        self.user_ns += room;
+        let th = &mut self.threads[t];
+        if !th.prog.left.is_infinite() {
+            th.prog.left -= bytes;
+        }
+        // First touches: expected number of untouched pages hit by bytes/64 accesses,
+        // populated in address order (hot pages first for zipf/hot).
+        let unpop_pages = (slice.1 - slice.0) - {
+            let mut h = vec![0u64; nn];
+            self.objects[obj].range_hist(slice.0, slice.1, &mut h);
+            h.iter().sum::<u64>()
+        };
+        if unpop_pages > 0 && unpop_w > 0.0 {
+            let lines = bytes / 64.0;
+            let u = unpop_pages as f64;
+            let expect = u * (1.0 - (-lines * unpop_w / u).exp());
+            let th = &mut self.threads[t];
+            th.prog.pop_carry += expect;
+            let mut n_new = th.prog.pop_carry.floor() as u64;
+            th.prog.pop_carry -= n_new as f64;
+            let phase_pol = a.mempolicy.clone();
+            while n_new > 0 {
+                let cur = self.threads[t].prog.pop_cursor;
+                let Some(p) = self.objects[obj].next_unpopulated(cur, slice.1) else {
+                    break;
+                };
+                let cost = self.first_touch(t, a.region, p, node, phase_pol.as_ref())?;
+                self.threads[t].debt_ns += cost;
+                self.sys_ns += cost;
+                self.threads[t].prog.pop_cursor = p + 1;
+                let now_pop =
+                    self.objects[obj].node_of(p).is_some() && self.objects[obj].is_huge(p / CHUNK);
+                n_new = n_new.saturating_sub(if now_pop { CHUNK } else { 1 });
+            }
+        }
+        Ok((room, bytes, done))
+    }
+
+    // ----- invariants and results ----------------------------------------------------
+
+    fn check_invariants(&self) -> Result<(), SimError> {
+        let nn = self.m.nr_nodes();
+        let mut used = vec![0u64; nn];
+        for (o, obj) in self.objects.iter().enumerate() {
+            obj.check()
+                .map_err(|e| SimError::Invariant(format!("memory object {o}: {e}")))?;
+            for (n, &p) in obj.node_pages().iter().enumerate() {
+                used[n] += p;
+            }
+        }
+        if used != self.node_used {
+            return Err(SimError::Invariant(format!(
+                "node use {:?} differs from the pages {:?}",
+                self.node_used, used
+            )));
+        }
+        for (n, (&u, &cap)) in used.iter().zip(&self.node_cap).enumerate() {
+            if u > cap {
+                return Err(SimError::Invariant(format!(
+                    "node {n} holds {u} pages, more than its {cap}"
+                )));
+            }
+        }
+        self.sched.check().map_err(SimError::Invariant)?;
+        for (t, th) in self.threads.iter().enumerate() {
+            if th.proc == usize::MAX {
+                continue;
+            }
+            let on_rq = self.sched.tasks[t].cpu.is_some();
+            if on_rq != (th.state == TState::Runnable) {
+                return Err(SimError::Invariant(format!(
+                    "thread {t} is {:?} but on a runqueue: {on_rq}",
+                    th.state
+                )));
+            }
+            if let Some(c) = self.sched.tasks[t].cpu
+                && !self.procs[th.proc].cpuset_cpus.contains(c)
+            {
+                return Err(SimError::Invariant(format!(
+                    "thread {t} runs on CPU {c} outside its cpuset"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Build the result.
+    pub fn result(&self) -> RunResult {
+        let finished = self
+            .threads
+            .iter()
+            .all(|t| t.proc == usize::MAX || t.state == TState::Done)
+            && self.pending_starts == 0;
+        let end = self
+            .threads
+            .iter()
+            .filter_map(|t| t.end_ns)
+            .max()
+            .unwrap_or(self.now);
+        let runtime_ns = if finished { end } else { self.now };
+        let mut m = self.m_.clone();
+        m.runtime_s = runtime_ns as f64 / NS;
+        let total = self.local_bytes + self.remote_bytes;
+        m.local_access_ratio = if total > 0.0 {
+            self.local_bytes / total
+        } else {
+            1.0
+        };
+        m.thread_migrations_internode = self.migrations.iter().sum();
+        m.user_cpu_s = self.user_ns / NS;
+        m.sys_cpu_s = self.sys_ns / NS;
+        m.accessed_gib = total / (1u64 << 30) as f64;
+        m.access_gib_per_s = if m.runtime_s > 0.0 {
+            m.accessed_gib / m.runtime_s
+        } else {
+            0.0
+        };
+        let mut by_cause = BTreeMap::new();
+        for c in Cause::ALL {
+            by_cause.insert(c.name().to_string(), self.migrations[c as usize]);
+        }
+        let processes = self
+            .procs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let node_mb = p
+                    .node_mb_end
+                    .clone()
+                    .unwrap_or_else(|| self.process_node_mb(i));
+                let tot = p.bytes_local + p.bytes_remote;
+                ProcessResult {
+                    pid: i as u32 + 1,
+                    name: p.name.clone(),
+                    node_mb,
+                    runtime_s: (p.end_ns.unwrap_or(self.now) - p.start_ns) as f64 / NS,
+                    threads: p.threads,
+                    local_access_ratio: if tot > 0.0 { p.bytes_local / tot } else { 1.0 },
+                }
+            })
+            .collect();
+        RunResult {
+            numabal_version: env!("CARGO_PKG_VERSION").to_string(),
+            scenario: ScenarioSummary {
+                machine: self.m.name().to_string(),
+                workload: self.sc.workload.name().to_string(),
+                policy: self.policy.name().to_string(),
+                seed: self.sc.sim.seed,
+                overrides: self.sc.overrides.clone(),
+            },
+            finished,
+            metrics: m,
+            thread_migrations_by_cause: by_cause,
+            processes,
+            node_used_mb: self
+                .node_used
+                .iter()
+                .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
+                .collect(),
+        }
+    }
+}
+
+impl Thread {
+    fn placeholder() -> Self {
+        Thread {
+            proc: usize::MAX,
+            group: 0,
+            index: 0,
+            state: TState::Done,
+            phase: 0,
+            iter: 0,
+            prog: Prog::default(),
+            policy_thread: None,
+            il_next: 0,
+            end_ns: None,
+            debt_ns: 0.0,
+            window_bytes: 0.0,
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! Physical memory: which node holds each base page.
+//!
+//! A `MemObject` is the backing of a mapping (anonymous memory of a process, a shm
+//! segment, a file's page cache). Per-page state is one byte (the node, or `NO_NODE`),
+//! so 256 GiB of 4 KiB pages costs 64 MiB. Two summaries keep the hot paths off the
+//! per-page array:
+//!
+//! ```text
+//!   pages    | n n n n ... (512) | n n n ... (512) | ...      node per base page (u8)
+//!   chunks   | hist[node]        | hist[node]      | ...      pages per node per 2 MiB chunk (u16)
+//!   fenwick  | prefix sums of hist over chunks, per node      range counts in O(nodes log chunks)
+//! ```
+//!
+//! A THP is a chunk whose 512 pages were allocated together on one node (`huge` bit).
+
+use numabal_model::{HPAGE_PMD_NR, PAGE_SIZE};
+
+/// Node value of a page that has not been touched yet.
+pub const NO_NODE: u8 = u8::MAX;
+/// Base pages per 2 MiB chunk.
+pub const CHUNK: u64 = HPAGE_PMD_NR;
+
+/// Backing pages of one mapping.
+#[derive(Debug, Clone)]
+pub struct MemObject {
+    /// Size in base pages.
+    pub pages: u64,
+    /// Allocate 2 MiB THPs where a whole chunk fits.
+    pub thp: bool,
+    nr_nodes: usize,
+    node: Vec<u8>,
+    hist: Vec<u16>,
+    huge: Vec<bool>,
+    fen: Vec<Vec<u64>>,
+    node_pages: Vec<u64>,
+    populated: u64,
+    /// Bumped on every change of a page's node (caches key on it).
+    pub generation: u64,
+}
+
+impl MemObject {
+    /// An untouched object.
+    pub fn new(pages: u64, thp: bool, nr_nodes: usize) -> Self {
+        let chunks = pages.div_ceil(CHUNK) as usize;
+        MemObject {
+            pages,
+            thp,
+            nr_nodes,
+            node: vec![NO_NODE; pages as usize],
+            hist: vec![0; chunks * nr_nodes],
+            huge: vec![false; chunks],
+            fen: vec![vec![0; chunks + 1]; nr_nodes],
+            node_pages: vec![0; nr_nodes],
+            populated: 0,
+            generation: 0,
+        }
+    }
+
+    /// Number of 2 MiB chunks.
+    pub fn chunks(&self) -> u64 {
+        self.pages.div_ceil(CHUNK)
+    }
+
+    /// Pages of chunk `c` (the last chunk may be short).
+    pub fn chunk_len(&self, c: u64) -> u64 {
+        (self.pages - c * CHUNK).min(CHUNK)
+    }
+
+    /// Node of a page, or `None` if it was never touched.
+    #[inline]
+    pub fn node_of(&self, page: u64) -> Option<usize> {
+        let n = self.node[page as usize];
+        (n != NO_NODE).then_some(n as usize)
+    }
+
+    /// Whether chunk `c` is a THP.
+    pub fn is_huge(&self, c: u64) -> bool {
+        self.huge[c as usize]
+    }
+
+    /// Pages per node in chunk `c`.
+    #[inline]
+    pub fn chunk_hist(&self, c: u64) -> &[u16] {
+        let i = c as usize * self.nr_nodes;
+        &self.hist[i..i + self.nr_nodes]
+    }
+
+    /// Populated pages in chunk `c`.
+    pub fn chunk_populated(&self, c: u64) -> u64 {
+        self.chunk_hist(c).iter().map(|&x| x as u64).sum()
+    }
+
+    /// Populated pages per node.
+    pub fn node_pages(&self) -> &[u64] {
+        &self.node_pages
+    }
+
+    /// Populated pages in total.
+    pub fn populated(&self) -> u64 {
+        self.populated
+    }
+
+    fn fen_add(&mut self, node: usize, chunk: usize, delta: i64) {
+        let f = &mut self.fen[node];
+        let mut i = chunk + 1;
+        while i < f.len() {
+            f[i] = (f[i] as i64 + delta) as u64;
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    fn fen_prefix(&self, node: usize, chunks: usize) -> u64 {
+        let f = &self.fen[node];
+        let mut i = chunks;
+        let mut s = 0;
+        while i > 0 {
+            s += f[i];
+            i -= i & i.wrapping_neg();
+        }
+        s
+    }
+
+    /// Put the `count` pages starting at `page` (all in one chunk) on `node`.
+    fn set_run(&mut self, page: u64, count: u64, node: usize) {
+        let c = (page / CHUNK) as usize;
+        debug_assert_eq!(c as u64, (page + count - 1) / CHUNK);
+        let mut delta_old = [0i64; 64];
+        let mut added = 0u64;
+        for p in page..page + count {
+            let old = self.node[p as usize];
+            if old == node as u8 {
+                continue;
+            }
+            if old == NO_NODE {
+                added += 1;
+            } else {
+                delta_old[old as usize] -= 1;
+            }
+            self.node[p as usize] = node as u8;
+        }
+        let mut moved_in = added as i64;
+        for (o, &d) in delta_old.iter().enumerate().take(self.nr_nodes) {
+            if d != 0 {
+                self.hist[c * self.nr_nodes + o] =
+                    (self.hist[c * self.nr_nodes + o] as i64 + d) as u16;
+                self.node_pages[o] = (self.node_pages[o] as i64 + d) as u64;
+                self.fen_add(o, c, d);
+                moved_in -= d;
+            }
+        }
+        if moved_in != 0 {
+            self.hist[c * self.nr_nodes + node] =
+                (self.hist[c * self.nr_nodes + node] as i64 + moved_in) as u16;
+            self.node_pages[node] = (self.node_pages[node] as i64 + moved_in) as u64;
+            self.fen_add(node, c, moved_in);
+        }
+        self.populated += added;
+        self.generation += 1;
+    }
+
+    /// First touch of one base page.
+    pub fn populate_page(&mut self, page: u64, node: usize) {
+        debug_assert_eq!(self.node[page as usize], NO_NODE);
+        self.set_run(page, 1, node);
+    }
+
+    /// First touch of a whole chunk as a THP.
+    pub fn populate_huge(&mut self, chunk: u64, node: usize) {
+        debug_assert_eq!(self.chunk_populated(chunk), 0);
+        let len = self.chunk_len(chunk);
+        self.set_run(chunk * CHUNK, len, node);
+        self.huge[chunk as usize] = true;
+    }
+
+    /// Move a page (or, for a THP, its whole chunk) to `node`; returns base pages moved.
+    pub fn migrate(&mut self, page: u64, node: usize) -> u64 {
+        let c = page / CHUNK;
+        if self.huge[c as usize] {
+            let len = self.chunk_len(c);
+            self.set_run(c * CHUNK, len, node);
+            len
+        } else {
+            self.set_run(page, 1, node);
+            1
+        }
+    }
+
+    /// Release every page; returns pages freed per node.
+    pub fn release(&mut self) -> Vec<u64> {
+        let freed = self.node_pages.clone();
+        *self = MemObject::new(self.pages, self.thp, self.nr_nodes);
+        freed
+    }
+
+    /// Pages per node in `[a, b)`, added to `out`.
+    pub fn range_hist(&self, a: u64, b: u64, out: &mut [u64]) {
+        if a >= b {
+            return;
+        }
+        let ca = a.div_ceil(CHUNK);
+        let cb = b / CHUNK;
+        if ca > cb {
+            // Inside one chunk.
+            self.partial_hist(a, b, out);
+            return;
+        }
+        self.partial_hist(a, ca * CHUNK, out);
+        if cb > ca {
+            for (n, o) in out.iter_mut().enumerate() {
+                *o += self.fen_prefix(n, cb as usize) - self.fen_prefix(n, ca as usize);
+            }
+        }
+        self.partial_hist(cb * CHUNK, b, out);
+    }
+
+    /// Pages per node in `[a, b)` within one chunk. A chunk whose pages are all on one node
+    /// (the common case) is answered from its histogram.
+    fn partial_hist(&self, a: u64, b: u64, out: &mut [u64]) {
+        if a >= b {
+            return;
+        }
+        let c = a / CHUNK;
+        let h = self.chunk_hist(c);
+        let len = self.chunk_len(c);
+        let mut only = None;
+        let mut total = 0u64;
+        for (n, &x) in h.iter().enumerate() {
+            if x > 0 {
+                total += x as u64;
+                only = if only.is_none() && x as u64 == len {
+                    Some(n)
+                } else {
+                    None
+                };
+            }
+        }
+        if total == 0 {
+            return;
+        }
+        if let Some(n) = only {
+            out[n] += b - a;
+            return;
+        }
+        for p in a..b {
+            let n = self.node[p as usize];
+            if n != NO_NODE {
+                out[n as usize] += 1;
+            }
+        }
+    }
+
+    /// First untouched page at or after `from` and before `to`.
+    pub fn next_unpopulated(&self, mut from: u64, to: u64) -> Option<u64> {
+        while from < to {
+            let c = from / CHUNK;
+            let cend = ((c + 1) * CHUNK).min(to);
+            if self.chunk_populated(c) == self.chunk_len(c) {
+                from = cend;
+                continue;
+            }
+            for p in from..cend {
+                if self.node[p as usize] == NO_NODE {
+                    return Some(p);
+                }
+            }
+            from = cend;
+        }
+        None
+    }
+
+    /// Recount everything from the per-page array; `Err` names the first inconsistency.
+    pub fn check(&self) -> Result<(), String> {
+        let mut node_pages = vec![0u64; self.nr_nodes];
+        for c in 0..self.chunks() {
+            let mut h = vec![0u64; self.nr_nodes];
+            for p in c * CHUNK..c * CHUNK + self.chunk_len(c) {
+                let n = self.node[p as usize];
+                if n != NO_NODE {
+                    if n as usize >= self.nr_nodes {
+                        return Err(format!("page {p} is on node {n}, which does not exist"));
+                    }
+                    h[n as usize] += 1;
+                }
+            }
+            for (n, (&counted, &summary)) in h.iter().zip(self.chunk_hist(c)).enumerate() {
+                if counted != summary as u64 {
+                    return Err(format!(
+                        "chunk {c}: histogram says {summary} pages on node {n}, pages say {counted}"
+                    ));
+                }
+                node_pages[n] += counted;
+            }
+            if self.huge[c as usize] && h.iter().filter(|&&x| x > 0).count() > 1 {
+                return Err(format!("THP chunk {c} is split over several nodes"));
+            }
+        }
+        if node_pages != self.node_pages {
+            return Err(format!(
+                "per-node totals {:?} differ from the pages {:?}",
+                self.node_pages, node_pages
+            ));
+        }
+        if node_pages.iter().sum::<u64>() != self.populated {
+            return Err("populated count differs from the pages".into());
+        }
+        for (n, &pages) in node_pages.iter().enumerate() {
+            if self.fen_prefix(n, self.chunks() as usize) != pages {
+                return Err(format!("range index of node {n} is out of date"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of one page.
+pub const PAGE_BYTES: f64 = PAGE_SIZE as f64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn populate_migrate_and_count() {
+        let mut o = MemObject::new(1500, false, 2);
+        for p in 0..1000 {
+            o.populate_page(p, (p % 3 == 0) as usize);
+        }
+        o.check().unwrap();
+        let mut h = vec![0; 2];
+        o.range_hist(10, 1490, &mut h);
+        let expect1 = (10..1000).filter(|p| p % 3 == 0).count() as u64;
+        assert_eq!(h, vec![990 - expect1, expect1]);
+        assert_eq!(o.migrate(3, 0), 1);
+        o.check().unwrap();
+        assert_eq!(o.next_unpopulated(0, 1500), Some(1000));
+        assert_eq!(o.populated(), 1000);
+        let freed = o.release();
+        assert_eq!(freed.iter().sum::<u64>(), 1000);
+        assert_eq!(o.populated(), 0);
+    }
+
+    #[test]
+    fn thp_chunks_move_whole() {
+        let mut o = MemObject::new(1024, true, 2);
+        o.populate_huge(1, 1);
+        assert_eq!(o.migrate(600, 0), 512);
+        assert_eq!(o.node_pages(), &[512, 0]);
+        o.check().unwrap();
+        let mut h = vec![0; 2];
+        o.range_hist(700, 800, &mut h);
+        assert_eq!(h, vec![100, 0]);
+    }
+}

@@ -1,0 +1,1425 @@
+//! A CFS-like scheduler: per-CPU runqueues, fork and wakeup placement, and the periodic,
+//! newly-idle and active load balancing of Linux 6.x over its sched-domain hierarchy.
+//!
+//! ```text
+//!   NUMA  (nodes within distance d)  groups = node spans      imbalance_pct 117, imb_numa_nr
+//!   NODE  (the node, when it has several LLCs)  groups = LLCs  117
+//!   MC    (the LLC)                  groups = cores          117, cache_nice_tries 1
+//!   SMT   (the core)                 groups = CPUs           110
+//! ```
+//!
+//! Simplifications (docs/model-notes.md): threads on one CPU share it evenly within an
+//! interval (processor sharing, nice 0) and the runqueue rotates once per tick; the task
+//! at the head is "current" and cannot be pulled except by active balancing; tasks waiting
+//! on a runqueue are never cache-hot; load and utilisation are exponential averages with
+//! PELT's 32 ms half-life; idle CPUs balance on their own timers (standing in for NOHZ
+//! idle balancing); no RT/IRQ pressure, so every CPU has capacity 1024.
+
+use numabal_model::{Machine, Mask};
+
+/// Why a thread changed CPU (only inter-node moves are reported as migrations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cause {
+    /// Periodic or newly-idle load balancing.
+    LoadBalance,
+    /// Active balancing (the stopper pushed a running task).
+    ActiveBalance,
+    /// Wakeup placement chose a CPU on another node.
+    Wakeup,
+    /// A policy asked for the move (`Action::MoveThread`).
+    Policy,
+    /// The thread's affinity no longer allowed its CPU.
+    Affinity,
+}
+
+/// Number of causes.
+pub const NR_CAUSES: usize = 5;
+
+impl Cause {
+    /// Name used in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::LoadBalance => "load_balance",
+            Cause::ActiveBalance => "active_balance",
+            Cause::Wakeup => "wakeup",
+            Cause::Policy => "policy",
+            Cause::Affinity => "affinity",
+        }
+    }
+
+    /// All causes, in result order.
+    pub const ALL: [Cause; NR_CAUSES] = [
+        Cause::LoadBalance,
+        Cause::ActiveBalance,
+        Cause::Wakeup,
+        Cause::Policy,
+        Cause::Affinity,
+    ];
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LevelKind {
+    Smt,
+    Llc,
+    Node,
+    Numa,
+}
+
+#[derive(Debug, Clone)]
+struct Group {
+    cpus: Vec<usize>,
+    cores: usize,
+    /// The group is one SMT core (its child domain shares CPU capacity).
+    smt: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Span {
+    cpus: Vec<usize>,
+    groups: Vec<Group>,
+    imb_numa_nr: u64,
+    /// Groups carry SD_PREFER_SIBLING (their child level is not a NUMA level).
+    prefer_sibling: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Level {
+    kind: LevelKind,
+    imbalance_pct: u64,
+    cache_nice_tries: u32,
+    balance_fork: bool,
+    spans: Vec<Span>,
+    span_of_cpu: Vec<usize>,
+}
+
+impl Level {
+    fn span(&self, cpu: usize) -> &Span {
+        &self.spans[self.span_of_cpu[cpu]]
+    }
+    fn share_llc(&self) -> bool {
+        matches!(self.kind, LevelKind::Smt | LevelKind::Llc)
+    }
+    fn numa(&self) -> bool {
+        self.kind == LevelKind::Numa
+    }
+}
+
+/// Per-task scheduler state.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// CPU whose runqueue holds the task, if runnable.
+    pub cpu: Option<usize>,
+    /// CPU it last ran on.
+    pub prev_cpu: usize,
+    /// Allowed CPUs (affinity ∩ cpuset).
+    pub allowed: Mask,
+    /// PELT-like utilisation, 0..1024.
+    pub util: f64,
+    /// PELT-like runnable average, 0..1024 (also its load: nice 0).
+    pub runnable: f64,
+    recent_used_cpu: Option<usize>,
+    /// Exists (has been created and not exited).
+    pub alive: bool,
+}
+
+/// Per-CPU state.
+#[derive(Debug, Clone)]
+struct Cpu {
+    /// Runnable tasks, most recently run first; `[0]` is current.
+    tasks: Vec<u32>,
+    idle_stamp: u64,
+    last_balance: Vec<u64>,
+    balance_interval_ms: Vec<f64>,
+    nr_balance_failed: Vec<u32>,
+}
+
+/// Balancing context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CpuIdleType {
+    NotIdle,
+    Idle,
+    NewlyIdle,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupType {
+    HasSpare,
+    FullyBusy,
+    SmtBalance,
+    Overloaded,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Migration {
+    Task,
+    Load,
+    Util,
+}
+
+#[derive(Debug, Clone)]
+struct Sgs {
+    nr: u64,
+    idle: u64,
+    weight: u64,
+    cores: u64,
+    load: f64,
+    util: f64,
+    runnable: f64,
+    capacity: f64,
+    gtype: GroupType,
+    avg_load: f64,
+    smt: bool,
+}
+
+/// A move the scheduler made, for the engine's counters.
+#[derive(Debug, Clone, Copy)]
+pub struct Move {
+    /// Task.
+    pub tid: u32,
+    /// From CPU.
+    pub from: usize,
+    /// To CPU.
+    pub to: usize,
+    /// Why.
+    pub cause: Cause,
+}
+
+const CAPACITY: f64 = 1024.0;
+const PELT_HALFLIFE_NS: f64 = 32e6;
+const NUMA_IMBALANCE_MIN: u64 = 2;
+
+/// The scheduler.
+#[derive(Debug, Clone)]
+pub struct Sched {
+    levels: Vec<Level>,
+    cpus: Vec<Cpu>,
+    /// Tasks by tid.
+    pub tasks: Vec<Task>,
+    cpu_node: Vec<usize>,
+    core_of: Vec<usize>,
+    core_cpus: Vec<Vec<usize>>,
+    llc_cpus: Vec<Vec<usize>>,
+    llc_of: Vec<usize>,
+    /// Moves made since the engine last drained them.
+    pub moves: Vec<Move>,
+}
+
+fn dedup_spans(cpus_of: &[Vec<usize>]) -> (Vec<Vec<usize>>, Vec<usize>) {
+    let mut spans: Vec<Vec<usize>> = Vec::new();
+    let mut of = Vec::with_capacity(cpus_of.len());
+    for s in cpus_of {
+        match spans.iter().position(|x| x == s) {
+            Some(i) => of.push(i),
+            None => {
+                spans.push(s.clone());
+                of.push(spans.len() - 1);
+            }
+        }
+    }
+    (spans, of)
+}
+
+impl Sched {
+    /// Build the domain hierarchy of a machine.
+    pub fn new(m: &Machine) -> Self {
+        let ncpu = m.nr_cpus();
+        let cpu_node: Vec<usize> = (0..ncpu).map(|c| m.cpus[c].node).collect();
+        let core_of: Vec<usize> = (0..ncpu).map(|c| m.cpus[c].core).collect();
+        let llc_of: Vec<usize> = (0..ncpu).map(|c| m.cpus[c].llc).collect();
+        let core_cpus: Vec<Vec<usize>> = m.cores.iter().map(|c| c.cpus.clone()).collect();
+        let llc_cpus: Vec<Vec<usize>> = m.llcs.iter().map(|l| l.cpus.iter().collect()).collect();
+        let node_cpus: Vec<Vec<usize>> = m.nodes.iter().map(|n| n.cpus.iter().collect()).collect();
+        let tpc = core_cpus.iter().map(|c| c.len()).max().unwrap_or(1);
+
+        // Candidate spans per level, bottom-up.
+        let mut candidates: Vec<(LevelKind, Vec<Vec<usize>>)> = Vec::new();
+        if tpc > 1 {
+            candidates.push((
+                LevelKind::Smt,
+                (0..ncpu).map(|c| core_cpus[core_of[c]].clone()).collect(),
+            ));
+        }
+        candidates.push((
+            LevelKind::Llc,
+            (0..ncpu).map(|c| llc_cpus[llc_of[c]].clone()).collect(),
+        ));
+        candidates.push((
+            LevelKind::Node,
+            (0..ncpu).map(|c| node_cpus[cpu_node[c]].clone()).collect(),
+        ));
+        let mut dists: Vec<u32> = m
+            .distance
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|&d| d > 10)
+            .collect();
+        dists.sort_unstable();
+        dists.dedup();
+        for &d in &dists {
+            let spans = (0..ncpu)
+                .map(|c| {
+                    let mut v: Vec<usize> = (0..m.nr_nodes())
+                        .filter(|&j| m.distance[cpu_node[c]][j] <= d)
+                        .flat_map(|j| node_cpus[j].iter().copied())
+                        .collect();
+                    v.sort_unstable();
+                    v
+                })
+                .collect();
+            candidates.push((LevelKind::Numa, spans));
+        }
+
+        // imb_numa_nr as build_sched_domains computes it before degeneration: the level
+        // above the LLC is the node; with one LLC per node it tolerates node_weight/8.
+        let node_w = |c: usize| node_cpus[cpu_node[c]].len() as u64;
+        let llc_w = |c: usize| llc_cpus[llc_of[c]].len() as u64;
+        let base_imb = |c: usize| {
+            let nr_llcs = node_w(c) / llc_w(c).max(1);
+            (if nr_llcs == 1 {
+                node_w(c) >> 3
+            } else {
+                nr_llcs
+            })
+            .max(1)
+        };
+
+        let mut levels: Vec<Level> = Vec::new();
+        let mut prev: Vec<Vec<usize>> = (0..ncpu).map(|c| vec![c]).collect();
+        let mut first_numa_weight: Option<u64> = None;
+        for (kind, spans_of_cpu) in candidates {
+            if spans_of_cpu == prev {
+                continue; // degenerate: same span as the child
+            }
+            if levels
+                .last()
+                .is_some_and(|l: &Level| l.spans.len() == 1 && l.spans[0].cpus.len() == ncpu)
+            {
+                break; // the top already spans the machine
+            }
+            let (spans, of) = dedup_spans(&spans_of_cpu);
+            let child_numa = levels.last().is_some_and(|l| l.numa());
+            let spans: Vec<Span> = spans
+                .into_iter()
+                .map(|cpus| {
+                    let mut groups: Vec<Vec<usize>> = Vec::new();
+                    for &c in &cpus {
+                        if !groups.iter().any(|g| g.contains(&c)) {
+                            groups.push(prev[c].clone());
+                        }
+                    }
+                    let w = cpus.len() as u64;
+                    let c0 = cpus[0];
+                    let imb = match kind {
+                        LevelKind::Smt | LevelKind::Llc => 0,
+                        LevelKind::Node => base_imb(c0),
+                        LevelKind::Numa => {
+                            let span0 = *first_numa_weight.get_or_insert(w);
+                            base_imb(c0) * (w / span0).max(1)
+                        }
+                    };
+                    Span {
+                        groups: groups
+                            .into_iter()
+                            .map(|g| {
+                                let mut cores: Vec<usize> = g.iter().map(|&c| core_of[c]).collect();
+                                cores.sort_unstable();
+                                cores.dedup();
+                                let smt = kind == LevelKind::Llc
+                                    && tpc > 1
+                                    && g.len() > 1
+                                    && cores.len() == 1;
+                                Group {
+                                    cores: cores.len(),
+                                    cpus: g,
+                                    smt,
+                                }
+                            })
+                            .collect(),
+                        cpus,
+                        imb_numa_nr: imb,
+                        prefer_sibling: !child_numa,
+                    }
+                })
+                .collect();
+            let (imbalance_pct, cache_nice_tries) = match kind {
+                LevelKind::Smt => (110, 0),
+                LevelKind::Llc | LevelKind::Node => (117, 1),
+                LevelKind::Numa => (117, 2),
+            };
+            // Fork/exec balancing stops at NUMA distances beyond node_reclaim_distance (30).
+            let balance_fork = match kind {
+                LevelKind::Numa => {
+                    let d = dists.iter().copied().find(|&d| {
+                        spans[0].cpus.len()
+                            == (0..m.nr_nodes())
+                                .filter(|&j| m.distance[cpu_node[spans[0].cpus[0]]][j] <= d)
+                                .map(|j| node_cpus[j].len())
+                                .sum::<usize>()
+                    });
+                    d.unwrap_or(0) <= 30
+                }
+                _ => true,
+            };
+            levels.push(Level {
+                kind,
+                imbalance_pct,
+                cache_nice_tries,
+                balance_fork,
+                spans,
+                span_of_cpu: of,
+            });
+            prev = spans_of_cpu;
+        }
+        let nlev = levels.len();
+        let cpus = (0..ncpu)
+            .map(|c| Cpu {
+                tasks: Vec::new(),
+                idle_stamp: 0,
+                last_balance: vec![0; nlev],
+                balance_interval_ms: levels.iter().map(|l| l.span(c).cpus.len() as f64).collect(),
+                nr_balance_failed: vec![0; nlev],
+            })
+            .collect();
+        Sched {
+            levels,
+            cpus,
+            tasks: Vec::new(),
+            cpu_node,
+            core_of,
+            core_cpus,
+            llc_cpus,
+            llc_of,
+            moves: Vec::new(),
+        }
+    }
+
+    /// Names of the levels, bottom-up (for `numabal topology` and tests).
+    pub fn level_names(&self) -> Vec<String> {
+        self.levels
+            .iter()
+            .map(|l| {
+                let k = match l.kind {
+                    LevelKind::Smt => "SMT",
+                    LevelKind::Llc => "MC",
+                    LevelKind::Node => "NODE",
+                    LevelKind::Numa => "NUMA",
+                };
+                format!("{k}({})", l.spans[0].cpus.len())
+            })
+            .collect()
+    }
+
+    /// `imb_numa_nr` of the first NUMA level, if any.
+    pub fn imb_numa_nr(&self) -> Option<u64> {
+        self.levels
+            .iter()
+            .find(|l| l.numa())
+            .map(|l| l.spans[0].imb_numa_nr)
+    }
+
+    /// Register a task (not yet runnable).
+    pub fn add_task(&mut self, allowed: Mask, parent_cpu: usize) -> u32 {
+        self.tasks.push(Task {
+            cpu: None,
+            prev_cpu: parent_cpu,
+            allowed,
+            util: 512.0,
+            runnable: CAPACITY,
+            recent_used_cpu: None,
+            alive: true,
+        });
+        (self.tasks.len() - 1) as u32
+    }
+
+    /// Runnable tasks on a CPU, current first.
+    pub fn rq(&self, cpu: usize) -> &[u32] {
+        &self.cpus[cpu].tasks
+    }
+
+    /// Number of CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Node of a CPU.
+    pub fn node_of(&self, cpu: usize) -> usize {
+        self.cpu_node[cpu]
+    }
+
+    /// Number of the core's CPUs that have runnable tasks.
+    pub fn busy_siblings(&self, cpu: usize) -> usize {
+        self.core_cpus[self.core_of[cpu]]
+            .iter()
+            .filter(|&&c| !self.cpus[c].tasks.is_empty())
+            .count()
+    }
+
+    fn is_idle(&self, cpu: usize) -> bool {
+        self.cpus[cpu].tasks.is_empty()
+    }
+
+    fn cpu_load(&self, cpu: usize) -> f64 {
+        self.cpus[cpu]
+            .tasks
+            .iter()
+            .map(|&t| self.tasks[t as usize].runnable)
+            .sum()
+    }
+
+    fn cpu_util(&self, cpu: usize) -> f64 {
+        self.cpus[cpu]
+            .tasks
+            .iter()
+            .map(|&t| self.tasks[t as usize].util)
+            .sum::<f64>()
+            .min(CAPACITY)
+    }
+
+    fn enqueue(&mut self, tid: u32, cpu: usize) {
+        self.cpus[cpu].tasks.push(tid);
+        let t = &mut self.tasks[tid as usize];
+        t.cpu = Some(cpu);
+    }
+
+    /// Remove a task from its runqueue (sleep, block, exit). Returns the CPU it left.
+    pub fn dequeue(&mut self, tid: u32, now: u64) -> Option<usize> {
+        let cpu = self.tasks[tid as usize].cpu.take()?;
+        let rq = &mut self.cpus[cpu].tasks;
+        if let Some(i) = rq.iter().position(|&t| t == tid) {
+            rq.remove(i);
+        }
+        self.tasks[tid as usize].prev_cpu = cpu;
+        if rq.is_empty() {
+            self.cpus[cpu].idle_stamp = now;
+        }
+        Some(cpu)
+    }
+
+    /// The task exits.
+    pub fn exit(&mut self, tid: u32, now: u64) -> Option<usize> {
+        let c = self.dequeue(tid, now);
+        self.tasks[tid as usize].alive = false;
+        c
+    }
+
+    fn migrate(&mut self, tid: u32, from: usize, to: usize, cause: Cause, now: u64) {
+        let rq = &mut self.cpus[from].tasks;
+        if let Some(i) = rq.iter().position(|&t| t == tid) {
+            rq.remove(i);
+        }
+        if rq.is_empty() {
+            self.cpus[from].idle_stamp = now;
+        }
+        self.enqueue(tid, to);
+        self.tasks[tid as usize].prev_cpu = from;
+        self.moves.push(Move {
+            tid,
+            from,
+            to,
+            cause,
+        });
+    }
+
+    /// Advance the load averages by `dt` ns with the runqueues as they are.
+    pub fn update_load(&mut self, dt: u64) {
+        if dt == 0 {
+            return;
+        }
+        let decay = 0.5f64.powf(dt as f64 / PELT_HALFLIFE_NS);
+        for c in 0..self.cpus.len() {
+            let k = self.cpus[c].tasks.len();
+            for i in 0..k {
+                let t = self.cpus[c].tasks[i] as usize;
+                let share = CAPACITY / k as f64;
+                let task = &mut self.tasks[t];
+                task.util = share + (task.util - share) * decay;
+                task.runnable = CAPACITY + (task.runnable - CAPACITY) * decay;
+            }
+        }
+        for t in self.tasks.iter_mut().filter(|t| t.alive && t.cpu.is_none()) {
+            t.util *= decay;
+            t.runnable *= decay;
+        }
+    }
+
+    /// Round-robin the runqueues: the least recently run task becomes current.
+    pub fn rotate(&mut self) {
+        for c in &mut self.cpus {
+            if c.tasks.len() > 1 {
+                let t = c.tasks.pop().expect("len > 1");
+                c.tasks.insert(0, t);
+            }
+        }
+    }
+
+    // ----- placement ---------------------------------------------------------------
+
+    /// Place a new task (fork or exec balancing from `parent_cpu`) and enqueue it.
+    pub fn wake_new(&mut self, tid: u32, parent_cpu: usize) -> usize {
+        let cpu = self.find_dst_cpu(tid, parent_cpu);
+        self.enqueue(tid, cpu);
+        cpu
+    }
+
+    /// Wake a sleeping task: `select_idle_sibling` around its previous CPU.
+    pub fn wake(&mut self, tid: u32, now: u64) -> usize {
+        let prev = self.tasks[tid as usize].prev_cpu;
+        let cpu = self.select_idle_sibling(tid, prev);
+        self.enqueue(tid, cpu);
+        if self.cpu_node[cpu] != self.cpu_node[prev] {
+            self.moves.push(Move {
+                tid,
+                from: prev,
+                to: cpu,
+                cause: Cause::Wakeup,
+            });
+        }
+        let _ = now;
+        cpu
+    }
+
+    /// The task's allowed CPUs changed; move it if its CPU is no longer allowed.
+    pub fn set_allowed(&mut self, tid: u32, allowed: Mask, now: u64) {
+        self.tasks[tid as usize].allowed = allowed;
+        if let Some(cpu) = self.tasks[tid as usize].cpu
+            && !self.tasks[tid as usize].allowed.contains(cpu)
+        {
+            let to = self.select_idle_sibling(tid, cpu);
+            let to = if self.tasks[tid as usize].allowed.contains(to) {
+                to
+            } else {
+                self.find_dst_cpu(tid, cpu)
+            };
+            self.migrate(tid, cpu, to, Cause::Affinity, now);
+        }
+    }
+
+    /// Move a runnable task to the least loaded allowed CPU of `node` (policy request).
+    pub fn move_to_node(&mut self, tid: u32, node: usize, now: u64) -> bool {
+        let Some(from) = self.tasks[tid as usize].cpu else {
+            return false;
+        };
+        if self.cpu_node[from] == node {
+            return false;
+        }
+        let allowed = &self.tasks[tid as usize].allowed;
+        let best = (0..self.cpus.len())
+            .filter(|&c| self.cpu_node[c] == node && allowed.contains(c))
+            .min_by(|&a, &b| {
+                let la = (self.cpus[a].tasks.len(), self.busy_siblings(a));
+                let lb = (self.cpus[b].tasks.len(), self.busy_siblings(b));
+                la.cmp(&lb).then(a.cmp(&b))
+            });
+        match best {
+            Some(to) => {
+                self.migrate(tid, from, to, Cause::Policy, now);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn group_wakeup_stats(&self, g: &Group, pct: u64) -> Sgs {
+        self.group_stats(g, pct, false)
+    }
+
+    fn group_stats(&self, g: &Group, pct: u64, for_balance: bool) -> Sgs {
+        let mut s = Sgs {
+            nr: 0,
+            idle: 0,
+            weight: g.cpus.len() as u64,
+            cores: g.cores as u64,
+            load: 0.0,
+            util: 0.0,
+            runnable: 0.0,
+            capacity: CAPACITY * g.cpus.len() as f64,
+            gtype: GroupType::HasSpare,
+            avg_load: 0.0,
+            smt: g.smt,
+        };
+        for &c in &g.cpus {
+            let nr = self.cpus[c].tasks.len() as u64;
+            s.nr += nr;
+            s.load += self.cpu_load(c);
+            s.util += self.cpu_util(c);
+            s.runnable += self.cpu_load(c);
+            if nr == 0 {
+                s.idle += 1;
+            }
+        }
+        let overloaded = s.nr > s.weight
+            && (s.capacity * 100.0 < s.util * pct as f64
+                || s.capacity * (pct as f64) < s.runnable * 100.0);
+        let has_capacity = s.nr < s.weight
+            || !(s.capacity * (pct as f64) < s.runnable * 100.0)
+                && s.capacity * 100.0 > s.util * pct as f64;
+        s.gtype = if overloaded {
+            GroupType::Overloaded
+        } else if for_balance && g.smt && s.nr > 1 {
+            GroupType::SmtBalance
+        } else if !has_capacity {
+            GroupType::FullyBusy
+        } else {
+            GroupType::HasSpare
+        };
+        if matches!(s.gtype, GroupType::Overloaded)
+            || (!for_balance && s.gtype == GroupType::FullyBusy)
+        {
+            s.avg_load = s.load * CAPACITY / s.capacity;
+        }
+        s
+    }
+
+    /// Groups of a span in ring order starting at the group holding `cpu`.
+    fn ring<'a>(&self, span: &'a Span, cpu: usize) -> Vec<&'a Group> {
+        let local = span
+            .groups
+            .iter()
+            .position(|g| g.cpus.contains(&cpu))
+            .unwrap_or(0);
+        let n = span.groups.len();
+        (0..n).map(|i| &span.groups[(local + i) % n]).collect()
+    }
+
+    fn adjust_numa_imbalance(imb: u64, dst_running: u64, imb_numa_nr: u64) -> u64 {
+        if dst_running > imb_numa_nr {
+            return imb;
+        }
+        if imb <= NUMA_IMBALANCE_MIN {
+            return 0;
+        }
+        imb
+    }
+
+    /// `sched_balance_find_dst_cpu` for fork/exec.
+    fn find_dst_cpu(&self, tid: u32, start: usize) -> usize {
+        let allowed = self.tasks[tid as usize].allowed.clone();
+        // The highest contiguous level with fork balancing.
+        let mut lvl = None;
+        for (i, l) in self.levels.iter().enumerate() {
+            if l.balance_fork {
+                lvl = Some(i);
+            } else {
+                break;
+            }
+        }
+        let mut cpu = start;
+        let Some(mut li) = lvl else {
+            return self.fallback_cpu(&allowed, start);
+        };
+        if !self.levels[li]
+            .span(cpu)
+            .cpus
+            .iter()
+            .any(|&c| allowed.contains(c))
+        {
+            return self.fallback_cpu(&allowed, start);
+        }
+        loop {
+            let level = &self.levels[li];
+            let span = level.span(cpu);
+            let mut next_cpu = cpu;
+            if let Some(g) = self.find_dst_group(level, span, &allowed, cpu) {
+                next_cpu = self.find_dst_group_cpu(g, &allowed, cpu);
+            }
+            if next_cpu != cpu {
+                let w = span.cpus.len();
+                cpu = next_cpu;
+                // Restart at the new CPU's highest level strictly smaller than the one used.
+                match (0..self.levels.len())
+                    .rev()
+                    .find(|&j| self.levels[j].span(cpu).cpus.len() < w)
+                {
+                    Some(j) => li = j,
+                    None => break,
+                }
+            } else if li == 0 {
+                break;
+            } else {
+                li -= 1;
+            }
+        }
+        if allowed.contains(cpu) {
+            cpu
+        } else {
+            self.fallback_cpu(&allowed, start)
+        }
+    }
+
+    fn fallback_cpu(&self, allowed: &Mask, start: usize) -> usize {
+        if allowed.contains(start) {
+            return start;
+        }
+        allowed
+            .iter()
+            .filter(|&c| c < self.cpus.len())
+            .min_by_key(|&c| (self.cpus[c].tasks.len(), c))
+            .unwrap_or(start)
+    }
+
+    fn find_dst_group<'a>(
+        &self,
+        level: &Level,
+        span: &'a Span,
+        allowed: &Mask,
+        cpu: usize,
+    ) -> Option<&'a Group> {
+        let pct = level.imbalance_pct;
+        let mut local: Option<Sgs> = None;
+        let mut idlest: Option<(&Group, Sgs)> = None;
+        for (i, g) in self.ring(span, cpu).into_iter().enumerate() {
+            if !g.cpus.iter().any(|&c| allowed.contains(c)) {
+                continue;
+            }
+            let s = self.group_wakeup_stats(g, pct);
+            if i == 0 && g.cpus.contains(&cpu) {
+                local = Some(s);
+                continue;
+            }
+            let better = match &idlest {
+                None => true,
+                Some((_, is)) => {
+                    if s.gtype != is.gtype {
+                        s.gtype < is.gtype
+                    } else {
+                        match s.gtype {
+                            GroupType::Overloaded | GroupType::FullyBusy => {
+                                is.avg_load > s.avg_load
+                            }
+                            GroupType::SmtBalance => false,
+                            GroupType::HasSpare => {
+                                !(is.idle > s.idle || (is.idle == s.idle && is.util <= s.util))
+                            }
+                        }
+                    }
+                }
+            };
+            if better {
+                idlest = Some((g, s));
+            }
+        }
+        let (ig, is) = idlest?;
+        let Some(ls) = local else { return Some(ig) };
+        if ls.gtype < is.gtype {
+            return None;
+        }
+        if ls.gtype > is.gtype {
+            return Some(ig);
+        }
+        match ls.gtype {
+            GroupType::Overloaded | GroupType::FullyBusy => {
+                let imb = CAPACITY * (pct as f64 - 100.0) / 100.0;
+                if level.numa() && is.avg_load + imb >= ls.avg_load {
+                    return None;
+                }
+                if is.avg_load >= ls.avg_load + imb {
+                    return None;
+                }
+                if 100.0 * ls.avg_load <= pct as f64 * is.avg_load {
+                    return None;
+                }
+            }
+            GroupType::SmtBalance => return None,
+            GroupType::HasSpare => {
+                if level.numa() {
+                    let local_allowed = span
+                        .groups
+                        .iter()
+                        .find(|g| g.cpus.contains(&cpu))
+                        .map(|g| g.cpus.iter().filter(|&&c| allowed.contains(c)).count() as u64)
+                        .unwrap_or(0);
+                    let nr = local_allowed.min(span.imb_numa_nr);
+                    let diff = ls.idle.abs_diff(is.idle);
+                    if Self::adjust_numa_imbalance(diff, ls.nr + 1, nr) == 0 {
+                        return None;
+                    }
+                }
+                if ls.idle >= is.idle {
+                    return None;
+                }
+            }
+        }
+        Some(ig)
+    }
+
+    fn find_dst_group_cpu(&self, g: &Group, allowed: &Mask, this_cpu: usize) -> usize {
+        if g.cpus.len() == 1 {
+            return g.cpus[0];
+        }
+        let mut latest: Option<(u64, usize)> = None;
+        let mut least: Option<(f64, usize)> = None;
+        for &c in g.cpus.iter().filter(|&&c| allowed.contains(c)) {
+            if self.is_idle(c) {
+                let stamp = self.cpus[c].idle_stamp;
+                if latest.is_none_or(|(s, _)| stamp > s) {
+                    latest = Some((stamp, c));
+                }
+            } else if latest.is_none() {
+                let l = self.cpu_load(c);
+                if least.is_none_or(|(m, _)| l < m) {
+                    least = Some((l, c));
+                }
+            }
+        }
+        latest
+            .map(|(_, c)| c)
+            .or(least.map(|(_, c)| c))
+            .unwrap_or(this_cpu)
+    }
+
+    /// `select_idle_sibling(p, prev, target = prev)` (no wake_affine: wakers are timers,
+    /// barriers and joins, modelled as waking on the previous CPU's LLC).
+    fn select_idle_sibling(&mut self, tid: u32, prev: usize) -> usize {
+        let allowed = self.tasks[tid as usize].allowed.clone();
+        let ok = |c: usize| allowed.contains(c);
+        if ok(prev) && self.is_idle(prev) {
+            self.tasks[tid as usize].recent_used_cpu = Some(prev);
+            return prev;
+        }
+        if let Some(r) = self.tasks[tid as usize].recent_used_cpu
+            && r != prev
+            && self.llc_of[r] == self.llc_of[prev]
+            && ok(r)
+            && self.is_idle(r)
+        {
+            self.tasks[tid as usize].recent_used_cpu = Some(prev);
+            return r;
+        }
+        self.tasks[tid as usize].recent_used_cpu = Some(prev);
+        let llc = &self.llc_cpus[self.llc_of[prev]];
+        let n = llc.len();
+        let start = llc.iter().position(|&c| c == prev).unwrap_or(0);
+        // A fully idle core first, then any idle CPU, scanning from prev+1.
+        let order: Vec<usize> = (1..=n).map(|i| llc[(start + i) % n]).collect();
+        for &c in &order {
+            if ok(c)
+                && self.core_cpus[self.core_of[c]]
+                    .iter()
+                    .all(|&s| self.is_idle(s))
+            {
+                return c;
+            }
+        }
+        for &c in &order {
+            if ok(c) && self.is_idle(c) {
+                return c;
+            }
+        }
+        if ok(prev) {
+            return prev;
+        }
+        self.find_dst_cpu(tid, prev)
+    }
+
+    // ----- load balancing ----------------------------------------------------------
+
+    /// Periodic balancing at a tick: every CPU whose interval expired balances.
+    pub fn tick_balance(
+        &mut self,
+        now: u64,
+        tick_ns: u64,
+        can_move: &dyn Fn(u32, usize, usize) -> bool,
+    ) {
+        let jiffy_ms = tick_ns as f64 / 1e6;
+        for cpu in 0..self.cpus.len() {
+            let mut idle = if self.is_idle(cpu) {
+                CpuIdleType::Idle
+            } else {
+                CpuIdleType::NotIdle
+            };
+            for li in 0..self.levels.len() {
+                let busy = idle == CpuIdleType::NotIdle;
+                let interval_ms =
+                    self.cpus[cpu].balance_interval_ms[li] * if busy { 16.0 } else { 1.0 };
+                let mut interval_ns = (interval_ms.max(jiffy_ms) * 1e6) as u64;
+                if busy {
+                    interval_ns = interval_ns.saturating_sub(tick_ns).max(tick_ns);
+                }
+                if now < self.cpus[cpu].last_balance[li] + interval_ns {
+                    continue;
+                }
+                let (moved, cont) = self.balance(cpu, li, idle, now, can_move);
+                self.cpus[cpu].last_balance[li] = now;
+                if moved > 0 {
+                    idle = if self.is_idle(cpu) {
+                        CpuIdleType::Idle
+                    } else {
+                        CpuIdleType::NotIdle
+                    };
+                }
+                if !cont {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Whether any CPU has more than one runnable task (the root domain is "overloaded").
+    fn rd_overloaded(&self) -> bool {
+        self.cpus.iter().any(|c| c.tasks.len() > 1)
+    }
+
+    /// Newly-idle balancing of a CPU that just ran out of work.
+    pub fn newidle_balance(
+        &mut self,
+        cpu: usize,
+        now: u64,
+        can_move: &dyn Fn(u32, usize, usize) -> bool,
+    ) {
+        if !self.is_idle(cpu) || !self.rd_overloaded() {
+            return;
+        }
+        for li in 0..self.levels.len() {
+            let (moved, cont) = self.balance(cpu, li, CpuIdleType::NewlyIdle, now, can_move);
+            if moved > 0 || !cont {
+                break;
+            }
+        }
+    }
+
+    /// `sched_balance_rq`: returns (tasks moved, continue with higher levels).
+    fn balance(
+        &mut self,
+        cpu: usize,
+        li: usize,
+        idle: CpuIdleType,
+        now: u64,
+        can_move: &dyn Fn(u32, usize, usize) -> bool,
+    ) -> (usize, bool) {
+        let level = &self.levels[li];
+        let span = level.span(cpu).clone();
+        let pct = level.imbalance_pct;
+        let numa = level.numa();
+        let share_llc = level.share_llc();
+        let cache_nice_tries = level.cache_nice_tries;
+        let groups = self
+            .ring(&span, cpu)
+            .into_iter()
+            .cloned()
+            .collect::<Vec<_>>();
+        let local_g = &groups[0];
+
+        // should_we_balance
+        if idle == CpuIdleType::NewlyIdle {
+            if !self.is_idle(cpu) {
+                return (0, false);
+            }
+        } else {
+            let mut idle_smt = None;
+            let mut chosen = None;
+            let mut skip: Vec<usize> = Vec::new();
+            let mut cands = local_g.cpus.clone();
+            cands.sort_unstable();
+            for &c in &cands {
+                if skip.contains(&c) || !self.is_idle(c) {
+                    continue;
+                }
+                let siblings = &self.core_cpus[self.core_of[c]];
+                if level.kind != LevelKind::Smt
+                    && siblings.len() > 1
+                    && !siblings.iter().all(|&s| self.is_idle(s))
+                {
+                    if idle_smt.is_none() {
+                        idle_smt = Some(c);
+                    }
+                    skip.extend(siblings.iter().copied());
+                    continue;
+                }
+                chosen = Some(c);
+                break;
+            }
+            let balancer = chosen.or(idle_smt).unwrap_or(cands[0]);
+            if balancer != cpu {
+                return (0, false);
+            }
+        }
+
+        // Group statistics.
+        let local = self.group_stats(local_g, pct, true);
+        let mut busiest: Option<(usize, Sgs)> = None;
+        let mut total_load = local.load;
+        let mut total_cap = local.capacity;
+        for (gi, g) in groups.iter().enumerate().skip(1) {
+            let s = self.group_stats(g, pct, idle != CpuIdleType::NotIdle);
+            total_load += s.load;
+            total_cap += s.capacity;
+            if s.nr == 0 {
+                continue;
+            }
+            let replace = match &busiest {
+                None => true,
+                Some((_, b)) => {
+                    if s.gtype != b.gtype {
+                        s.gtype > b.gtype
+                    } else {
+                        match s.gtype {
+                            GroupType::Overloaded => s.avg_load > b.avg_load,
+                            GroupType::FullyBusy => {
+                                !(s.avg_load < b.avg_load || (s.avg_load == b.avg_load && b.smt))
+                            }
+                            GroupType::SmtBalance | GroupType::HasSpare => {
+                                if s.smt != b.smt {
+                                    !(s.smt && s.nr <= 1)
+                                } else {
+                                    !(s.idle > b.idle || (s.idle == b.idle && s.nr <= b.nr))
+                                }
+                            }
+                        }
+                    }
+                }
+            };
+            if replace {
+                busiest = Some((gi, s));
+            }
+        }
+        let sds_avg = total_load * CAPACITY / total_cap;
+        let Some((bgi, b)) = busiest else {
+            self.balanced(cpu, li, idle);
+            return (0, true);
+        };
+        let prefer_sibling = span.prefer_sibling;
+        let dst_idle = idle != CpuIdleType::NotIdle;
+
+        let sibling_imbalance = |b: &Sgs, l: &Sgs| -> u64 {
+            if !dst_idle || b.nr == 0 {
+                return 0;
+            }
+            if b.cores == l.cores {
+                return b.nr.saturating_sub(l.nr);
+            }
+            let mut imb = (l.cores * b.nr).saturating_sub(b.cores * l.nr);
+            imb = (2 * imb + l.cores + b.cores) / (l.cores + b.cores);
+            if imb <= 1 && l.nr == 0 && b.nr > 1 {
+                imb = 2;
+            }
+            imb
+        };
+
+        // sched_balance_find_src_group checks.
+        let mut force = false;
+        if local.gtype > b.gtype {
+            self.balanced(cpu, li, idle);
+            return (0, true);
+        }
+        if local.gtype == GroupType::Overloaded {
+            let lavg = local.load * CAPACITY / local.capacity;
+            if lavg >= b.avg_load || lavg >= sds_avg || 100.0 * b.avg_load <= pct as f64 * lavg {
+                self.balanced(cpu, li, idle);
+                return (0, true);
+            }
+        }
+        if prefer_sibling && local.gtype == GroupType::HasSpare && sibling_imbalance(&b, &local) > 1
+        {
+            force = true;
+        }
+        if !force && b.gtype != GroupType::Overloaded {
+            let out = !dst_idle
+                || (b.gtype != GroupType::SmtBalance || local.smt == b.smt)
+                    && ((b.weight > 1 && local.idle <= b.idle + 1) || b.nr == 1);
+            if out {
+                self.balanced(cpu, li, idle);
+                return (0, true);
+            }
+        }
+
+        // calculate_imbalance
+        let (mtype, mut imbalance): (Migration, f64) = if b.gtype == GroupType::SmtBalance {
+            (Migration::Task, 1.0)
+        } else if local.gtype == GroupType::HasSpare {
+            if b.gtype > GroupType::FullyBusy && !share_llc {
+                let mut imb = (local.capacity.max(local.util) - local.util).max(0.0);
+                if dst_idle && imb == 0.0 {
+                    (Migration::Task, 1.0)
+                } else {
+                    if imb < 1.0 {
+                        imb = 0.0;
+                    }
+                    (Migration::Util, imb)
+                }
+            } else {
+                let mut imb = if b.weight == 1 || prefer_sibling {
+                    sibling_imbalance(&b, &local)
+                } else {
+                    local.idle.saturating_sub(b.idle)
+                };
+                if numa {
+                    imb = Self::adjust_numa_imbalance(imb, local.nr + 1, span.imb_numa_nr);
+                }
+                (Migration::Task, (imb >> 1) as f64)
+            }
+        } else {
+            let lavg = local.load * CAPACITY / local.capacity;
+            if local.gtype < GroupType::Overloaded && (lavg >= b.avg_load || lavg >= sds_avg) {
+                (Migration::Load, 0.0)
+            } else {
+                let imb = ((b.avg_load - sds_avg) * b.capacity)
+                    .min((sds_avg - lavg) * local.capacity)
+                    / CAPACITY;
+                (Migration::Load, imb.max(0.0))
+            }
+        };
+        if imbalance <= 0.0 {
+            self.balanced(cpu, li, idle);
+            return (0, true);
+        }
+
+        // sched_balance_find_src_rq
+        let bg = &groups[bgi];
+        let mut src: Option<usize> = None;
+        let mut best = (0.0f64, 0usize);
+        for &c in &bg.cpus {
+            let nr = self.cpus[c].tasks.len();
+            if nr == 0 {
+                continue;
+            }
+            let better = match mtype {
+                Migration::Task => nr as f64 > best.0,
+                Migration::Load => {
+                    let l = self.cpu_load(c);
+                    if nr == 1 && l > imbalance {
+                        false
+                    } else {
+                        l > best.0
+                    }
+                }
+                Migration::Util => nr > 1 && self.cpu_util(c) > best.0,
+            };
+            if better {
+                best = match mtype {
+                    Migration::Task => (nr as f64, c),
+                    Migration::Load => (self.cpu_load(c), c),
+                    Migration::Util => (self.cpu_util(c), c),
+                };
+                src = Some(c);
+            }
+        }
+        let Some(src) = src else {
+            self.balanced(cpu, li, idle);
+            return (0, true);
+        };
+
+        // detach_tasks: from the tail (least recently run), never the current task.
+        let mut moved = 0;
+        let failed = self.cpus[cpu].nr_balance_failed[li];
+        let candidates: Vec<u32> = self.cpus[src].tasks.iter().skip(1).rev().copied().collect();
+        for t in candidates {
+            if self.cpus[src].tasks.len() <= 1 || imbalance <= 0.0 {
+                break;
+            }
+            if !self.tasks[t as usize].allowed.contains(cpu) {
+                continue;
+            }
+            if self.cpu_node[src] != self.cpu_node[cpu]
+                && !can_move(t, self.cpu_node[src], self.cpu_node[cpu])
+            {
+                continue;
+            }
+            let amount = match mtype {
+                Migration::Task => 1.0,
+                Migration::Load => self.tasks[t as usize].runnable.max(1.0),
+                Migration::Util => self.tasks[t as usize].util,
+            };
+            if mtype != Migration::Task && amount / 2f64.powi(failed.min(63) as i32) > imbalance {
+                continue;
+            }
+            imbalance -= amount;
+            self.migrate(t, src, cpu, Cause::LoadBalance, now);
+            moved += 1;
+            if idle == CpuIdleType::NewlyIdle {
+                break;
+            }
+        }
+
+        if moved == 0 {
+            if idle != CpuIdleType::NewlyIdle {
+                self.cpus[cpu].nr_balance_failed[li] += 1;
+            }
+            let need_active = mtype == Migration::Task
+                && self.cpus[cpu].nr_balance_failed[li] > cache_nice_tries + 2;
+            if need_active
+                && idle != CpuIdleType::NewlyIdle
+                && let Some(&cur) = self.cpus[src].tasks.first()
+            {
+                let allowed = self.tasks[cur as usize].allowed.contains(cpu)
+                    && (self.cpu_node[src] == self.cpu_node[cpu]
+                        || can_move(cur, self.cpu_node[src], self.cpu_node[cpu]));
+                if allowed {
+                    self.migrate(cur, src, cpu, Cause::ActiveBalance, now);
+                    self.cpus[cpu].nr_balance_failed[li] = 0;
+                    moved = 1;
+                }
+            }
+        } else {
+            self.cpus[cpu].nr_balance_failed[li] = 0;
+        }
+        // An imbalance was found: back to the shortest interval.
+        self.cpus[cpu].balance_interval_ms[li] = self.levels[li].span(cpu).cpus.len() as f64;
+        (moved, true)
+    }
+
+    fn balanced(&mut self, cpu: usize, li: usize, idle: CpuIdleType) {
+        if idle == CpuIdleType::NewlyIdle {
+            return;
+        }
+        if idle == CpuIdleType::Idle || idle == CpuIdleType::NotIdle {
+            self.cpus[cpu].nr_balance_failed[li] = 0;
+        }
+        let w = self.levels[li].span(cpu).cpus.len() as f64;
+        let bi = &mut self.cpus[cpu].balance_interval_ms[li];
+        if *bi < 2.0 * w {
+            *bi = (*bi * 2.0).min(2.0 * w);
+        }
+    }
+
+    /// Check that every runnable task is on exactly one allowed CPU.
+    pub fn check(&self) -> Result<(), String> {
+        let mut seen = vec![false; self.tasks.len()];
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            for &t in &cpu.tasks {
+                let task = &self.tasks[t as usize];
+                if seen[t as usize] {
+                    return Err(format!("task {t} is on two runqueues"));
+                }
+                seen[t as usize] = true;
+                if task.cpu != Some(c) {
+                    return Err(format!(
+                        "task {t} is on CPU {c}'s runqueue but thinks it is on {:?}",
+                        task.cpu
+                    ));
+                }
+                if !task.allowed.contains(c) {
+                    return Err(format!(
+                        "task {t} runs on CPU {c}, outside its allowed CPUs {}",
+                        task.allowed
+                    ));
+                }
+            }
+        }
+        for (t, task) in self.tasks.iter().enumerate() {
+            if task.cpu.is_some() && !seen[t] {
+                return Err(format!(
+                    "task {t} claims CPU {:?} but no runqueue holds it",
+                    task.cpu
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numabal_model::scenario::{Kind, PresetResolver, Resolver, from_table, parse_toml};
+
+    fn machine(name: &str) -> Machine {
+        let src = PresetResolver.resolve(Kind::Machine, name).unwrap();
+        Machine::from_spec(
+            from_table(&src.label, parse_toml(&src).unwrap()).unwrap(),
+            "x",
+        )
+        .unwrap()
+    }
+
+    fn allow_all(_: u32, _: usize, _: usize) -> bool {
+        true
+    }
+
+    #[test]
+    fn domains_match_the_kernel() {
+        let s = Sched::new(&machine("autonuma-2n24"));
+        assert_eq!(s.level_names(), vec!["SMT(2)", "MC(12)", "NUMA(24)"]);
+        assert_eq!(s.imb_numa_nr(), Some(1));
+        let s = Sched::new(&machine("xeon-2n104"));
+        assert_eq!(s.level_names(), vec!["SMT(2)", "MC(52)", "NUMA(104)"]);
+        assert_eq!(s.imb_numa_nr(), Some(6));
+        let s = Sched::new(&machine("rhel-4n40"));
+        assert_eq!(s.level_names(), vec!["MC(10)", "NUMA(40)"]);
+    }
+
+    #[test]
+    fn fork_spreads_over_idle_cores_then_nodes() {
+        let m = machine("autonuma-2n24");
+        let mut s = Sched::new(&m);
+        let all = Mask::full(24);
+        let mut cpus = Vec::new();
+        for _ in 0..12 {
+            let t = s.add_task(all.clone(), 0);
+            cpus.push(s.wake_new(t, 0));
+        }
+        // One task per core: no two tasks share a core.
+        let mut cores: Vec<usize> = cpus.iter().map(|&c| m.cpus[c].core).collect();
+        cores.sort_unstable();
+        cores.dedup();
+        assert_eq!(cores.len(), 12, "{cpus:?}");
+        // Both nodes used evenly.
+        let n0 = cpus.iter().filter(|&&c| m.cpus[c].node == 0).count();
+        assert_eq!(n0, 6, "{cpus:?}");
+        s.check().unwrap();
+    }
+
+    #[test]
+    fn balancing_spreads_an_overloaded_node() {
+        let m = machine("autonuma-2n24");
+        let mut s = Sched::new(&m);
+        let node0 = m.nodes[0].cpus.clone();
+        let mut tids = Vec::new();
+        for _ in 0..24 {
+            let t = s.add_task(node0.clone(), 0);
+            s.wake_new(t, 0);
+            tids.push(t);
+        }
+        // Now let them run anywhere: the balancer must spread 24 tasks over 24 CPUs.
+        for &t in &tids {
+            s.set_allowed(t, Mask::full(24), 0);
+        }
+        let tick = 4_000_000;
+        for k in 1..2000u64 {
+            s.update_load(tick);
+            s.rotate();
+            s.tick_balance(k * tick, tick, &allow_all);
+            s.check().unwrap();
+        }
+        let per_cpu: Vec<usize> = (0..24).map(|c| s.rq(c).len()).collect();
+        assert!(per_cpu.iter().all(|&n| n == 1), "{per_cpu:?}");
+        let internode = s
+            .moves
+            .iter()
+            .filter(|mv| m.cpus[mv.from].node != m.cpus[mv.to].node)
+            .count();
+        assert!(internode >= 12, "{internode}");
+    }
+
+    #[test]
+    fn veto_keeps_tasks_on_their_node() {
+        let m = machine("tiny-2n4");
+        let mut s = Sched::new(&m);
+        for _ in 0..4 {
+            let t = s.add_task(Mask::full(4), 0);
+            let c = s.wake_new(t, 0);
+            let _ = c;
+        }
+        // Pile everything on CPU 0 and veto inter-node moves.
+        for t in 0..4u32 {
+            let from = s.tasks[t as usize].cpu.unwrap();
+            if from != 0 {
+                s.migrate(t, from, 0, Cause::Policy, 0);
+            }
+        }
+        let deny = |_: u32, a: usize, b: usize| a == b;
+        let tick = 4_000_000;
+        for k in 1..500u64 {
+            s.update_load(tick);
+            s.rotate();
+            s.tick_balance(k * tick, tick, &deny);
+        }
+        let node1: usize = (0..4)
+            .filter(|&c| m.cpus[c].node == 1)
+            .map(|c| s.rq(c).len())
+            .sum();
+        assert_eq!(node1, 0);
+        assert_eq!(s.rq(0).len() + s.rq(1).len(), 4);
+        assert!(!s.rq(1).is_empty(), "spread within the node");
+    }
+}

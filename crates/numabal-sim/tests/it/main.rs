@@ -1,0 +1,7 @@
+//! Integration tests of the simulator, one binary with a module per behaviour.
+
+mod calibration;
+mod determinism;
+mod invariants;
+mod mechanisms;
+mod util;

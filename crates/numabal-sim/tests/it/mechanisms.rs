@@ -1,0 +1,254 @@
+//! The mechanisms one by one: first touch, fallback, memory policies, cpusets, THP,
+//! phases, and the policy interface (veto and request).
+
+use crate::util::{Inline, run, scenario, scenario_with};
+use numabal_model::{Machine, Tid};
+use numabal_policy::{Action, MigrateVerdict, Observation, Policy};
+
+fn one_proc(extra_proc: &str, region: &str, phases: &str, threads: u32) -> String {
+    format!(
+        "name = \"t\"\n[[process]]\nname = \"p\"\n{extra_proc}\n[[process.region]]\nname = \"buf\"\n{region}\n\
+         [[process.group]]\nname = \"w\"\nthreads = {threads}\n{phases}"
+    )
+}
+
+const SWEEP_ONCE: &str =
+    "[[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\npasses = 1\n";
+
+fn run_text(text: String, policy: &str, sets: &[&str]) -> numabal_sim::RunResult {
+    let r = Inline(vec![("t", text)]);
+    run(&scenario_with(&r, "tiny-2n4", "t", policy, 1, sets))
+}
+
+#[test]
+fn first_touch_lands_on_the_toucher_node() {
+    // tiny-2n4: node 0 = CPUs 0-1, node 1 = CPUs 2-3.
+    let r = run_text(
+        one_proc("affinity = \"3\"", "size = \"64MiB\"", SWEEP_ONCE, 1),
+        "none",
+        &[],
+    );
+    assert_eq!(r.processes[0].node_mb, vec![0.0, 64.0]);
+    assert!((r.metrics.local_access_ratio - 1.0).abs() < 1e-12);
+    assert_eq!(r.metrics.pgfault, 64 * 256);
+}
+
+#[test]
+fn a_full_node_falls_back_to_the_nearest_node() {
+    let r = run_text(
+        one_proc("affinity = \"0\"", "size = \"3GiB\"", SWEEP_ONCE, 1),
+        "none",
+        &[],
+    );
+    assert_eq!(r.processes[0].node_mb, vec![2048.0, 1024.0]);
+}
+
+#[test]
+fn bind_that_does_not_fit_is_a_clear_error() {
+    let text = one_proc("mempolicy = \"bind:0\"", "size = \"3GiB\"", SWEEP_ONCE, 1);
+    let r = Inline(vec![("t", text)]);
+    let sc = scenario_with(&r, "tiny-2n4", "t", "none", 1, &[]);
+    let e = numabal_sim::run(&sc).unwrap_err().to_string();
+    assert!(e.contains("out of memory") && e.contains("bind:0"), "{e}");
+}
+
+#[test]
+fn cpuset_mems_confine_allocation() {
+    let r = run_text(
+        one_proc(
+            "affinity = \"0\"\ncpuset_mems = \"1\"",
+            "size = \"32MiB\"",
+            SWEEP_ONCE,
+            1,
+        ),
+        "none",
+        &[],
+    );
+    assert_eq!(r.processes[0].node_mb, vec![0.0, 32.0]);
+    assert_eq!(r.metrics.local_access_ratio, 0.0);
+}
+
+#[test]
+fn memory_policies() {
+    let r = run_text(
+        one_proc(
+            "affinity = \"0\"\nmempolicy = \"interleave:all\"",
+            "size = \"64MiB\"",
+            SWEEP_ONCE,
+            1,
+        ),
+        "none",
+        &[],
+    );
+    assert_eq!(r.processes[0].node_mb, vec![32.0, 32.0]);
+    let r = run_text(
+        one_proc(
+            "affinity = \"0\"\nmempolicy = \"preferred:1\"",
+            "size = \"64MiB\"",
+            SWEEP_ONCE,
+            1,
+        ),
+        "none",
+        &[],
+    );
+    assert_eq!(r.processes[0].node_mb, vec![0.0, 64.0]);
+    // A region (mbind) policy beats the task policy.
+    let r = run_text(
+        one_proc(
+            "affinity = \"0\"\nmempolicy = \"bind:1\"",
+            "size = \"64MiB\"\nmempolicy = \"bind:0\"",
+            SWEEP_ONCE,
+            1,
+        ),
+        "none",
+        &[],
+    );
+    assert_eq!(r.processes[0].node_mb, vec![64.0, 0.0]);
+    // The `interleave` policy overrides the workload's own policy.
+    let r = run_text(
+        one_proc(
+            "affinity = \"0\"\nmempolicy = \"bind:0\"",
+            "size = \"64MiB\"",
+            SWEEP_ONCE,
+            1,
+        ),
+        "interleave",
+        &[],
+    );
+    assert_eq!(r.processes[0].node_mb, vec![32.0, 32.0]);
+}
+
+#[test]
+fn thp_regions_fault_in_2mib_pages() {
+    let region = "size = \"64MiB\"\nthp = true";
+    let r = run_text(
+        one_proc("affinity = \"2\"", region, SWEEP_ONCE, 1),
+        "none",
+        &[],
+    );
+    assert_eq!((r.metrics.pgfault, r.metrics.thp_fault_alloc), (32, 32));
+    assert_eq!(r.processes[0].node_mb, vec![0.0, 64.0]);
+    let r = run_text(
+        one_proc("affinity = \"2\"", region, SWEEP_ONCE, 1),
+        "none",
+        &["sim.transparent_hugepage=\"never\""],
+    );
+    assert_eq!(
+        (r.metrics.pgfault, r.metrics.thp_fault_alloc),
+        (64 * 256, 0)
+    );
+}
+
+#[test]
+fn sleep_compute_and_sharing_take_the_right_time() {
+    let phases = "[[process.group.phase]]\nkind = \"sleep\"\nseconds = 1\n\
+                  [[process.group.phase]]\nkind = \"compute\"\nseconds = 0.5\n";
+    let r = run_text(one_proc("", "size = \"4MiB\"", phases, 1), "none", &[]);
+    assert!(
+        (r.metrics.runtime_s - 1.5).abs() < 0.01,
+        "{}",
+        r.metrics.runtime_s
+    );
+    // Eight CPU-bound threads on four single-threaded cores: twice as long.
+    let phases = "[[process.group.phase]]\nkind = \"compute\"\nseconds = 1\n";
+    let r = run_text(one_proc("", "size = \"4MiB\"", phases, 8), "none", &[]);
+    assert!(
+        (r.metrics.runtime_s - 2.0).abs() < 0.05,
+        "{}",
+        r.metrics.runtime_s
+    );
+}
+
+#[test]
+fn barriers_and_joins_synchronise() {
+    // Two groups: `fast` computes 0.1 s per iteration, joined by main after `slow`.
+    let text = "name = \"t\"\n[[process]]\nname = \"p\"\n[[process.region]]\nname = \"buf\"\nsize = \"4MiB\"\n\
+        [[process.group]]\nname = \"main\"\nthreads = 1\n\
+        [[process.group.phase]]\nkind = \"spawn\"\ngroup = \"w\"\n\
+        [[process.group.phase]]\nkind = \"join\"\ngroup = \"w\"\n\
+        [[process.group.phase]]\nkind = \"compute\"\nseconds = 0.25\n\
+        [[process.group]]\nname = \"w\"\nthreads = 3\niterations = 4\n\
+        [[process.group.phase]]\nkind = \"compute\"\nseconds = 0.1\n\
+        [[process.group.phase]]\nkind = \"barrier\"\n"
+        .to_string();
+    let r = run_text(text, "none", &[]);
+    // 4 iterations of 0.1 s, then main's 0.25 s after the join.
+    assert!(
+        (r.metrics.runtime_s - 0.65).abs() < 0.02,
+        "{}",
+        r.metrics.runtime_s
+    );
+}
+
+#[test]
+fn static_policies_place_numa02() {
+    let bind = run(&scenario("autonuma-2n24", "numa02", "bind", 1));
+    assert_eq!(bind.processes[0].node_mb, vec![512.0, 512.0]);
+    assert!(bind.metrics.local_access_ratio > 0.99);
+    assert_eq!(bind.metrics.thread_migrations_internode, 0);
+    let rev = run(&scenario("autonuma-2n24", "numa02", "reverse-bind", 1));
+    assert!(rev.metrics.local_access_ratio < 0.01);
+    let none = run(&scenario("autonuma-2n24", "numa02", "none", 1));
+    let mb = &none.processes[0].node_mb;
+    assert!(
+        mb[0] == 1024.0 || mb[1] == 1024.0,
+        "main first-touches everything on its node: {mb:?}"
+    );
+    // Half the threads run on the memory's node. Each has the same work, so the ratio
+    // would be 0.5 if nobody moved; but when the local threads finish first, their idle
+    // CPUs pull remote threads over (active balancing), which then run locally.
+    let lr = none.metrics.local_access_ratio;
+    assert!(lr > 0.5 && lr < 0.75, "{lr}");
+    assert!(none.thread_migrations_by_cause["active_balance"] > 0);
+    let il = run(&scenario("autonuma-2n24", "numa02", "interleave", 1));
+    assert_eq!(il.processes[0].node_mb, vec![512.0, 512.0]);
+}
+
+/// A test policy: deny every inter-node load-balancer move, and at every tick ask for
+/// every thread on node 0 to move to node 1.
+struct PinAndMove;
+
+impl Policy for PinAndMove {
+    fn name(&self) -> &str {
+        "pin-and-move"
+    }
+    fn can_migrate_task(&self, _tid: Tid, src: usize, dst: usize) -> MigrateVerdict {
+        if src == dst {
+            MigrateVerdict::Allow
+        } else {
+            MigrateVerdict::Deny
+        }
+    }
+    fn tick_interval_ns(&self) -> Option<u64> {
+        Some(50_000_000)
+    }
+    fn on_tick(&mut self, _m: &Machine, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        for t in obs.threads {
+            if t.node == Some(0) {
+                out.push(Action::MoveThread {
+                    tid: t.tid,
+                    node: 1,
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn policies_can_veto_and_request_moves() {
+    let sc = scenario("autonuma-2n24", "numa02_smt", "none", 1);
+    let plain = run(&sc);
+    let custom = numabal_sim::run_with(&sc, Box::new(PinAndMove)).unwrap();
+    assert_eq!(custom.thread_migrations_by_cause["load_balance"], 0);
+    assert_eq!(custom.thread_migrations_by_cause["active_balance"], 0);
+    assert!(
+        custom.thread_migrations_by_cause["policy"] >= 6,
+        "{:?}",
+        custom.thread_migrations_by_cause
+    );
+    assert!(
+        plain.metrics.thread_migrations_internode < custom.thread_migrations_by_cause["policy"]
+    );
+    // With every worker squeezed onto node 1, the run is slower than the scheduler's spread.
+    assert!(custom.metrics.runtime_s > plain.metrics.runtime_s);
+}

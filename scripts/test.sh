@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Every test of the project, as CI runs it (.ci/run calls this). Installs what it needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_rust="1.88"
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  else
+    echo "scripts/test.sh: cargo not found: install Rust >= $need_rust (https://rustup.rs)" >&2
+    exit 2
+  fi
+fi
+have=$(rustc --version | awk '{print $2}')
+if [ "$(printf '%s\n%s\n' "$need_rust" "$have" | sort -V | head -1)" != "$need_rust" ]; then
+  echo "scripts/test.sh: rustc $have is older than the required $need_rust" >&2
+  exit 2
+fi
+if command -v rustup >/dev/null 2>&1; then
+  for c in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
+  done
+fi
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "format"
+cargo fmt --all -- --check
+
+step "lint"
+cargo clippy --locked --all-targets -- -D warnings
+
+step "policy core stays free of I/O, threads and backends"
+deps=$(cargo tree --locked -p numabal-policy -e normal --prefix none | awk '{print $1}' | sort -u)
+for banned in rayon libc procfs perf-event-open numabal-sim; do
+  if printf '%s\n' "$deps" | grep -qx "$banned"; then
+    echo "numabal-policy depends on $banned" >&2
+    exit 1
+  fi
+done
+
+step "tests"
+cargo test --locked --workspace --all-targets
+cargo test --locked --workspace --doc
+
+step "all tests passed"
