@@ -99,6 +99,20 @@ pub enum Action {
         /// Policy.
         policy: MemPolicy,
     },
+    /// Migrate the populated pages `[first_page, end_page)` of a region to `node`, as
+    /// `move_pages(2)` from a user-space daemon would: the caller pays the copies.
+    MigratePages {
+        /// Process.
+        pid: Pid,
+        /// Region index.
+        region: usize,
+        /// First page (region-relative).
+        first_page: u64,
+        /// One past the last page.
+        end_page: u64,
+        /// Destination node.
+        node: usize,
+    },
     /// Move a thread to a CPU of `node` (counted as a policy-caused migration).
     MoveThread {
         /// Thread.

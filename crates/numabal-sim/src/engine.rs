@@ -206,6 +206,9 @@ pub struct Sim<'a> {
     remote_bytes: f64,
     user_ns: f64,
     sys_ns: f64,
+    migrate_ns: f64,
+    /// Per node: pages a migration must leave free (the kernel's high watermark).
+    wmark_high: Vec<u64>,
     migrations: [u64; NR_CAUSES],
     thp_enabled: Thp,
     check: bool,
@@ -281,6 +284,11 @@ impl<'a> Sim<'a> {
             remote_bytes: 0.0,
             user_ns: 0.0,
             sys_ns: 0.0,
+            migrate_ns: 0.0,
+            // Roughly the kernel's high watermark of a node (min_free_kbytes-derived): 1/256.
+            wmark_high: (0..m.nr_nodes())
+                .map(|n| m.node_usable_pages(n) / 256)
+                .collect(),
             migrations: [0; NR_CAUSES],
             thp_enabled: sc.sim.transparent_hugepage,
             check: sc.sim.check_invariants,
@@ -744,6 +752,29 @@ impl<'a> Sim<'a> {
                         policy.clone(),
                     ));
                 }
+                Action::MigratePages {
+                    pid,
+                    region,
+                    first_page,
+                    end_page,
+                    node,
+                } => {
+                    let r = &self.procs[pid.idx() - 1].regions[*region];
+                    let (obj, end) = (r.obj, (*end_page).min(r.pages));
+                    let mut p = *first_page;
+                    while p < end {
+                        let o = &self.objects[obj];
+                        let step = if o.is_huge(p / CHUNK) {
+                            CHUNK - p % CHUNK
+                        } else {
+                            1
+                        };
+                        if o.node_of(p).is_some_and(|n| n != *node) {
+                            self.migrate_page(obj, p, *node, None);
+                        }
+                        p += step;
+                    }
+                }
                 Action::MoveThread { tid, node } => {
                     self.sched.move_to_node(tid.0 - 1, *node, self.now);
                 }
@@ -1003,6 +1034,51 @@ impl<'a> Sim<'a> {
                 )))
             }
         }
+    }
+
+    /// Migrate the page (or THP) at `page` of object `obj` to `dst`. The cost (fixed
+    /// per-folio work, the copy at `migrate_copy_gib_s`, a TLB shootdown) is charged to
+    /// `payer` (the faulting thread for migrate-on-fault) or, with `None`, to a caller
+    /// outside the simulation (a placement daemon's `move_pages`). Fails, counting
+    /// `pgmigrate_fail`, when the destination would drop below its high watermark
+    /// (`migrate_balanced_pgdat`). Returns whether it moved.
+    pub(crate) fn migrate_page(
+        &mut self,
+        obj: usize,
+        page: u64,
+        dst: usize,
+        payer: Option<usize>,
+    ) -> bool {
+        let o = &self.objects[obj];
+        let Some(src) = o.node_of(page) else {
+            return false;
+        };
+        if src == dst {
+            return false;
+        }
+        let c = page / CHUNK;
+        let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
+        if self.node_used[dst] + nr + self.wmark_high[dst] > self.node_cap[dst] {
+            self.m_.pgmigrate_fail += nr;
+            return false;
+        }
+        self.objects[obj].migrate(page, dst);
+        self.node_used[src] -= nr;
+        self.node_used[dst] += nr;
+        self.m_.pgmigrate_success += nr;
+        let k = &self.m.spec.costs;
+        let copy_ns = nr as f64 * PAGE_BYTES
+            / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
+        let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns;
+        self.migrate_ns += cost;
+        if let Some(t) = payer {
+            self.threads[t].debt_ns += cost;
+            self.sys_ns += cost;
+            if cost > STALL_NS {
+                self.m_.stall_events_over_1ms += 1;
+            }
+        }
+        true
     }
 
     // ----- the fluid step ------------------------------------------------------------
@@ -1727,6 +1803,7 @@ impl<'a> Sim<'a> {
         m.thread_migrations_internode = self.migrations.iter().sum();
         m.user_cpu_s = self.user_ns / NS;
         m.sys_cpu_s = self.sys_ns / NS;
+        m.migrate_cpu_s = self.migrate_ns / NS;
         m.accessed_gib = total / (1u64 << 30) as f64;
         m.access_gib_per_s = if m.runtime_s > 0.0 {
             m.accessed_gib / m.runtime_s

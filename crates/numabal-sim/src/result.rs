@@ -58,6 +58,8 @@ pub struct Metrics {
     pub user_cpu_s: f64,
     /// CPU seconds of kernel work charged to threads (faults, migrations, scans).
     pub sys_cpu_s: f64,
+    /// CPU seconds spent migrating pages, whoever paid (threads or a placement daemon).
+    pub migrate_cpu_s: f64,
     /// GiB of memory accessed by all threads.
     pub accessed_gib: f64,
     /// Throughput in GiB accessed per simulated second.

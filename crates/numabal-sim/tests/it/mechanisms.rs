@@ -252,3 +252,69 @@ fn policies_can_veto_and_request_moves() {
     // With every worker squeezed onto node 1, the run is slower than the scheduler's spread.
     assert!(custom.metrics.runtime_s > plain.metrics.runtime_s);
 }
+
+/// Moves every page of region 0 of the process to node 1 once, at its first tick after
+/// `after_ns` (when the pages exist).
+struct MoveMemory {
+    after_ns: u64,
+    done: bool,
+}
+
+impl Policy for MoveMemory {
+    fn name(&self) -> &str {
+        "move-memory"
+    }
+    fn tick_interval_ns(&self) -> Option<u64> {
+        Some(200_000_000)
+    }
+    fn on_tick(&mut self, _m: &Machine, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        if self.done || obs.now_ns < self.after_ns {
+            return;
+        }
+        self.done = true;
+        if let Some(t) = obs.threads.first() {
+            out.push(Action::MigratePages {
+                pid: t.pid,
+                region: 0,
+                first_page: 0,
+                end_page: u64::MAX,
+                node: 1,
+            });
+        }
+    }
+}
+
+#[test]
+fn page_migration_moves_pages_within_capacity_and_charges_its_cost() {
+    // First touch on node 0, then keep working for two seconds; the policy moves the memory.
+    let phases = "[[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\npasses = 1\n\
+                  [[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\npattern = \"uniform\"\nseconds = 2\n";
+    // (region, when the policy acts, whether node 1 runs out of room)
+    for (region, after_ms, fail) in [
+        ("size = \"64MiB\"", 400u64, false),
+        ("size = \"64MiB\"\nthp = true", 400, false),
+        ("size = \"2044MiB\"", 2000, true),
+    ] {
+        let text = one_proc("affinity = \"0\"", region, phases, 1);
+        let r = Inline(vec![("t", text)]);
+        let sc = scenario_with(&r, "tiny-2n4", "t", "none", 1, &[]);
+        let policy = MoveMemory {
+            after_ns: after_ms * 1_000_000,
+            done: false,
+        };
+        let res = numabal_sim::run_with(&sc, Box::new(policy)).unwrap();
+        let m = &res.metrics;
+        if fail {
+            // 2044 MiB cannot all fit above node 1's high watermark (2048 MiB / 256 = 8 MiB).
+            assert!(m.pgmigrate_fail > 0, "{m:?}");
+            assert!(res.processes[0].node_mb[1] <= 2048.0 - 8.0);
+        } else {
+            assert_eq!(res.processes[0].node_mb, vec![0.0, 64.0]);
+            assert_eq!(m.pgmigrate_success, 64 * 256);
+            assert_eq!(m.pgmigrate_fail, 0);
+            // The copies are paid by the (simulated) caller, not by the workload's threads.
+            assert!(m.migrate_cpu_s > 0.0);
+            assert!(m.local_access_ratio < 1.0);
+        }
+    }
+}
