@@ -279,141 +279,86 @@ fn bad_input_unknown_preset() {
 fn bad_input_unknown_set_key() {
     let d = tempfile::tempdir().unwrap();
     let j = d.path().join("o.json");
-    let js = j.to_str().unwrap();
-    bad(
-        &[
+    let bad_set = |set: &str, needles: &[&str]| {
+        let args = [
             "sim",
             "-m",
             "tiny-2n4",
             "-w",
             "numa02",
             "--set",
-            "machine.memory.speed=3",
+            set,
             "--json",
-            js,
-        ],
+            j.to_str().unwrap(),
+        ];
+        bad(&args, needles, &j);
+    };
+    bad_set(
+        "machine.memory.speed=3",
         &[
             "--set machine.memory.speed=3",
             "unknown field `speed`",
             "controller_gib_s",
         ],
-        &j,
     );
-    bad(
-        &[
-            "sim",
-            "-m",
-            "tiny-2n4",
-            "-w",
-            "numa02",
-            "--set",
-            "policy.scan_size_mb=512",
-            "--json",
-            js,
-        ],
+    bad_set(
+        "policy.scan_size_mb=512",
         &["policy.scan_size_mb", "no tunables"],
-        &j,
     );
-    bad(
-        &[
-            "sim",
-            "-m",
-            "tiny-2n4",
-            "-w",
-            "numa02",
-            "--set",
-            "kernel.x=1",
-            "--json",
-            js,
-        ],
-        &["allowed: machine, workload, policy, sim"],
-        &j,
-    );
-    bad(
-        &[
-            "sim",
-            "-m",
-            "tiny-2n4",
-            "-w",
-            "numa02",
-            "--set",
-            "sim.tick_ms=0",
-            "--json",
-            js,
-        ],
-        &["sim.tick_ms", "allowed: 0.1 to 100"],
-        &j,
-    );
-    bad(
-        &[
-            "sim",
-            "-m",
-            "tiny-2n4",
-            "-w",
-            "numa02",
-            "--set",
-            "workload.process.5.name=x",
-            "--json",
-            js,
-        ],
-        &["index 5 is out of range"],
-        &j,
-    );
+    bad_set("kernel.x=1", &["allowed: machine, workload, policy, sim"]);
+    bad_set("sim.tick_ms=0", &["sim.tick_ms", "allowed: 0.1 to 100"]);
+    bad_set("workload.process.5.name=x", &["index 5 is out of range"]);
 }
 
 #[test]
 fn bad_input_impossible_machine() {
     let d = tempfile::tempdir().unwrap();
     let j = d.path().join("o.json");
-    let js = j.to_str().unwrap();
-    // A node with neither CPUs nor memory.
-    let m = write(
-        d.path(),
+    let bad_machine = |name: &str, text: String, needles: &[&str]| {
+        let m = write(d.path(), name, &text);
+        bad(
+            &[
+                "sim",
+                "-m",
+                &m,
+                "-w",
+                "numa02",
+                "--json",
+                j.to_str().unwrap(),
+            ],
+            needles,
+            &j,
+        );
+    };
+    let square = "[[10, 20], [20, 10]]";
+    bad_machine(
         "m1.toml",
-        &TINY.replace("memory_per_node = \"1GiB\"", "memory_per_node = [\"1GiB\", \"1GiB\", \"0\"]\nnode_cpus = [\"0-1\", \"2-3\", \"\"]")
-            .replace("[[10, 20], [20, 10]]", "[[10, 20, 20], [20, 10, 20], [20, 20, 10]]"),
-    );
-    bad(
-        &["sim", "-m", &m, "-w", "numa02", "--json", js],
+        TINY.replace(
+            "memory_per_node = \"1GiB\"",
+            "memory_per_node = [\"1GiB\", \"1GiB\", \"0\"]\nnode_cpus = [\"0-1\", \"2-3\", \"\"]",
+        )
+        .replace(square, "[[10, 20, 20], [20, 10, 20], [20, 20, 10]]"),
         &["m1.toml", "node 2 has neither CPUs nor memory"],
-        &j,
     );
-    // Distance matrix not square.
-    let m = write(
-        d.path(),
+    bad_machine(
         "m2.toml",
-        &TINY.replace("[[10, 20], [20, 10]]", "[[10, 20], [20]]"),
-    );
-    bad(
-        &["sim", "-m", &m, "-w", "numa02", "--json", js],
+        TINY.replace(square, "[[10, 20], [20]]"),
         &["m2.toml", "topology.distance", "2x2"],
-        &j,
     );
-    // Non-10 diagonal.
-    let m = write(
-        d.path(),
+    bad_machine(
         "m3.toml",
-        &TINY.replace("[[10, 20], [20, 10]]", "[[10, 20], [20, 12]]"),
-    );
-    bad(
-        &["sim", "-m", &m, "-w", "numa02", "--json", js],
+        TINY.replace(square, "[[10, 20], [20, 12]]"),
         &["m3.toml", "topology.distance[1][1]", "must be 10"],
-        &j,
     );
-    // Unknown field in a machine file names the allowed fields.
-    let m = write(
-        d.path(),
+    // An unknown field names the allowed fields.
+    bad_machine(
         "m4.toml",
-        &TINY.replace("sockets = 2", "sockets = 2\nsocket_count = 2"),
-    );
-    bad(
-        &["sim", "-m", &m, "-w", "numa02", "--json", js],
+        TINY.replace("sockets = 2", "sockets = 2\nsocket_count = 2"),
         &[
             "m4.toml",
             "unknown field `socket_count`",
             "cores_per_socket",
         ],
-        &j,
     );
 }
 

@@ -180,6 +180,22 @@ struct Thread {
     window_bytes: f64,
 }
 
+/// A thread's run within the current interval: it started at `t0` holding `share` of its
+/// CPU, with `total` ns of CPU time to spend.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    t0: u64,
+    share: f64,
+    total: f64,
+}
+
+impl Slot {
+    /// Wall-clock time after `used` ns of the slot's CPU time.
+    fn wall(&self, used: f64) -> u64 {
+        self.t0 + (used / self.share) as u64
+    }
+}
+
 /// A simulation in progress.
 pub struct Sim<'a> {
     sc: &'a Scenario,
@@ -681,20 +697,7 @@ impl<'a> Sim<'a> {
             while self.threads.len() <= tid {
                 self.threads.push(Thread::placeholder());
             }
-            self.threads[tid] = Thread {
-                proc: pidx,
-                group: g,
-                index: i,
-                state: TState::Runnable,
-                phase: 0,
-                iter: 0,
-                prog: Prog::default(),
-                policy_thread: None,
-                il_next: 0,
-                end_ns: None,
-                debt_ns: 0.0,
-                window_bytes: 0.0,
-            };
+            self.threads[tid] = Thread::new(pidx, g, i, TState::Runnable);
             self.procs[pidx].groups[g].threads.push(tid);
             self.procs[pidx].live += 1;
             let info = ThreadInfo {
@@ -1176,17 +1179,7 @@ impl<'a> Sim<'a> {
         let mut dem_of: Vec<Option<usize>> = vec![None; running.len()];
         let mut smt_info: Vec<(f64, f64, f64)> = Vec::with_capacity(running.len());
         for (ri, &(t, c, share)) in running.iter().enumerate() {
-            let k_s = self.sched.busy_siblings(c).max(1) as f64;
-            let mem_share = if k_s > 1.0 {
-                core.smt_memory_throughput / k_s
-            } else {
-                1.0
-            };
-            let cpu_share = if k_s > 1.0 {
-                core.smt_compute_throughput / k_s
-            } else {
-                1.0
-            };
+            let (mem_share, cpu_share, k_s) = self.smt_shares(c);
             smt_info.push((mem_share, cpu_share, k_s));
             let th = &self.threads[t];
             let PhaseRt::Access(a) =
@@ -1287,27 +1280,8 @@ impl<'a> Sim<'a> {
             if start >= t1 {
                 continue;
             }
-            let k_s = self.sched.busy_siblings(c).max(1) as f64;
-            let mem_share = if k_s > 1.0 {
-                core.smt_memory_throughput / k_s
-            } else {
-                1.0
-            };
-            let cpu_share = if k_s > 1.0 {
-                core.smt_compute_throughput / k_s
-            } else {
-                1.0
-            };
-            self.run_thread(
-                t,
-                c,
-                1.0,
-                start,
-                (t1 - start) as f64,
-                &mut tau,
-                false,
-                (mem_share, cpu_share, k_s),
-            )?;
+            let smt = self.smt_shares(c);
+            self.run_thread(t, c, 1.0, start, (t1 - start) as f64, &mut tau, false, smt)?;
         }
         self.late.clear();
         self.interval_end = None;
@@ -1324,6 +1298,22 @@ impl<'a> Sim<'a> {
         }
         self.count_moves();
         Ok(())
+    }
+
+    /// SMT state of CPU `c`'s core: (share of the core's memory-issue rate, share of its
+    /// compute, busy siblings).
+    fn smt_shares(&self, c: usize) -> (f64, f64, f64) {
+        let core = &self.m.spec.core;
+        let k_s = self.sched.busy_siblings(c).max(1) as f64;
+        if k_s > 1.0 {
+            (
+                core.smt_memory_throughput / k_s,
+                core.smt_compute_throughput / k_s,
+                k_s,
+            )
+        } else {
+            (1.0, 1.0, 1.0)
+        }
     }
 
     /// Recompute ns/byte for a thread whose phase changed mid-interval, from the current
@@ -1377,7 +1367,8 @@ impl<'a> Sim<'a> {
         let mut budget = share * dt;
         let total = budget;
         let node = self.m.cpus[c].node;
-        let wall = |used: f64| t0 + (used / share) as u64;
+        let slot = Slot { t0, share, total };
+        let wall = |used: f64| slot.wall(used);
         let mut tau_valid = tau_known;
         let mut bytes_this = 0.0;
         let mut guard = 0;
@@ -1444,9 +1435,9 @@ impl<'a> Sim<'a> {
                     }
                     let before = budget;
                     let (used, bytes, done) = if a.pattern == Pattern::Sweep {
-                        self.sweep(t, node, &a, budget, tau, t0, share, total)?
+                        self.sweep(t, node, &a, budget, tau, slot)?
                     } else {
-                        self.random_access(t, node, &a, budget, tau, t0, share, total)?
+                        self.random_access(t, node, &a, budget, tau, slot)?
                     };
                     budget -= used;
                     bytes_this += bytes;
@@ -1529,7 +1520,6 @@ impl<'a> Sim<'a> {
     }
 
     /// Sequential sweep. Returns (CPU ns used, bytes accessed, phase done).
-    #[allow(clippy::too_many_arguments)]
     fn sweep(
         &mut self,
         t: usize,
@@ -1537,9 +1527,7 @@ impl<'a> Sim<'a> {
         a: &AccessRt,
         budget: f64,
         tau: &[f64],
-        t0: u64,
-        share: f64,
-        total: f64,
+        slot: Slot,
     ) -> Result<(f64, f64, bool), SimError> {
         let (s, e) = self.threads[t].prog.slice;
         let slice_bytes = (e - s) as f64 * PAGE_BYTES;
@@ -1557,7 +1545,7 @@ impl<'a> Sim<'a> {
             let th = &self.threads[t];
             let until = th.prog.until_ns;
             let seconds_mode = th.prog.left.is_infinite();
-            if seconds_mode && t0 + ((total - budget + used) / share) as u64 >= until {
+            if seconds_mode && slot.wall(slot.total - budget + used) >= until {
                 return Ok((used, bytes_done, true));
             }
             if !seconds_mode && th.prog.left <= EPS_BYTES {
@@ -1645,7 +1633,6 @@ impl<'a> Sim<'a> {
     }
 
     /// Uniform / hot / zipf access. Returns (CPU ns used, bytes accessed, phase done).
-    #[allow(clippy::too_many_arguments)]
     fn random_access(
         &mut self,
         t: usize,
@@ -1653,9 +1640,7 @@ impl<'a> Sim<'a> {
         a: &AccessRt,
         budget: f64,
         tau: &[f64],
-        t0: u64,
-        share: f64,
-        total: f64,
+        slot: Slot,
     ) -> Result<(f64, f64, bool), SimError> {
         let slice = self.threads[t].prog.slice;
         let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
@@ -1671,11 +1656,11 @@ impl<'a> Sim<'a> {
             .sum::<f64>()
             .max(1e-12);
         let th = &self.threads[t];
-        let now_wall = t0 + ((total - budget) / share) as u64;
+        let now_wall = slot.wall(slot.total - budget);
         let mut room = budget;
         let mut done = false;
         if th.prog.left.is_infinite() {
-            let wall_left = th.prog.until_ns.saturating_sub(now_wall) as f64 * share;
+            let wall_left = th.prog.until_ns.saturating_sub(now_wall) as f64 * slot.share;
             if wall_left <= room {
                 room = wall_left;
                 done = true;
@@ -1857,12 +1842,12 @@ impl<'a> Sim<'a> {
 }
 
 impl Thread {
-    fn placeholder() -> Self {
+    fn new(proc: usize, group: usize, index: u32, state: TState) -> Self {
         Thread {
-            proc: usize::MAX,
-            group: 0,
-            index: 0,
-            state: TState::Done,
+            proc,
+            group,
+            index,
+            state,
             phase: 0,
             iter: 0,
             prog: Prog::default(),
@@ -1872,5 +1857,11 @@ impl Thread {
             debt_ns: 0.0,
             window_bytes: 0.0,
         }
+    }
+
+    /// Fills the slot of a scheduler task that is not a workload thread (the probe used for
+    /// exec placement), keeping thread index == scheduler task id.
+    fn placeholder() -> Self {
+        Thread::new(usize::MAX, 0, 0, TState::Done)
     }
 }
