@@ -430,3 +430,62 @@ fn no_arguments_runs_the_demo() {
         assert!(s.contains(p));
     }
 }
+
+#[test]
+fn scenario_files_name_presets_and_override_them() {
+    let d = tempfile::tempdir().unwrap();
+    let scen = write(
+        d.path(),
+        "s.toml",
+        "seed = 4\nworkload = \"numa02\"\npolicy = \"bind\"\n\
+         [machine]\npreset = \"tiny-2n4\"\n[machine.memory]\ncontroller_gib_s = 6.0\n\
+         [sim]\ntick_ms = 2\n",
+    );
+    let json = d.path().join("r.json");
+    numabal()
+        .args([
+            "sim",
+            "--scenario",
+            &scen,
+            "--set",
+            "workload.process.0.group.1.threads=2",
+            "--json",
+        ])
+        .arg(&json)
+        .assert()
+        .success();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["scenario"]["seed"], 4);
+    assert_eq!(v["scenario"]["policy"], "bind");
+    assert_eq!(
+        v["processes"][0]["threads"], 3,
+        "main + 2 workers after --set"
+    );
+    // Command-line names win over the scenario file.
+    numabal()
+        .args(["sim", "--scenario", &scen, "-p", "interleave", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["scenario"]["policy"], "interleave");
+    // An unknown key in a scenario file is bad input.
+    let bad_scen = write(
+        d.path(),
+        "b.toml",
+        "machine = \"tiny-2n4\"\nworkloads = \"numa02\"\n",
+    );
+    bad(
+        &[
+            "sim",
+            "--scenario",
+            &bad_scen,
+            "--json",
+            json.with_extension("x").to_str().unwrap(),
+        ],
+        &["b.toml", "workloads", "allowed: machine, workload"],
+        &json.with_extension("x"),
+    );
+}

@@ -413,6 +413,7 @@ impl<'a> Sim<'a> {
                 if self.check {
                     self.check_invariants()?;
                 }
+                self.check_deadlock()?;
                 self.events.push(self.now + self.tick_ns, EventKind::Tick);
             }
             EventKind::PolicyTick => {
@@ -1716,6 +1717,39 @@ impl<'a> Sim<'a> {
     }
 
     // ----- invariants and results ----------------------------------------------------
+
+    /// Threads blocked in joins or barriers with nothing left that could wake them (no
+    /// runnable or sleeping thread, no process or group still to start) never finish:
+    /// report it instead of ticking until `max_time_s`.
+    fn check_deadlock(&self) -> Result<(), SimError> {
+        if self.pending_starts > 0 {
+            return Ok(());
+        }
+        let live = |s: TState| matches!(s, TState::Runnable | TState::Sleeping);
+        let real = || self.threads.iter().filter(|t| t.proc != usize::MAX);
+        if real().any(|t| live(t.state)) || !real().any(|t| t.state == TState::Blocked) {
+            return Ok(());
+        }
+        let blocked: Vec<String> = real()
+            .filter(|t| t.state == TState::Blocked)
+            .take(4)
+            .map(|t| {
+                format!(
+                    "{}/{}[{}]",
+                    self.procs[t.proc].name, self.procs[t.proc].groups[t.group].name, t.index
+                )
+            })
+            .collect();
+        Err(SimError::Input(InputError::new(
+            format!("workload {}", self.sc.workload.name()),
+            "phase",
+            format!(
+                "deadlock at {:.3} s: threads wait in join/barrier phases that can never complete (e.g. {})",
+                self.now as f64 / NS,
+                blocked.join(", ")
+            ),
+        )))
+    }
 
     fn check_invariants(&self) -> Result<(), SimError> {
         let nn = self.m.nr_nodes();

@@ -318,3 +318,16 @@ fn page_migration_moves_pages_within_capacity_and_charges_its_cost() {
         }
     }
 }
+
+#[test]
+fn a_deadlocked_workload_is_reported_not_simulated_for_a_day() {
+    let text = "name = \"t\"\n[[process]]\nname = \"p\"\n\
+        [[process.group]]\nname = \"a\"\nthreads = 1\n[[process.group.phase]]\nkind = \"spawn\"\ngroup = \"b\"\n\
+        [[process.group.phase]]\nkind = \"join\"\ngroup = \"b\"\n\
+        [[process.group]]\nname = \"b\"\nthreads = 1\n[[process.group.phase]]\nkind = \"join\"\ngroup = \"a\"\n"
+        .to_string();
+    let r = Inline(vec![("t", text)]);
+    let sc = scenario_with(&r, "tiny-2n4", "t", "none", 1, &[]);
+    let e = numabal_sim::run(&sc).unwrap_err().to_string();
+    assert!(e.contains("deadlock") && e.contains("p/a[0]"), "{e}");
+}
