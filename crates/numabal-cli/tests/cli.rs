@@ -489,3 +489,69 @@ fn scenario_files_name_presets_and_override_them() {
         &json.with_extension("x"),
     );
 }
+
+#[test]
+fn bad_input_numbers_and_references() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("o.json");
+    let js = j.to_str().unwrap().to_string();
+    let sim = |extra: &[&str], needles: &[&str]| {
+        let mut args = vec!["sim", "-m", "tiny-2n4", "-w", "numa02", "--json", &js];
+        args.extend_from_slice(extra);
+        bad(&args, needles, &j);
+    };
+    // Non-finite or out-of-range machine parameters.
+    sim(
+        &["--set", "machine.memory.queue_scale_ns=inf"],
+        &["memory.queue_scale_ns", "finite number > 0"],
+    );
+    sim(
+        &["--set", "machine.memory.controller_gib_s=nan"],
+        &["memory.controller_gib_s", "finite number > 0"],
+    );
+    sim(
+        &["--set", "machine.memory.llc_latency_ns=-1"],
+        &["memory.llc_latency_ns", ">= 0"],
+    );
+    // No usable memory anywhere.
+    sim(
+        &["--set", "machine.memory.reserved_per_node=\"2GiB\""],
+        &["memory_per_node", "no node has memory"],
+    );
+    // Ids and seeds out of range.
+    sim(
+        &["--set", "workload.process.0.affinity=\"1000000000000\""],
+        &["affinity", "not supported"],
+    );
+    sim(
+        &["--seed", "18446744073709551615"],
+        &["--seed", "allowed: 0 to 9223372036854775807"],
+    );
+    // A group affinity outside the process's cpuset; a spawn cycle.
+    let w = write(
+        d.path(),
+        "g.toml",
+        "name = \"w\"\n[[process]]\nname = \"p\"\ncpuset_cpus = \"0-1\"\n[[process.group]]\nname = \"g\"\nthreads = 1\naffinity = \"2-3\"\n[[process.group.phase]]\nkind = \"sleep\"\nseconds = 1\n",
+    );
+    bad(
+        &["sim", "-m", "tiny-2n4", "-w", &w, "--json", &js],
+        &[
+            "g.toml",
+            "group[0].affinity",
+            "shares no CPU with the process's cpuset",
+        ],
+        &j,
+    );
+    let w = write(
+        d.path(),
+        "c.toml",
+        "name = \"w\"\n[[process]]\nname = \"p\"\n[[process.group]]\nname = \"r\"\nthreads = 1\n[[process.group.phase]]\nkind = \"sleep\"\nseconds = 1\n\
+         [[process.group]]\nname = \"b\"\nthreads = 1\n[[process.group.phase]]\nkind = \"spawn\"\ngroup = \"c\"\n\
+         [[process.group]]\nname = \"c\"\nthreads = 1\n[[process.group.phase]]\nkind = \"spawn\"\ngroup = \"b\"\n",
+    );
+    bad(
+        &["sim", "-m", "tiny-2n4", "-w", &w, "--json", &js],
+        &["c.toml", "spawn cycle"],
+        &j,
+    );
+}

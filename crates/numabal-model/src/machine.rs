@@ -327,6 +327,11 @@ pub struct Machine {
     pub link_bytes_per_ns: Vec<Vec<f64>>,
 }
 
+/// A finite number greater than zero (NaN and infinities fail).
+fn positive(x: f64) -> bool {
+    x > 0.0 && x.is_finite()
+}
+
 /// GiB/s to bytes per nanosecond.
 pub fn gib_s_to_bytes_per_ns(g: f64) -> f64 {
     g * (1u64 << 30) as f64 / 1e9
@@ -470,6 +475,13 @@ impl Machine {
                 ));
             }
         }
+        if mem.iter().all(|b| b.0 <= reserved) {
+            return Err(err(
+                "topology.memory_per_node",
+                "no node has memory beyond reserved_per_node (the machine needs usable memory)"
+                    .into(),
+            ));
+        }
         if total_cpus == 0 {
             return Err(err("topology", "the machine has no CPUs".into()));
         }
@@ -537,10 +549,13 @@ impl Machine {
                     llc,
                 });
             }
-            if ctrl[node] <= 0.0 {
+            if !positive(ctrl[node]) {
                 return Err(err(
                     "memory.controller_gib_s",
-                    format!("node {node}: must be > 0"),
+                    format!(
+                        "node {node}: is {} (allowed: a finite number > 0)",
+                        ctrl[node]
+                    ),
                 ));
             }
             nodes.push(NodeInfo {
@@ -554,8 +569,17 @@ impl Machine {
 
         // Latencies.
         let m = &spec.memory;
-        if !(m.local_latency_ns > 0.0) {
-            return Err(err("memory.local_latency_ns", "must be > 0".into()));
+        if !positive(m.local_latency_ns) {
+            return Err(err(
+                "memory.local_latency_ns",
+                format!("is {} (allowed: a finite number > 0)", m.local_latency_ns),
+            ));
+        }
+        if !(m.llc_latency_ns >= 0.0 && m.llc_latency_ns.is_finite()) {
+            return Err(err(
+                "memory.llc_latency_ns",
+                format!("is {} (allowed: a finite number >= 0)", m.llc_latency_ns),
+            ));
         }
         let latency_ns = match &m.latency_ns {
             Some(l) => {
@@ -565,8 +589,11 @@ impl Machine {
                         format!("must be a {n}x{n} matrix"),
                     ));
                 }
-                if l.iter().flatten().any(|&x| !(x > 0.0)) {
-                    return Err(err("memory.latency_ns", "entries must be > 0".into()));
+                if l.iter().flatten().any(|&x| !positive(x)) {
+                    return Err(err(
+                        "memory.latency_ns",
+                        "entries must be finite numbers > 0".into(),
+                    ));
                 }
                 l.clone()
             }
@@ -592,10 +619,10 @@ impl Machine {
         };
         for (i, row) in link.iter().enumerate() {
             for (j, &v) in row.iter().enumerate() {
-                if i != j && !(v > 0.0) {
+                if i != j && !positive(v) {
                     return Err(err(
                         "memory.link_gib_s",
-                        format!("link {i}->{j} must be > 0 GiB/s"),
+                        format!("link {i}->{j} is {v} (allowed: a finite number > 0 GiB/s)"),
                     ));
                 }
             }
@@ -604,8 +631,11 @@ impl Machine {
             .iter()
             .map(|r| r.iter().map(|&g| gib_s_to_bytes_per_ns(g)).collect())
             .collect();
-        if !(m.queue_scale_ns >= 0.0) {
-            return Err(err("memory.queue_scale_ns", "must be >= 0".into()));
+        if !positive(m.queue_scale_ns) {
+            return Err(err(
+                "memory.queue_scale_ns",
+                format!("is {} (allowed: a finite number > 0)", m.queue_scale_ns),
+            ));
         }
         let c = &spec.core;
         for (name, v, lo, hi) in [
@@ -653,8 +683,11 @@ impl Machine {
                 return Err(err(name, format!("is {v} (allowed: a finite number >= 0)")));
             }
         }
-        if !(k.migrate_copy_gib_s > 0.0) {
-            return Err(err("costs.migrate_copy_gib_s", "must be > 0".into()));
+        if !positive(k.migrate_copy_gib_s) {
+            return Err(err(
+                "costs.migrate_copy_gib_s",
+                format!("is {} (allowed: a finite number > 0)", k.migrate_copy_gib_s),
+            ));
         }
 
         Ok(Machine {

@@ -4,6 +4,9 @@
 
 use std::fmt;
 
+/// Largest id the list syntax accepts (Linux's NR_CPUS tops out at 8192; this leaves room).
+pub const MAX_ID: usize = (1 << 20) - 1;
+
 /// A set of small non-negative integers (CPU ids or node ids).
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct Mask {
@@ -179,9 +182,13 @@ impl Mask {
         for item in s.split(',') {
             let item = item.trim();
             let parse = |t: &str| {
-                t.trim().parse::<usize>().map_err(|_| {
+                let v = t.trim().parse::<usize>().map_err(|_| {
                     format!("`{item}` is not a list item (expected N or N-M, e.g. 0-3,8)")
-                })
+                })?;
+                if v > MAX_ID {
+                    return Err(format!("`{item}`: ids above {MAX_ID} are not supported"));
+                }
+                Ok(v)
             };
             if let Some((a, b)) = item.split_once('-') {
                 let (a, b) = (parse(a)?, parse(b)?);
@@ -255,6 +262,11 @@ mod tests {
         );
         assert!(Mask::parse_list("5-2", None).is_err());
         assert!(Mask::parse_list("x", None).is_err());
+        assert!(
+            Mask::parse_list("1000000000000", None)
+                .unwrap_err()
+                .contains("not supported")
+        );
         assert!(Mask::parse_list("all", None).is_err());
         assert_eq!(Mask::parse_list("", None).unwrap(), Mask::new());
     }

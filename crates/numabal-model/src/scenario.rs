@@ -620,7 +620,14 @@ impl Scenario {
             stable.insert("seed".into(), seed);
         }
         if let Some(seed) = input.seed {
-            stable.insert("seed".into(), toml::Value::Integer(seed as i64));
+            let seed = i64::try_from(seed).map_err(|_| {
+                InputError::new(
+                    "--seed",
+                    "",
+                    format!("is {seed} (allowed: 0 to {})", i64::MAX),
+                )
+            })?;
+            stable.insert("seed".into(), toml::Value::Integer(seed));
         }
         for ov in ovs.iter().filter(|o| o.section == "sim") {
             apply_override(&mut stable, ov)?;

@@ -148,7 +148,12 @@ impl Count {
                 if k == 0 {
                     return Err(format!("`{expr}` divides by zero"));
                 }
-                if o == "/" { v / k } else { v * k }
+                if o == "/" {
+                    v / k
+                } else {
+                    v.checked_mul(k)
+                        .ok_or_else(|| format!("`{expr}` is too large"))?
+                }
             }
         };
         Ok(v)

@@ -548,6 +548,14 @@ impl Workload {
                     return Err(err(gf("start_s"), "must be a finite number >= 0".into()));
                 }
                 let ga = parse_cpus(&format!("group[{gi}].affinity"), &g.affinity)?;
+                if let Some(a) = &ga
+                    && !a.intersects(&cs_cpus)
+                {
+                    return Err(err(
+                        gf("affinity"),
+                        format!("shares no CPU with the process's cpuset ({cs_cpus})"),
+                    ));
+                }
                 gaff.push(ga);
                 if g.phases.is_empty() {
                     return Err(err(
@@ -594,11 +602,16 @@ impl Workload {
                                     "give exactly one of `passes`, `bytes` or `seconds`".into(),
                                 ));
                             }
-                            for (name, v) in [("passes", a.passes), ("seconds", a.seconds)] {
+                            for (name, v, max) in
+                                [("passes", a.passes, 1e9), ("seconds", a.seconds, 1e7)]
+                            {
                                 if let Some(v) = v
-                                    && !(v > 0.0 && v.is_finite())
+                                    && !(v > 0.0 && v <= max)
                                 {
-                                    return Err(err(f(name), "must be a finite number > 0".into()));
+                                    return Err(err(
+                                        f(name),
+                                        format!("is {v:e} (allowed: > 0 and <= {max:e})"),
+                                    ));
                                 }
                             }
                             if !(0.0..=1.0).contains(&a.write) {
@@ -728,6 +741,38 @@ impl Workload {
                 return Err(err(
                     pf("group"),
                     "every group is spawned by another: none can start".into(),
+                ));
+            }
+            // Every spawned group must be reachable from a group that starts by itself;
+            // a spawn cycle would never start and the run would end without it.
+            let mut started: Vec<bool> = spawned.iter().map(|&s| !s).collect();
+            loop {
+                let mut grew = false;
+                for (gi, g) in p.groups.iter().enumerate() {
+                    if !started[gi] {
+                        continue;
+                    }
+                    for ph in &g.phases {
+                        if let PhaseSpec::Spawn(r) = ph
+                            && let Some(t) = p.groups.iter().position(|o| o.name == r.group)
+                            && !started[t]
+                        {
+                            started[t] = true;
+                            grew = true;
+                        }
+                    }
+                }
+                if !grew {
+                    break;
+                }
+            }
+            if let Some(gi) = started.iter().position(|&s| !s) {
+                return Err(err(
+                    pf(&format!("group[{gi}]")),
+                    format!(
+                        "group `{}` is spawned only by groups that never start (a spawn cycle)",
+                        p.groups[gi].name
+                    ),
                 ));
             }
             threads.push(tcounts);

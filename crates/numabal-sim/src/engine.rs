@@ -115,8 +115,10 @@ struct GroupRt {
     start_s: f64,
     threads: Vec<usize>,
     done: u32,
-    joiners: Vec<usize>,
-    barrier_waiting: Vec<usize>,
+    /// Threads waiting in a join on this group, with the time each started waiting.
+    joiners: Vec<(usize, u64)>,
+    /// Threads at this group's barrier, with their arrival times.
+    barrier_waiting: Vec<(usize, u64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -157,6 +159,8 @@ struct Prog {
     left: f64,
     /// Wall-clock end (access by seconds).
     until_ns: u64,
+    /// The phase runs for a wall-clock duration (`seconds`) rather than an amount.
+    timed: bool,
     /// Next page a random pattern first-touches (address order).
     pop_cursor: u64,
     pop_carry: f64,
@@ -178,6 +182,17 @@ struct Thread {
     debt_ns: f64,
     /// Bytes accessed in the last interval (sizes the look-ahead of the mix estimate).
     window_bytes: f64,
+}
+
+/// Something that happens to a thread inside the current interval, after the pass over the
+/// threads that were running at its start.
+#[derive(Debug, Clone, Copy)]
+struct Late {
+    t: usize,
+    at: u64,
+    /// The thread is waiting until `at` and must be woken first; otherwise it is runnable
+    /// since `at`.
+    wake: bool,
 }
 
 /// A thread's run within the current interval: it started at `t0` holding `share` of its
@@ -232,8 +247,8 @@ pub struct Sim<'a> {
     scratch_hist: Vec<u64>,
     /// During `advance`: the interval's end.
     interval_end: Option<u64>,
-    /// Threads that became runnable during the current interval, and when.
-    late: Vec<(usize, u64)>,
+    /// Threads that become runnable during the current interval.
+    late: Vec<Late>,
     /// During `advance`: per CPU, the time from which it has nothing to run.
     cpu_free_from: Vec<Option<u64>>,
 }
@@ -371,6 +386,11 @@ impl<'a> Sim<'a> {
                 self.advance(t0, self.max_ns)?;
                 self.now = self.max_ns;
                 break;
+            }
+            if t1 < t0 {
+                return Err(SimError::Invariant(format!(
+                    "event at {t1} ns is before the present {t0} ns"
+                )));
             }
             if t1 > t0 {
                 self.advance(t0, t1)?;
@@ -722,7 +742,23 @@ impl<'a> Sim<'a> {
     /// A thread became runnable at `at`; inside an interval it may use the rest of it.
     fn note_runnable(&mut self, t: usize, at: u64) {
         if self.interval_end.is_some_and(|end| at < end) {
-            self.late.push((t, at));
+            self.late.push(Late { t, at, wake: false });
+        }
+    }
+
+    /// Thread `t` (already off its runqueue) waits until `when`: a sleep's end, a barrier's
+    /// release, the end of the group it joins. Inside the current interval the wakeup is
+    /// handled with the interval's other late events; later, by a `Wake` event.
+    fn wake_at(&mut self, t: usize, when: u64) {
+        self.threads[t].state = TState::Sleeping;
+        if self.interval_end.is_some_and(|end| when < end) {
+            self.late.push(Late {
+                t,
+                at: when,
+                wake: true,
+            });
+        } else {
+            self.events.push(when, EventKind::Wake { tid: t as u32 });
         }
     }
 
@@ -819,9 +855,13 @@ impl<'a> Sim<'a> {
         let grp = &mut proc.groups[g];
         grp.done += 1;
         if grp.done == grp.nthreads {
-            let joiners = std::mem::take(&mut grp.joiners);
-            for j in joiners {
-                self.wake(j, at);
+            // Threads run one after another within an interval, so the last to be
+            // processed is not necessarily the last to finish: the join ends at the latest exit.
+            let done_at = self.group_done_at(pidx, g);
+            let joiners = std::mem::take(&mut self.procs[pidx].groups[g].joiners);
+            for (j, since) in joiners {
+                self.advance_phase(j);
+                self.wake_at(j, done_at.max(since));
             }
         } else {
             self.maybe_release_barrier(pidx, g, at);
@@ -871,21 +911,38 @@ impl<'a> Sim<'a> {
         v
     }
 
-    fn maybe_release_barrier(&mut self, pidx: usize, g: usize, at: u64) {
+    /// When every thread of a group has exited.
+    fn group_done_at(&self, pidx: usize, g: usize) -> u64 {
+        self.procs[pidx].groups[g]
+            .threads
+            .iter()
+            .filter_map(|&t| self.threads[t].end_ns)
+            .max()
+            .unwrap_or(self.now)
+    }
+
+    /// Release a group's barrier once every live thread has arrived, at the latest arrival
+    /// (or `floor`, the exit that completed it): threads are processed one after another
+    /// within an interval, so the last to be processed need not be the last to arrive.
+    fn maybe_release_barrier(&mut self, pidx: usize, g: usize, floor: u64) {
         let grp = &mut self.procs[pidx].groups[g];
         let live = grp.nthreads - grp.done;
         if !grp.barrier_waiting.is_empty() && grp.barrier_waiting.len() as u32 >= live {
             let mut waiting = std::mem::take(&mut grp.barrier_waiting);
+            let release = waiting
+                .iter()
+                .map(|&(_, at)| at)
+                .max()
+                .unwrap_or(floor)
+                .max(floor);
             // Wakeup order varies run to run.
             for i in (1..waiting.len()).rev() {
                 let j = self.rng.random_range(0..=i);
                 waiting.swap(i, j);
             }
-            for w in waiting {
+            for (w, _) in waiting {
                 self.advance_phase(w);
-                if self.threads[w].state == TState::Blocked {
-                    self.wake(w, at);
-                }
+                self.wake_at(w, release);
             }
         }
     }
@@ -928,31 +985,34 @@ impl<'a> Sim<'a> {
             .unwrap_or(MemPolicy::Default)
     }
 
-    /// Choose a node for `nr` pages; `None` if no allowed node has room.
+    /// Choose a node for `nr` pages; `None` if no allowed node has room. `il_index` is the
+    /// interleave position: the page's offset for an `mbind` interleave, the thread's
+    /// `il_next` for a task interleave (the kernel's two interleave rules).
     fn pick_node(
-        &mut self,
+        &self,
         t: usize,
         cpu_node: usize,
         pol: &MemPolicy,
         nr: u64,
-        offset: u64,
+        il_index: u64,
     ) -> Option<usize> {
-        let allowed = self.procs[self.threads[t].proc].cpuset_mems.clone();
-        let fits = |s: &Self, n: usize| allowed.contains(n) && s.node_used[n] + nr <= s.node_cap[n];
+        let allowed = &self.procs[self.threads[t].proc].cpuset_mems;
+        let room = |n: usize| self.node_used[n] + nr <= self.node_cap[n];
+        let fits = |n: usize| allowed.contains(n) && room(n);
         let zonelist = |from: usize| self.m.nodes_by_distance(from);
         match pol {
-            MemPolicy::Default => zonelist(cpu_node).into_iter().find(|&n| fits(self, n)),
+            MemPolicy::Default => zonelist(cpu_node).into_iter().find(|&n| fits(n)),
             MemPolicy::Preferred(p) => {
-                if fits(self, *p) {
+                if fits(*p) {
                     return Some(*p);
                 }
-                zonelist(*p).into_iter().find(|&n| fits(self, n))
+                zonelist(*p).into_iter().find(|&n| fits(n))
             }
             MemPolicy::Bind(mask) => {
                 // cpuset mems always win: a bind set outside them is rebound to the cpuset,
                 // as the kernel does (set_mempolicy refuses such a set; cpuset changes
                 // rebind existing policies).
-                let inside = mask.and(&allowed);
+                let inside = mask.and(allowed);
                 let set = if inside.is_empty() {
                     allowed.clone()
                 } else {
@@ -960,36 +1020,26 @@ impl<'a> Sim<'a> {
                 };
                 zonelist(cpu_node)
                     .into_iter()
-                    .find(|&n| set.contains(n) && self.node_used[n] + nr <= self.node_cap[n])
+                    .find(|&n| set.contains(n) && room(n))
             }
             MemPolicy::Interleave(mask) => {
                 let set: Vec<usize> = mask
-                    .and(&allowed)
+                    .and(allowed)
                     .iter()
                     .filter(|&n| n < self.m.nr_nodes())
                     .collect();
                 if set.is_empty() {
-                    return zonelist(cpu_node).into_iter().find(|&n| fits(self, n));
+                    return zonelist(cpu_node).into_iter().find(|&n| fits(n));
                 }
-                // VMA (mbind) interleave goes by offset; task interleave by il_next.
-                let idx = if offset != u64::MAX {
-                    (offset % set.len() as u64) as usize
-                } else {
-                    let th = &mut self.threads[t];
-                    th.il_next = th.il_next.wrapping_add(1);
-                    th.il_next % set.len()
-                };
-                let target = set[idx];
-                if fits(self, target) {
+                let target = set[(il_index % set.len() as u64) as usize];
+                if fits(target) {
                     return Some(target);
                 }
-                zonelist(target).into_iter().find(|&n| fits(self, n))
+                zonelist(target).into_iter().find(|&n| fits(n))
             }
         }
     }
 
-    /// First touch of `page` of `region` by thread `t` on `cpu_node`. Returns the kernel
-    /// time it cost (ns).
     fn first_touch(
         &mut self,
         t: usize,
@@ -1002,10 +1052,13 @@ impl<'a> Sim<'a> {
         let r = &self.procs[pidx].regions[region];
         let obj = r.obj;
         let pol = self.alloc_policy(t, region, page, phase_policy);
-        // VMA (mbind) interleave uses the page offset; task interleave the thread's counter.
+        // VMA (mbind) interleave uses the page offset; task interleave the thread's counter,
+        // which moves on only when an allocation succeeds.
         let vma_pol =
             r.ranges.iter().any(|(a, b, _)| page >= *a && page < *b) || r.wl_policy.is_some();
-        let vma_offset = |nr: u64| -> u64 { if vma_pol { page / nr } else { u64::MAX } };
+        let il_next = self.threads[t].il_next as u64;
+        let task_interleave = !vma_pol && matches!(pol, MemPolicy::Interleave(_));
+        let vma_offset = |nr: u64| -> u64 { if vma_pol { page / nr } else { il_next } };
         let o = &self.objects[obj];
         let chunk = page / CHUNK;
         if o.thp && o.chunk_len(chunk) == CHUNK && o.chunk_populated(chunk) == 0 {
@@ -1015,6 +1068,9 @@ impl<'a> Sim<'a> {
                 self.node_used[n] += CHUNK;
                 self.m_.pgfault += 1;
                 self.m_.thp_fault_alloc += 1;
+                if task_interleave {
+                    self.threads[t].il_next += 1;
+                }
                 return Ok(self.m.spec.costs.thp_fault_ns);
             }
         }
@@ -1024,6 +1080,9 @@ impl<'a> Sim<'a> {
                 self.objects[obj].populate_page(page, n);
                 self.node_used[n] += 1;
                 self.m_.pgfault += 1;
+                if task_interleave {
+                    self.threads[t].il_next += 1;
+                }
                 Ok(self.m.spec.costs.page_fault_ns)
             }
             None => {
@@ -1100,16 +1159,21 @@ impl<'a> Sim<'a> {
     }
 
     /// Weighted node mix of the pages a random pattern touches, and the weight of the
-    /// not-yet-populated part. Zipf is approximated by 24 geometric buckets.
+    /// not-yet-populated part. Zipf is approximated by one bucket per power of two of the page
+    /// rank, weighted by the integral of `(x+1)^-s` over the bucket.
     fn random_mix(&self, obj: usize, a: &AccessRt, slice: (u64, u64), mix: &mut [f64]) -> f64 {
         let o = &self.objects[obj];
         let (s, e) = slice;
         let len = (e - s).max(1);
         let mut h = vec![0u64; mix.len()];
+        // Weight given to non-empty ranges, to normalise by (a hot part covering the whole
+        // slice leaves the cold weight unused).
+        let mut weight = 0.0;
         let mut add = |a0: u64, b0: u64, w: f64, mix: &mut [f64]| -> f64 {
             if b0 <= a0 || w <= 0.0 {
                 return 0.0;
             }
+            weight += w;
             h.iter_mut().for_each(|x| *x = 0);
             o.range_hist(a0, b0, &mut h);
             let n = (b0 - a0) as f64;
@@ -1121,7 +1185,7 @@ impl<'a> Sim<'a> {
             w * (n - pop) / n
         };
         mix.iter_mut().for_each(|x| *x = 0.0);
-        match a.pattern {
+        let unpop = match a.pattern {
             Pattern::Uniform | Pattern::Sweep => add(s, e, 1.0, mix),
             Pattern::Hot => {
                 let hot = ((len as f64 * a.hot_fraction).ceil() as u64).clamp(1, len);
@@ -1153,7 +1217,12 @@ impl<'a> Sim<'a> {
                 }
                 unpop
             }
+        };
+        if weight > 0.0 && weight != 1.0 {
+            mix.iter_mut().for_each(|x| *x /= weight);
+            return unpop / weight;
         }
+        unpop
     }
 
     fn advance(&mut self, t0: u64, t1: u64) -> Result<(), SimError> {
@@ -1264,10 +1333,15 @@ impl<'a> Sim<'a> {
         // Threads woken or spawned during the interval run the rest of it if their CPU is
         // free by then (it ran out of work, or was idle all along). They were not part of
         // the cost model's solve; they see the delays it found.
-        let mut i = 0;
-        while i < self.late.len() {
-            let (t, at) = self.late[i];
-            i += 1;
+        // Earliest first; ties in the order they were recorded.
+        while let Some(i) = (0..self.late.len()).min_by_key(|&i| (self.late[i].at, i)) {
+            let Late { t, at, wake } = self.late.remove(i);
+            if wake {
+                if self.threads[t].state == TState::Sleeping {
+                    self.wake(t, at); // records it again as runnable since `at`
+                }
+                continue;
+            }
             let Some(c) = self.sched.tasks[t].cpu else {
                 continue;
             };
@@ -1284,7 +1358,6 @@ impl<'a> Sim<'a> {
             let smt = self.smt_shares(c);
             self.run_thread(t, c, 1.0, start, (t1 - start) as f64, &mut tau, false, smt)?;
         }
-        self.late.clear();
         self.interval_end = None;
         self.sched.update_load(t1 - t0);
         // CPUs that ran out of work look for more.
@@ -1372,11 +1445,19 @@ impl<'a> Sim<'a> {
         let wall = |used: f64| slot.wall(used);
         let mut tau_valid = tau_known;
         let mut bytes_this = 0.0;
-        let mut guard = 0;
+        // Steps that neither spend time nor move the program on mean a simulator bug.
+        let mut guard = 0u64;
+        let mut last = (budget, self.threads[t].phase, self.threads[t].iter);
         while budget > 0.0 && self.threads[t].state == TState::Runnable {
-            guard += 1;
-            if guard > MAX_STEPS {
-                return Err(SimError::Invariant(format!("thread {t} made no progress")));
+            let now = (budget, self.threads[t].phase, self.threads[t].iter);
+            if now == last {
+                guard += 1;
+                if guard > MAX_STEPS {
+                    return Err(SimError::Invariant(format!("thread {t} made no progress")));
+                }
+            } else {
+                guard = 0;
+                last = now;
             }
             // Kernel work owed (faults) comes first.
             let debt = self.threads[t].debt_ns;
@@ -1417,6 +1498,7 @@ impl<'a> Sim<'a> {
                         };
                         match a.amount {
                             Amount::Seconds(s) => {
+                                th.prog.timed = true;
                                 th.prog.left = f64::INFINITY;
                                 th.prog.until_ns = now_wall + (s * NS) as u64;
                             }
@@ -1473,8 +1555,7 @@ impl<'a> Sim<'a> {
                     let at = wall(total - budget);
                     self.advance_phase(t);
                     self.block(t, TState::Sleeping, at);
-                    self.events
-                        .push(at + ns as u64, EventKind::Wake { tid: t as u32 });
+                    self.wake_at(t, at + ns as u64);
                     budget = 0.0;
                 }
                 PhaseRt::Spawn(target) => {
@@ -1482,23 +1563,32 @@ impl<'a> Sim<'a> {
                     if self.procs[pidx].groups[target].threads.is_empty() {
                         let n = self.procs[pidx].groups[target].nthreads;
                         self.start_group(pidx, target, c, wall(total - budget))?;
-                        self.threads[t].debt_ns += self.m.spec.costs.thread_spawn_ns * n as f64;
+                        let cost = self.m.spec.costs.thread_spawn_ns * n as f64;
+                        self.threads[t].debt_ns += cost;
+                        self.sys_ns += cost;
                     }
                 }
                 PhaseRt::Join(target) => {
+                    let at = wall(total - budget);
                     let tg = &self.procs[pidx].groups[target];
                     if !tg.threads.is_empty() && tg.done == tg.nthreads {
+                        let done_at = self.group_done_at(pidx, target);
                         self.advance_phase(t);
+                        if done_at > at {
+                            // Finished, but later than this thread's present.
+                            self.block(t, TState::Sleeping, at);
+                            self.wake_at(t, done_at);
+                            budget = 0.0;
+                        }
                     } else {
-                        self.procs[pidx].groups[target].joiners.push(t);
-                        self.advance_phase(t);
-                        self.block(t, TState::Blocked, wall(total - budget));
+                        self.procs[pidx].groups[target].joiners.push((t, at));
+                        self.block(t, TState::Blocked, at);
                         budget = 0.0;
                     }
                 }
                 PhaseRt::Barrier => {
-                    self.procs[pidx].groups[g].barrier_waiting.push(t);
                     let at = wall(total - budget);
+                    self.procs[pidx].groups[g].barrier_waiting.push((t, at));
                     self.block(t, TState::Blocked, at);
                     budget = 0.0;
                     self.maybe_release_barrier(pidx, g, at);
@@ -1545,7 +1635,7 @@ impl<'a> Sim<'a> {
             }
             let th = &self.threads[t];
             let until = th.prog.until_ns;
-            let seconds_mode = th.prog.left.is_infinite();
+            let seconds_mode = th.prog.timed;
             if seconds_mode && slot.wall(slot.total - budget + used) >= until {
                 return Ok((used, bytes_done, true));
             }
@@ -1621,7 +1711,7 @@ impl<'a> Sim<'a> {
             self.user_ns += time * frac;
             let th = &mut self.threads[t];
             th.prog.pos += take;
-            if !th.prog.left.is_infinite() {
+            if !th.prog.timed {
                 th.prog.left -= take;
             }
             if th.prog.pos >= slice_bytes - EPS_BYTES {
@@ -1648,19 +1738,15 @@ impl<'a> Sim<'a> {
         let nn = self.m.nr_nodes();
         let mut mix = vec![0.0; nn];
         let unpop_w = self.random_mix(obj, a, slice, &mut mix);
-        // Accesses to untouched pages land locally (they are first-touched now).
-        mix[node] += unpop_w;
-        let per_byte: f64 = mix
-            .iter()
-            .zip(tau)
-            .map(|(f, t)| f * t)
-            .sum::<f64>()
-            .max(1e-12);
+        // Timing assumes accesses to untouched pages are local (they are first-touched now,
+        // usually on this node); where they really went is accounted below.
+        let per_byte =
+            (mix.iter().zip(tau).map(|(f, t)| f * t).sum::<f64>() + unpop_w * tau[node]).max(1e-12);
         let th = &self.threads[t];
         let now_wall = slot.wall(slot.total - budget);
         let mut room = budget;
         let mut done = false;
-        if th.prog.left.is_infinite() {
+        if th.prog.timed {
             let wall_left = th.prog.until_ns.saturating_sub(now_wall) as f64 * slot.share;
             if wall_left <= room {
                 room = wall_left;
@@ -1668,23 +1754,14 @@ impl<'a> Sim<'a> {
             }
         }
         let mut bytes = room / per_byte;
-        if bytes >= th.prog.left - EPS_BYTES {
+        if !th.prog.timed && bytes >= th.prog.left - EPS_BYTES {
             bytes = th.prog.left;
             room = bytes * per_byte;
             done = true;
         }
-        for (n, &f) in mix.iter().enumerate() {
-            if f > 0.0 {
-                self.account(t, node, n, bytes * f);
-            }
-        }
-        self.user_ns += room;
-        let th = &mut self.threads[t];
-        if !th.prog.left.is_infinite() {
-            th.prog.left -= bytes;
-        }
-        // First touches: expected number of untouched pages hit by bytes/64 accesses,
+        // First touches: the expected number of untouched pages hit by bytes/64 accesses,
         // populated in address order (hot pages first for zipf/hot).
+        let mut placed = vec![0u64; nn];
         let unpop_pages = (slice.1 - slice.0) - {
             let mut h = vec![0u64; nn];
             self.objects[obj].range_hist(slice.0, slice.1, &mut h);
@@ -1708,10 +1785,40 @@ impl<'a> Sim<'a> {
                 self.threads[t].debt_ns += cost;
                 self.sys_ns += cost;
                 self.threads[t].prog.pop_cursor = p + 1;
-                let now_pop =
-                    self.objects[obj].node_of(p).is_some() && self.objects[obj].is_huge(p / CHUNK);
-                n_new = n_new.saturating_sub(if now_pop { CHUNK } else { 1 });
+                let o = &self.objects[obj];
+                let pages = if o.is_huge(p / CHUNK) {
+                    o.chunk_len(p / CHUNK)
+                } else {
+                    1
+                };
+                if let Some(n) = o.node_of(p) {
+                    placed[n] += pages;
+                }
+                n_new = n_new.saturating_sub(pages);
             }
+        }
+        for (n, &f) in mix.iter().enumerate() {
+            if f > 0.0 {
+                self.account(t, node, n, bytes * f);
+            }
+        }
+        // Accesses to untouched pages went where those pages were just placed.
+        let placed_total: u64 = placed.iter().sum();
+        if unpop_w > 0.0 {
+            if placed_total == 0 {
+                self.account(t, node, node, bytes * unpop_w);
+            } else {
+                for (n, &p) in placed.iter().enumerate() {
+                    if p > 0 {
+                        self.account(t, node, n, bytes * unpop_w * p as f64 / placed_total as f64);
+                    }
+                }
+            }
+        }
+        self.user_ns += room;
+        let th = &mut self.threads[t];
+        if !th.prog.timed {
+            th.prog.left -= bytes;
         }
         Ok((room, bytes, done))
     }

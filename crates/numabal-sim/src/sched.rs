@@ -149,6 +149,17 @@ enum GroupType {
     Overloaded,
 }
 
+/// Which kernel statistics a group's numbers stand for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StatsMode {
+    /// `update_sg_wakeup_stats`, for fork/exec placement.
+    Wakeup,
+    /// `update_sg_lb_stats` of the local group.
+    Local,
+    /// `update_sg_lb_stats` of another group; `dst_idle` is the balancing CPU's state.
+    Remote { dst_idle: bool },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Migration {
     Task,
@@ -477,7 +488,11 @@ impl Sched {
     }
 
     fn enqueue(&mut self, tid: u32, cpu: usize) {
-        self.cpus[cpu].tasks.push(tid);
+        // Like `account_entity_enqueue`, a newly queued task goes to the most-recently-run
+        // end of the list (just behind current), so `detach_tasks` reaches it last.
+        let rq = &mut self.cpus[cpu].tasks;
+        let at = rq.len().min(1);
+        rq.insert(at, tid);
         let t = &mut self.tasks[tid as usize];
         t.cpu = Some(cpu);
     }
@@ -620,11 +635,8 @@ impl Sched {
         }
     }
 
-    fn group_wakeup_stats(&self, g: &Group, pct: u64) -> Sgs {
-        self.group_stats(g, pct, false)
-    }
-
-    fn group_stats(&self, g: &Group, pct: u64, for_balance: bool) -> Sgs {
+    /// `update_sg_wakeup_stats` (fork placement) or `update_sg_lb_stats` (balancing).
+    fn group_stats(&self, g: &Group, pct: u64, mode: StatsMode) -> Sgs {
         let mut s = Sgs {
             nr: 0,
             idle: 0,
@@ -654,17 +666,21 @@ impl Sched {
         let has_capacity = s.nr < s.weight
             || !(s.capacity * (pct as f64) < s.runnable * 100.0)
                 && s.capacity * 100.0 > s.util * pct as f64;
+        // group_smt_balance: a non-local SMT core running two tasks while dst is idle.
+        let smt_balance = mode == StatsMode::Remote { dst_idle: true } && g.smt && s.nr > 1;
         s.gtype = if overloaded {
             GroupType::Overloaded
-        } else if for_balance && g.smt && s.nr > 1 {
+        } else if smt_balance {
             GroupType::SmtBalance
         } else if !has_capacity {
             GroupType::FullyBusy
         } else {
             GroupType::HasSpare
         };
-        if matches!(s.gtype, GroupType::Overloaded)
-            || (!for_balance && s.gtype == GroupType::FullyBusy)
+        // Balancing computes avg_load only for overloaded groups; wakeup stats also for
+        // fully busy ones.
+        if s.gtype == GroupType::Overloaded
+            || (mode == StatsMode::Wakeup && s.gtype == GroupType::FullyBusy)
         {
             s.avg_load = s.load * CAPACITY / s.capacity;
         }
@@ -772,7 +788,7 @@ impl Sched {
             if !g.cpus.iter().any(|&c| allowed.contains(c)) {
                 continue;
             }
-            let s = self.group_wakeup_stats(g, pct);
+            let s = self.group_stats(g, pct, StatsMode::Wakeup);
             if i == 0 && g.cpus.contains(&cpu) {
                 local = Some(s);
                 continue;
@@ -874,8 +890,7 @@ impl Sched {
         let allowed = self.tasks[tid as usize].allowed.clone();
         let ok = |c: usize| allowed.contains(c);
         if ok(prev) && self.is_idle(prev) {
-            self.tasks[tid as usize].recent_used_cpu = Some(prev);
-            return prev;
+            return prev; // (before recent_used_cpu is updated, as in the kernel)
         }
         if let Some(r) = self.tasks[tid as usize].recent_used_cpu
             && r != prev
@@ -1031,17 +1046,26 @@ impl Sched {
             }
             let balancer = chosen.or(idle_smt).unwrap_or(cands[0]);
             if balancer != cpu {
+                // Not this CPU's turn: like the kernel, count it as balanced at this level
+                // and stop climbing.
+                self.balanced(cpu, li, idle);
                 return (0, false);
             }
         }
 
         // Group statistics.
-        let local = self.group_stats(local_g, pct, true);
+        let local = self.group_stats(local_g, pct, StatsMode::Local);
         let mut busiest: Option<(usize, Sgs)> = None;
         let mut total_load = local.load;
         let mut total_cap = local.capacity;
         for (gi, g) in groups.iter().enumerate().skip(1) {
-            let s = self.group_stats(g, pct, idle != CpuIdleType::NotIdle);
+            let s = self.group_stats(
+                g,
+                pct,
+                StatsMode::Remote {
+                    dst_idle: idle != CpuIdleType::NotIdle,
+                },
+            );
             total_load += s.load;
             total_cap += s.capacity;
             if s.nr == 0 {
@@ -1056,6 +1080,10 @@ impl Sched {
                         match s.gtype {
                             GroupType::Overloaded => s.avg_load > b.avg_load,
                             GroupType::FullyBusy => {
+                                !(s.avg_load < b.avg_load || (s.avg_load == b.avg_load && b.smt))
+                            }
+                            // smt_balance groups with no idle CPU compare like fully busy ones.
+                            GroupType::SmtBalance if s.idle == 0 && b.idle == 0 => {
                                 !(s.avg_load < b.avg_load || (s.avg_load == b.avg_load && b.smt))
                             }
                             GroupType::SmtBalance | GroupType::HasSpare => {
@@ -1258,12 +1286,12 @@ impl Sched {
         (moved, true)
     }
 
+    /// `out_balanced`: reset the failure count; periodic passes also back off the interval
+    /// (newly-idle passes do not, as they ignore intervals).
     fn balanced(&mut self, cpu: usize, li: usize, idle: CpuIdleType) {
+        self.cpus[cpu].nr_balance_failed[li] = 0;
         if idle == CpuIdleType::NewlyIdle {
             return;
-        }
-        if idle == CpuIdleType::Idle || idle == CpuIdleType::NotIdle {
-            self.cpus[cpu].nr_balance_failed[li] = 0;
         }
         let w = self.levels[li].span(cpu).cpus.len() as f64;
         let bi = &mut self.cpus[cpu].balance_interval_ms[li];

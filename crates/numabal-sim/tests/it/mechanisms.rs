@@ -331,3 +331,88 @@ fn a_deadlocked_workload_is_reported_not_simulated_for_a_day() {
     let e = numabal_sim::run(&sc).unwrap_err().to_string();
     assert!(e.contains("deadlock") && e.contains("p/a[0]"), "{e}");
 }
+
+#[test]
+fn synchronisation_does_not_depend_on_the_tick() {
+    // 1000 x (0.5 ms compute + 0.5 ms sleep) takes 1 s whatever the tick.
+    let sleepy = "name = \"t\"\n[[process]]\nname = \"p\"\n[[process.group]]\nname = \"g\"\nthreads = 1\niterations = 1000\n\
+        [[process.group.phase]]\nkind = \"compute\"\nseconds = 0.0005\n\
+        [[process.group.phase]]\nkind = \"sleep\"\nseconds = 0.0005\n";
+    // Two threads on different nodes alternate between regions on opposite nodes, with a
+    // barrier after each pass: the barrier releases at the later arrival.
+    let alternating = "name = \"t\"\n[[process]]\nname = \"p\"\n\
+        [[process.region]]\nname = \"x\"\nsize = \"16MiB\"\nmempolicy = \"bind:1\"\n\
+        [[process.region]]\nname = \"y\"\nsize = \"16MiB\"\nmempolicy = \"bind:0\"\n\
+        [[process.group]]\nname = \"g\"\nthreads = 2\nplacement = \"spread\"\niterations = 100\n\
+        [[process.group.phase]]\nkind = \"access\"\nregion = \"x\"\npasses = 1\n[[process.group.phase]]\nkind = \"barrier\"\n\
+        [[process.group.phase]]\nkind = \"access\"\nregion = \"y\"\npasses = 1\n[[process.group.phase]]\nkind = \"barrier\"\n";
+    for (text, policy) in [(sleepy, "none"), (alternating, "bind")] {
+        let rt = |tick: &str| {
+            run_text(
+                text.to_string(),
+                policy,
+                &[tick, "sim.check_invariants=true"],
+            )
+            .metrics
+            .runtime_s
+        };
+        let (coarse, fine) = (rt("sim.tick_ms=20"), rt("sim.tick_ms=0.1"));
+        assert!(
+            (coarse / fine - 1.0).abs() < 0.02,
+            "{policy}: {coarse} s at 20 ms ticks, {fine} s at 0.1 ms"
+        );
+        if policy == "none" {
+            assert!((fine - 1.0).abs() < 0.01, "{fine}");
+        }
+    }
+}
+
+#[test]
+fn many_empty_iterations_are_progress_not_a_hang() {
+    let text = one_proc(
+        "",
+        "size = \"4KiB\"",
+        "[[process.group.phase]]\nkind = \"compute\"\nseconds = 0\n",
+        1,
+    )
+    .replace("threads = 1", "threads = 1\niterations = 2000000");
+    let r = run_text(text, "none", &[]);
+    assert!(r.finished && r.metrics.runtime_s < 0.01);
+}
+
+#[test]
+fn task_interleave_starts_at_the_first_node() {
+    let r = run_text(
+        one_proc(
+            "affinity = \"3\"\nmempolicy = \"interleave:all\"",
+            "size = \"4KiB\"",
+            SWEEP_ONCE,
+            1,
+        ),
+        "none",
+        &[],
+    );
+    assert_eq!(r.processes[0].node_mb, vec![4.0 / 1024.0, 0.0]);
+}
+
+#[test]
+fn random_first_touches_are_accounted_where_they_land() {
+    // A uniform pattern over an untouched region bound to the other node: every byte is remote.
+    let phases = "[[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\npattern = \"uniform\"\nbytes = \"256MiB\"\n";
+    let r = run_text(
+        one_proc(
+            "affinity = \"0\"\nmempolicy = \"bind:1\"",
+            "size = \"32MiB\"",
+            phases,
+            1,
+        ),
+        "none",
+        &[],
+    );
+    assert!(
+        r.metrics.local_access_ratio < 1e-9,
+        "{}",
+        r.metrics.local_access_ratio
+    );
+    assert!(r.processes[0].node_mb[1] > 0.0);
+}
