@@ -441,7 +441,7 @@ impl<'a> Sim<'a> {
                     .threads
                     .iter()
                     .enumerate()
-                    .filter(|(_, th)| th.proc != usize::MAX && th.state != TState::Done)
+                    .filter(|(_, th)| th.state != TState::Done)
                     .map(|(t, th)| {
                         let cpu = self.sched.tasks[t].cpu;
                         ThreadObs {
@@ -633,11 +633,8 @@ impl<'a> Sim<'a> {
         self.actions = out;
 
         // exec balancing from the launcher's CPU decides where the process starts.
-        let probe = self.sched.add_task(allowed.clone(), launcher);
-        let home = self.sched.wake_new(probe, launcher);
-        self.sched.exit(probe, self.now);
+        let home = self.sched.exec_cpu(&allowed, launcher);
         self.procs[pidx].home_cpu = home;
-        self.threads.push(Thread::placeholder()); // keep tid == sched task id
         let ngroups = self.procs[pidx].groups.len();
         for g in 0..ngroups {
             if self.procs[pidx].groups[g].spawned {
@@ -715,10 +712,9 @@ impl<'a> Sim<'a> {
             .and(&p.cpuset_cpus);
         for i in 0..n {
             let tid = self.sched.add_task(base.clone(), creator_cpu) as usize;
-            while self.threads.len() <= tid {
-                self.threads.push(Thread::placeholder());
-            }
-            self.threads[tid] = Thread::new(pidx, g, i, TState::Runnable);
+            // Thread index == scheduler task id.
+            debug_assert_eq!(tid, self.threads.len());
+            self.threads.push(Thread::new(pidx, g, i, TState::Runnable));
             self.procs[pidx].groups[g].threads.push(tid);
             self.procs[pidx].live += 1;
             let info = ThreadInfo {
@@ -1158,10 +1154,18 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Weighted node mix of the pages a random pattern touches, and the weight of the
-    /// not-yet-populated part. Zipf is approximated by one bucket per power of two of the page
-    /// rank, weighted by the integral of `(x+1)^-s` over the bucket.
-    fn random_mix(&self, obj: usize, a: &AccessRt, slice: (u64, u64), mix: &mut [f64]) -> f64 {
+    /// Weighted node mix of the pages `pattern` touches in `slice` (`a` gives the pattern's
+    /// parameters), the weight of its not-yet-populated part, and the number of populated
+    /// pages in the slice. Zipf is approximated by one bucket per power of two of the page rank, weighted
+    /// by the integral of `(x+1)^-s` over the bucket.
+    fn random_mix(
+        &self,
+        obj: usize,
+        pattern: Pattern,
+        a: &AccessRt,
+        slice: (u64, u64),
+        mix: &mut [f64],
+    ) -> (f64, u64) {
         let o = &self.objects[obj];
         let (s, e) = slice;
         let len = (e - s).max(1);
@@ -1169,23 +1173,28 @@ impl<'a> Sim<'a> {
         // Weight given to non-empty ranges, to normalise by (a hot part covering the whole
         // slice leaves the cold weight unused).
         let mut weight = 0.0;
+        let mut populated = 0u64;
         let mut add = |a0: u64, b0: u64, w: f64, mix: &mut [f64]| -> f64 {
-            if b0 <= a0 || w <= 0.0 {
+            if b0 <= a0 {
+                return 0.0;
+            }
+            h.iter_mut().for_each(|x| *x = 0);
+            o.range_hist(a0, b0, &mut h);
+            let pop: u64 = h.iter().sum();
+            // Counted for the whole slice, weighted or not.
+            populated += pop;
+            if w <= 0.0 {
                 return 0.0;
             }
             weight += w;
-            h.iter_mut().for_each(|x| *x = 0);
-            o.range_hist(a0, b0, &mut h);
             let n = (b0 - a0) as f64;
-            let mut pop = 0.0;
             for (i, &x) in h.iter().enumerate() {
                 mix[i] += w * x as f64 / n;
-                pop += x as f64;
             }
-            w * (n - pop) / n
+            w * (n - pop as f64) / n
         };
         mix.iter_mut().for_each(|x| *x = 0.0);
-        let unpop = match a.pattern {
+        let unpop = match pattern {
             Pattern::Uniform | Pattern::Sweep => add(s, e, 1.0, mix),
             Pattern::Hot => {
                 let hot = ((len as f64 * a.hot_fraction).ceil() as u64).clamp(1, len);
@@ -1220,16 +1229,15 @@ impl<'a> Sim<'a> {
         };
         if weight > 0.0 && weight != 1.0 {
             mix.iter_mut().for_each(|x| *x /= weight);
-            return unpop / weight;
+            return (unpop / weight, populated);
         }
-        unpop
+        (unpop, populated)
     }
 
     fn advance(&mut self, t0: u64, t1: u64) -> Result<(), SimError> {
         let dt = (t1 - t0) as f64;
         let ncpu = self.sched.nr_cpus();
         let nn = self.m.nr_nodes();
-        let core = &self.m.spec.core;
         // Running threads and their shares.
         let mut running: Vec<(usize, usize, f64)> = Vec::new();
         for c in 0..ncpu {
@@ -1249,8 +1257,8 @@ impl<'a> Sim<'a> {
         let mut dem_of: Vec<Option<usize>> = vec![None; running.len()];
         let mut smt_info: Vec<(f64, f64, f64)> = Vec::with_capacity(running.len());
         for (ri, &(t, c, share)) in running.iter().enumerate() {
-            let (mem_share, cpu_share, k_s) = self.smt_shares(c);
-            smt_info.push((mem_share, cpu_share, k_s));
+            let smt = self.smt_shares(c);
+            smt_info.push(smt);
             let th = &self.threads[t];
             let PhaseRt::Access(a) =
                 (match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
@@ -1268,21 +1276,14 @@ impl<'a> Sim<'a> {
                 self.slice_of(t, a)
             };
             let obj = self.procs[th.proc].regions[a.region].obj;
-            let unpop = if a.pattern == Pattern::Sweep {
+            let (unpop, _) = if a.pattern == Pattern::Sweep {
+                // The pages just ahead of the sweep, as many as it touched last interval.
                 let window = (th.window_bytes.max(256.0 * 1024.0) / PAGE_BYTES).ceil() as u64;
                 let start = slice.0 + (th.prog.pos / PAGE_BYTES) as u64;
                 let end = (start + window).min(slice.1);
-                self.random_mix(
-                    obj,
-                    &AccessRt {
-                        pattern: Pattern::Uniform,
-                        ..a.clone()
-                    },
-                    (start.min(end), end),
-                    &mut mix,
-                )
+                self.random_mix(obj, Pattern::Uniform, a, (start.min(end), end), &mut mix)
             } else {
-                self.random_mix(obj, a, slice, &mut mix)
+                self.random_mix(obj, a.pattern, a, slice, &mut mix)
             };
             mix[node] += unpop;
             let total: f64 = mix.iter().sum();
@@ -1291,22 +1292,10 @@ impl<'a> Sim<'a> {
             } else {
                 mix[node] = 1.0;
             }
-            let m_eff = a
-                .mlp
-                .unwrap_or(core.outstanding_lines_per_thread)
-                .min(core.outstanding_lines_per_core / k_s);
-            let per_latency = 1.0 / (m_eff * 64.0);
+            // Kernel work owed at the start of the interval is time without memory traffic.
             let debt_frac = (th.debt_ns / (share * dt)).min(1.0);
             dem_of[ri] = Some(demands.len());
-            demands.push(Demand {
-                cpu_node: node,
-                share: share * (1.0 - debt_frac),
-                mix,
-                miss: 1.0 - a.cache_hit,
-                core_ns_per_byte: core.stream_ns_per_byte / mem_share + a.ns_per_byte / cpu_share,
-                per_latency,
-                hit_ns_per_byte: a.cache_hit * self.m.spec.memory.llc_latency_ns * per_latency,
-            });
+            demands.push(self.demand(c, a, smt, share * (1.0 - debt_frac), mix));
         }
         self.cost.solve(&demands);
         // Run every thread for its share of the interval.
@@ -1318,7 +1307,6 @@ impl<'a> Sim<'a> {
             if let Some(di) = dem_of[ri] {
                 self.cost.ns_per_byte(&demands[di], &mut tau);
             }
-            let (mem_share, cpu_share, k_s) = smt_info[ri];
             self.run_thread(
                 t,
                 c,
@@ -1327,7 +1315,7 @@ impl<'a> Sim<'a> {
                 dt,
                 &mut tau,
                 dem_of[ri].is_some(),
-                (mem_share, cpu_share, k_s),
+                smt_info[ri],
             )?;
         }
         // Threads woken or spawned during the interval run the rest of it if their CPU is
@@ -1390,36 +1378,39 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Recompute ns/byte for a thread whose phase changed mid-interval, from the current
-    /// resource delays.
-    #[allow(clippy::too_many_arguments)]
-    fn tau_for(
+    /// What a thread running access phase `a` on CPU `c` asks of the memory system, for
+    /// `share` of the interval over the node `mix`. `smt` is `smt_shares(c)`.
+    fn demand(
         &self,
-        t: usize,
         c: usize,
         a: &AccessRt,
-        mem_share: f64,
-        cpu_share: f64,
-        k_s: f64,
-        tau: &mut [f64],
-    ) {
+        smt: (f64, f64, f64),
+        share: f64,
+        mix: Vec<f64>,
+    ) -> Demand {
         let core = &self.m.spec.core;
-        let _ = t;
+        let (mem_share, cpu_share, k_s) = smt;
         let m_eff = a
             .mlp
             .unwrap_or(core.outstanding_lines_per_thread)
             .min(core.outstanding_lines_per_core / k_s);
         let per_latency = 1.0 / (m_eff * 64.0);
-        let d = Demand {
+        Demand {
             cpu_node: self.m.cpus[c].node,
-            share: 0.0,
-            mix: Vec::new(),
+            share,
+            mix,
             miss: 1.0 - a.cache_hit,
             core_ns_per_byte: core.stream_ns_per_byte / mem_share + a.ns_per_byte / cpu_share,
             per_latency,
             hit_ns_per_byte: a.cache_hit * self.m.spec.memory.llc_latency_ns * per_latency,
-        };
-        self.cost.ns_per_byte(&d, tau);
+        }
+    }
+
+    /// ns/byte per memory node for a thread whose phase changed mid-interval, from the
+    /// delays the interval's solve found.
+    fn tau_for(&self, c: usize, a: &AccessRt, smt: (f64, f64, f64), tau: &mut [f64]) {
+        self.cost
+            .ns_per_byte(&self.demand(c, a, smt, 0.0, Vec::new()), tau);
     }
 
     /// Run thread `t` on CPU `c` for `share * dt` ns of CPU time from `t0`.
@@ -1437,7 +1428,7 @@ impl<'a> Sim<'a> {
         tau_known: bool,
         smt: (f64, f64, f64),
     ) -> Result<(), SimError> {
-        let (mem_share, cpu_share, k_s) = smt;
+        let cpu_share = smt.1;
         let mut budget = share * dt;
         let total = budget;
         let node = self.m.cpus[c].node;
@@ -1508,12 +1499,12 @@ impl<'a> Sim<'a> {
                             }
                         }
                         if !tau_valid {
-                            self.tau_for(t, c, &a, mem_share, cpu_share, k_s, tau);
+                            self.tau_for(c, &a, smt, tau);
                             tau_valid = true;
                         }
                     }
                     if !tau_valid {
-                        self.tau_for(t, c, &a, mem_share, cpu_share, k_s, tau);
+                        self.tau_for(c, &a, smt, tau);
                         tau_valid = true;
                     }
                     let before = budget;
@@ -1737,7 +1728,7 @@ impl<'a> Sim<'a> {
         let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
         let nn = self.m.nr_nodes();
         let mut mix = vec![0.0; nn];
-        let unpop_w = self.random_mix(obj, a, slice, &mut mix);
+        let (unpop_w, populated) = self.random_mix(obj, a.pattern, a, slice, &mut mix);
         // Timing assumes accesses to untouched pages are local (they are first-touched now,
         // usually on this node); where they really went is accounted below.
         let per_byte =
@@ -1762,11 +1753,7 @@ impl<'a> Sim<'a> {
         // First touches: the expected number of untouched pages hit by bytes/64 accesses,
         // populated in address order (hot pages first for zipf/hot).
         let mut placed = vec![0u64; nn];
-        let unpop_pages = (slice.1 - slice.0) - {
-            let mut h = vec![0u64; nn];
-            self.objects[obj].range_hist(slice.0, slice.1, &mut h);
-            h.iter().sum::<u64>()
-        };
+        let unpop_pages = (slice.1 - slice.0) - populated;
         if unpop_pages > 0 && unpop_w > 0.0 {
             let lines = bytes / 64.0;
             let u = unpop_pages as f64;
@@ -1833,11 +1820,12 @@ impl<'a> Sim<'a> {
             return Ok(());
         }
         let live = |s: TState| matches!(s, TState::Runnable | TState::Sleeping);
-        let real = || self.threads.iter().filter(|t| t.proc != usize::MAX);
-        if real().any(|t| live(t.state)) || !real().any(|t| t.state == TState::Blocked) {
+        let ths = &self.threads;
+        if ths.iter().any(|t| live(t.state)) || !ths.iter().any(|t| t.state == TState::Blocked) {
             return Ok(());
         }
-        let blocked: Vec<String> = real()
+        let blocked: Vec<String> = ths
+            .iter()
             .filter(|t| t.state == TState::Blocked)
             .take(4)
             .map(|t| {
@@ -1883,9 +1871,6 @@ impl<'a> Sim<'a> {
         }
         self.sched.check().map_err(SimError::Invariant)?;
         for (t, th) in self.threads.iter().enumerate() {
-            if th.proc == usize::MAX {
-                continue;
-            }
             let on_rq = self.sched.tasks[t].cpu.is_some();
             if on_rq != (th.state == TState::Runnable) {
                 return Err(SimError::Invariant(format!(
@@ -1906,11 +1891,8 @@ impl<'a> Sim<'a> {
 
     /// Build the result.
     pub fn result(&self) -> RunResult {
-        let finished = self
-            .threads
-            .iter()
-            .all(|t| t.proc == usize::MAX || t.state == TState::Done)
-            && self.pending_starts == 0;
+        let finished =
+            self.threads.iter().all(|t| t.state == TState::Done) && self.pending_starts == 0;
         let end = self
             .threads
             .iter()
@@ -1998,11 +1980,5 @@ impl Thread {
             debt_ns: 0.0,
             window_bytes: 0.0,
         }
-    }
-
-    /// Fills the slot of a scheduler task that is not a workload thread (the probe used for
-    /// exec placement), keeping thread index == scheduler task id.
-    fn placeholder() -> Self {
-        Thread::new(usize::MAX, 0, 0, TState::Done)
     }
 }

@@ -710,7 +710,13 @@ impl Sched {
 
     /// `sched_balance_find_dst_cpu` for fork/exec.
     fn find_dst_cpu(&self, tid: u32, start: usize) -> usize {
-        let allowed = self.tasks[tid as usize].allowed.clone();
+        self.exec_cpu(&self.tasks[tid as usize].allowed, start)
+    }
+
+    /// Where fork/exec balancing from `start` would put a task allowed on `allowed`
+    /// (`sched_balance_find_dst_cpu`), without creating one.
+    pub fn exec_cpu(&self, allowed: &Mask, start: usize) -> usize {
+        let allowed = allowed.clone();
         // The highest contiguous level with fork balancing.
         let mut lvl = None;
         for (i, l) in self.levels.iter().enumerate() {
