@@ -38,6 +38,25 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
+/// Run `args` with `--json FILE`, expect success, return (the result, stdout).
+fn run_json(args: &[&str], dir: &Path) -> (serde_json::Value, String) {
+    let json = dir.join("result.json");
+    let out = numabal()
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
+        .expect("valid JSON");
+    (v, String::from_utf8(out.stdout).expect("utf-8"))
+}
+
 const TINY: &str = r#"
 name = "t"
 [topology]
@@ -79,9 +98,8 @@ fn list_names_everything() {
 #[test]
 fn sim_json_has_the_contract_keys() {
     let d = tempfile::tempdir().unwrap();
-    let json = d.path().join("r.json");
-    let out = numabal()
-        .args([
+    let (v, stdout) = run_json(
+        &[
             "sim",
             "--machine",
             "autonuma-2n24",
@@ -91,23 +109,13 @@ fn sim_json_has_the_contract_keys() {
             "bind",
             "--seed",
             "3",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        d.path(),
     );
-    let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
         stdout.contains("Per-node process memory usage (in MBs)"),
         "{stdout}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     for k in [
         "runtime_s",
         "local_access_ratio",
@@ -132,37 +140,16 @@ fn sim_json_has_the_contract_keys() {
 #[test]
 fn set_overrides_a_field() {
     let d = tempfile::tempdir().unwrap();
-    let (a, b) = (d.path().join("a.json"), d.path().join("b.json"));
-    numabal()
-        .args([
-            "sim", "-m", "tiny-2n4", "-w", "numa02", "-p", "bind", "--json",
-        ])
-        .arg(&a)
-        .assert()
-        .success();
-    numabal()
-        .args([
-            "sim",
-            "-m",
-            "tiny-2n4",
-            "-w",
-            "numa02",
-            "-p",
-            "bind",
-            "--set",
-            "machine.memory.controller_gib_s=3",
-            "--json",
-        ])
-        .arg(&b)
-        .assert()
-        .success();
-    let rt = |p: &Path| -> f64 {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-        v["metrics"]["runtime_s"].as_f64().unwrap()
+    let rt = |extra: &[&str]| -> f64 {
+        let mut args = vec!["sim", "-m", "tiny-2n4", "-w", "numa02", "-p", "bind"];
+        args.extend_from_slice(extra);
+        run_json(&args, d.path()).0["metrics"]["runtime_s"]
+            .as_f64()
+            .unwrap()
     };
+    let (a, b) = (rt(&[]), rt(&["--set", "machine.memory.controller_gib_s=3"]));
     assert!(
-        rt(&b) > rt(&a) * 1.2,
+        b > a * 1.2,
         "a slower memory controller makes the run slower"
     );
 }
@@ -170,9 +157,8 @@ fn set_overrides_a_field() {
 #[test]
 fn compare_json_has_stats_per_policy() {
     let d = tempfile::tempdir().unwrap();
-    let json = d.path().join("c.json");
-    numabal()
-        .args([
+    let (v, _) = run_json(
+        &[
             "compare",
             "-m",
             "tiny-2n4",
@@ -182,13 +168,9 @@ fn compare_json_has_stats_per_policy() {
             "none,bind",
             "--seeds",
             "2",
-            "--json",
-        ])
-        .arg(&json)
-        .assert()
-        .success();
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        ],
+        d.path(),
+    );
     for p in ["none", "bind"] {
         for k in ["mean", "cv", "min", "max", "nmmd"] {
             assert!(
@@ -441,21 +423,16 @@ fn scenario_files_name_presets_and_override_them() {
          [machine]\npreset = \"tiny-2n4\"\n[machine.memory]\ncontroller_gib_s = 6.0\n\
          [sim]\ntick_ms = 2\n",
     );
-    let json = d.path().join("r.json");
-    numabal()
-        .args([
+    let (v, _) = run_json(
+        &[
             "sim",
             "--scenario",
             &scen,
             "--set",
             "workload.process.0.group.1.threads=2",
-            "--json",
-        ])
-        .arg(&json)
-        .assert()
-        .success();
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        ],
+        d.path(),
+    );
     assert_eq!(v["scenario"]["seed"], 4);
     assert_eq!(v["scenario"]["policy"], "bind");
     assert_eq!(
@@ -463,13 +440,7 @@ fn scenario_files_name_presets_and_override_them() {
         "main + 2 workers after --set"
     );
     // Command-line names win over the scenario file.
-    numabal()
-        .args(["sim", "--scenario", &scen, "-p", "interleave", "--json"])
-        .arg(&json)
-        .assert()
-        .success();
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (v, _) = run_json(&["sim", "--scenario", &scen, "-p", "interleave"], d.path());
     assert_eq!(v["scenario"]["policy"], "interleave");
     // An unknown key in a scenario file is bad input.
     let bad_scen = write(
@@ -477,16 +448,17 @@ fn scenario_files_name_presets_and_override_them() {
         "b.toml",
         "machine = \"tiny-2n4\"\nworkloads = \"numa02\"\n",
     );
+    let out = d.path().join("bad.json");
     bad(
         &[
             "sim",
             "--scenario",
             &bad_scen,
             "--json",
-            json.with_extension("x").to_str().unwrap(),
+            out.to_str().unwrap(),
         ],
         &["b.toml", "workloads", "allowed: machine, workload"],
-        &json.with_extension("x"),
+        &out,
     );
 }
 
