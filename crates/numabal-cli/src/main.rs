@@ -164,7 +164,7 @@ fn build(s: &ScenarioArgs, policy: Option<String>, seed: Option<u64>) -> Result<
     };
     let sc = Scenario::build(&input, &FsResolver)?;
     // Validate the policy now so a bad tunable fails before any work.
-    numabal_policy::build(&sc.policy)?;
+    numabal_sim::policies::build(&sc.policy)?;
     Ok(sc)
 }
 

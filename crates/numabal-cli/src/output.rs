@@ -31,7 +31,7 @@ pub fn print_list() {
     }
     println!();
     println!("Policies (--policy NAME):");
-    for p in numabal_policy::POLICIES {
+    for p in numabal_sim::policies::all() {
         println!("  {:<22} {}", p.name, p.summary);
     }
 }

@@ -9,11 +9,12 @@
 //!     handle events at t1: process/group start, wakeups, tick (rotation, load balancing)
 //! ```
 
+use crate::autonuma::tunables::{Flavour, Tunables};
 use crate::cost::{CostModel, Demand};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{CHUNK, MemObject, PAGE_BYTES};
 use crate::result::{Metrics, ProcessResult, RunResult, ScenarioSummary};
-use crate::sched::{Cause, NR_CAUSES, Sched};
+use crate::sched::{CanMigrate, Cause, LbCtx, NR_CAUSES, Sched};
 use numabal_model::mempolicy::MemPolicySpec;
 use numabal_model::scenario::Thp;
 use numabal_model::workload::{
@@ -54,6 +55,10 @@ impl From<InputError> for SimError {
     }
 }
 
+mod numab;
+use numab::Numab;
+pub use numab::{NumabStats, TraceEvent};
+
 const NS: f64 = 1e9;
 const STALL_NS: f64 = 1e6;
 /// Remainders of an access phase below this many bytes count as done: floating-point
@@ -69,6 +74,10 @@ struct Region {
     wl_policy: Option<MemPolicy>,
     /// `mbind` ranges set by the policy: (first, end, policy).
     ranges: Vec<(u64, u64, MemPolicy)>,
+    /// A read-only file mapping (NUMA scanning skips it: `shared_ro`).
+    file_ro: bool,
+    /// A `VM_SHARED` mapping (shm).
+    vm_shared: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -164,6 +173,8 @@ struct Prog {
     /// Next page a random pattern first-touches (address order).
     pop_cursor: u64,
     pop_carry: f64,
+    /// Fractional hinting faults carried to the next interval (random patterns).
+    fault_carry: f64,
     slice: (u64, u64),
 }
 
@@ -182,6 +193,8 @@ struct Thread {
     debt_ns: f64,
     /// Bytes accessed in the last interval (sizes the look-ahead of the mix estimate).
     window_bytes: f64,
+    /// CPU time the thread has run (`se.sum_exec_runtime`), ns.
+    sum_exec_ns: f64,
 }
 
 /// Something that happens to a thread inside the current interval, after the pass over the
@@ -251,11 +264,21 @@ pub struct Sim<'a> {
     late: Vec<Late>,
     /// During `advance`: per CPU, the time from which it has nothing to run.
     cpu_free_from: Vec<Option<u64>>,
+    /// The kernel's NUMA balancing model, when the policy is `autonuma`.
+    numab: Option<Numab>,
 }
 
 /// Run a scenario to completion.
 pub fn run(sc: &Scenario) -> Result<RunResult, SimError> {
-    run_with(sc, numabal_policy::build(&sc.policy)?)
+    match crate::policies::build(&sc.policy)? {
+        crate::policies::Built::Core(p) => run_with(sc, p),
+        crate::policies::Built::Kernel(flavour, tun) => {
+            let mut sim = Sim::new(sc, Box::new(numabal_policy::static_policies::NoPolicy));
+            sim.enable_kernel_numa(flavour, tun);
+            sim.run()?;
+            Ok(sim.result())
+        }
+    }
 }
 
 /// Run a scenario under a policy object (for policies not in the registry, e.g. tests).
@@ -328,7 +351,26 @@ impl<'a> Sim<'a> {
             interval_end: None,
             late: Vec::new(),
             cpu_free_from: vec![None; m.nr_cpus()],
+            numab: None,
         }
+    }
+
+    /// Run the kernel's NUMA balancing (`autonuma`, `autonuma-2012`).
+    pub fn enable_kernel_numa(&mut self, flavour: Flavour, tun: Tunables) {
+        let cpu_nodes: Vec<usize> = self.m.nodes_with_cpus().iter().collect();
+        self.numab = Some(Numab::new(flavour, tun, cpu_nodes));
+    }
+
+    /// The load balancer's question: the policy's veto, then NUMA locality.
+    fn can_migrate(&self, ctx: &LbCtx) -> CanMigrate {
+        if self
+            .policy
+            .can_migrate_task(Tid(ctx.tid + 1), ctx.src_node, ctx.dst_node)
+            != MigrateVerdict::Allow
+        {
+            return CanMigrate::No;
+        }
+        self.numab_can_migrate(ctx)
     }
 
     fn thp_for(&self, requested: bool, file: bool) -> bool {
@@ -424,12 +466,13 @@ impl<'a> Sim<'a> {
                 }
             }
             EventKind::Tick => {
+                if self.numab.is_some() {
+                    self.numab_tick();
+                }
                 self.sched.rotate();
-                let policy = &self.policy;
-                let can = |t: u32, a: usize, b: usize| {
-                    policy.can_migrate_task(Tid(t + 1), a, b) == MigrateVerdict::Allow
-                };
-                self.sched.tick_balance(self.now, self.tick_ns, &can);
+                let mut sched = std::mem::take(&mut self.sched);
+                sched.tick_balance(self.now, self.tick_ns, &|c: &LbCtx| self.can_migrate(c));
+                self.sched = sched;
                 if self.check {
                     self.check_invariants()?;
                 }
@@ -504,11 +547,14 @@ impl<'a> Sim<'a> {
                     self.obj_refs[obj] += 1;
                     let shared_policy =
                         resolve_policy(&wl.spec.shared[si].mempolicy, n, self.random_node, &label)?;
+                    let kind = wl.spec.shared[si].kind;
                     regions.push(Region {
                         obj,
                         pages: self.objects[obj].pages,
                         wl_policy: wl_policy.or(shared_policy),
                         ranges: Vec::new(),
+                        file_ro: kind == SharedKind::File,
+                        vm_shared: kind == SharedKind::Shm,
                     });
                 }
                 None => {
@@ -522,6 +568,8 @@ impl<'a> Sim<'a> {
                         pages,
                         wl_policy,
                         ranges: Vec::new(),
+                        file_ro: file,
+                        vm_shared: false,
                     });
                 }
             }
@@ -624,6 +672,9 @@ impl<'a> Sim<'a> {
             bytes_remote: 0.0,
         });
 
+        if self.numab.is_some() {
+            self.numab_new_process(pidx);
+        }
         // Tell the policy.
         let info = self.process_info(pidx, spec);
         let mut out = std::mem::take(&mut self.actions);
@@ -714,7 +765,18 @@ impl<'a> Sim<'a> {
             let tid = self.sched.add_task(base.clone(), creator_cpu) as usize;
             // Thread index == scheduler task id.
             debug_assert_eq!(tid, self.threads.len());
+            // The process's first thread is the new process's task; later ones are its
+            // threads (CLONE_VM), children of the first.
+            let parent = self.procs[pidx]
+                .groups
+                .iter()
+                .flat_map(|g| g.threads.first())
+                .min()
+                .copied();
             self.threads.push(Thread::new(pidx, g, i, TState::Runnable));
+            if self.numab.is_some() {
+                self.numab_new_task(tid, parent);
+            }
             self.procs[pidx].groups[g].threads.push(tid);
             self.procs[pidx].live += 1;
             let info = ThreadInfo {
@@ -840,6 +902,9 @@ impl<'a> Sim<'a> {
     }
 
     fn finish_thread(&mut self, t: usize, at: u64) -> Result<(), SimError> {
+        if self.numab.is_some() {
+            self.numab_task_exit(t);
+        }
         self.threads[t].state = TState::Done;
         self.threads[t].end_ns = Some(at);
         if let Some(c) = self.sched.exit(t as u32, at) {
@@ -1167,8 +1232,6 @@ impl<'a> Sim<'a> {
         mix: &mut [f64],
     ) -> (f64, u64) {
         let o = &self.objects[obj];
-        let (s, e) = slice;
-        let len = (e - s).max(1);
         let mut h = vec![0u64; mix.len()];
         // Weight given to non-empty ranges, to normalise by (a hot part covering the whole
         // slice leaves the cold weight unused).
@@ -1194,39 +1257,10 @@ impl<'a> Sim<'a> {
             w * (n - pop as f64) / n
         };
         mix.iter_mut().for_each(|x| *x = 0.0);
-        let unpop = match pattern {
-            Pattern::Uniform | Pattern::Sweep => add(s, e, 1.0, mix),
-            Pattern::Hot => {
-                let hot = ((len as f64 * a.hot_fraction).ceil() as u64).clamp(1, len);
-                add(s, s + hot, a.hot_weight, mix) + add(s + hot, e, 1.0 - a.hot_weight, mix)
-            }
-            Pattern::Zipf => {
-                // Bucket k covers ranks [2^k - 1, 2^(k+1) - 1); weight ∝ sum of 1/(r+1)^s.
-                let sexp = a.zipf_s;
-                let mut bounds = vec![0u64];
-                while *bounds.last().expect("non-empty") < len {
-                    let b = *bounds.last().expect("non-empty");
-                    bounds.push(((b + 1) * 2 - 1).min(len));
-                }
-                let wsum = |lo: u64, hi: u64| -> f64 {
-                    // ∫ (x+1)^-s dx from lo to hi, a smooth stand-in for the sum.
-                    let f = |x: f64| {
-                        if (sexp - 1.0).abs() < 1e-9 {
-                            (x + 1.0).ln()
-                        } else {
-                            (x + 1.0).powf(1.0 - sexp) / (1.0 - sexp)
-                        }
-                    };
-                    f(hi as f64) - f(lo as f64)
-                };
-                let total = wsum(0, len);
-                let mut unpop = 0.0;
-                for w in bounds.windows(2) {
-                    unpop += add(s + w[0], s + w[1], wsum(w[0], w[1]) / total, mix);
-                }
-                unpop
-            }
-        };
+        let mut unpop = 0.0;
+        for (a0, b0, w) in pattern_ranges_of(pattern, a, slice) {
+            unpop += add(a0, b0, w, mix);
+        }
         if weight > 0.0 && weight != 1.0 {
             mix.iter_mut().for_each(|x| *x /= weight);
             return (unpop / weight, populated);
@@ -1349,15 +1383,13 @@ impl<'a> Sim<'a> {
         self.interval_end = None;
         self.sched.update_load(t1 - t0);
         // CPUs that ran out of work look for more.
-        let policy = &self.policy;
-        let can = |t: u32, a: usize, b: usize| {
-            policy.can_migrate_task(Tid(t + 1), a, b) == MigrateVerdict::Allow
-        };
+        let mut sched = std::mem::take(&mut self.sched);
         for (c, &was_busy) in busy_before.iter().enumerate() {
-            if was_busy && self.sched.rq(c).is_empty() {
-                self.sched.newidle_balance(c, t1, &can);
+            if was_busy && sched.rq(c).is_empty() {
+                sched.newidle_balance(c, t1, &|x: &LbCtx| self.can_migrate(x));
             }
         }
+        self.sched = sched;
         self.count_moves();
         Ok(())
     }
@@ -1455,6 +1487,7 @@ impl<'a> Sim<'a> {
             if debt > 0.0 {
                 let pay = debt.min(budget);
                 self.threads[t].debt_ns -= pay;
+                self.threads[t].sum_exec_ns += pay;
                 budget -= pay;
                 continue;
             }
@@ -1514,6 +1547,7 @@ impl<'a> Sim<'a> {
                         self.random_access(t, node, &a, budget, tau, slot)?
                     };
                     budget -= used;
+                    self.threads[t].sum_exec_ns += used;
                     bytes_this += bytes;
                     if done {
                         self.advance_phase(t);
@@ -1534,10 +1568,12 @@ impl<'a> Sim<'a> {
                     let need = th.prog.left / cpu_share;
                     if need <= budget {
                         budget -= need;
+                        th.sum_exec_ns += need;
                         self.user_ns += need;
                         self.advance_phase(t);
                     } else {
                         th.prog.left -= budget * cpu_share;
+                        th.sum_exec_ns += budget;
                         self.user_ns += budget;
                         budget = 0.0;
                     }
@@ -1660,7 +1696,7 @@ impl<'a> Sim<'a> {
                 continue;
             }
             // Range [page, range_end) with known nodes.
-            let range_end = if full {
+            let mut range_end = if full {
                 chunk_end
             } else {
                 let mut p = page + 1;
@@ -1669,6 +1705,29 @@ impl<'a> Sim<'a> {
                 }
                 p
             };
+            // NUMA hinting: the first access to a PROT_NONE page faults; stop the range
+            // before the next protected page.
+            if o.chunk_prot(c) > 0 {
+                let fault_now = if o.is_huge(c) {
+                    o.is_prot(c * CHUNK)
+                } else {
+                    match o.next_prot(page, range_end) {
+                        Some(q) if q == page => true,
+                        Some(q) => {
+                            range_end = q;
+                            false
+                        }
+                        None => false,
+                    }
+                };
+                if fault_now {
+                    let cpu = self.sched.tasks[t].cpu.unwrap_or(0);
+                    let cost = self.numab_fault(t, cpu, a.region, page);
+                    self.threads[t].debt_ns += cost;
+                    self.sys_ns += cost;
+                    continue;
+                }
+            }
             let mut h = std::mem::take(&mut self.scratch_hist);
             h.iter_mut().for_each(|x| *x = 0);
             self.objects[obj].range_hist(page, range_end, &mut h);
@@ -1783,6 +1842,9 @@ impl<'a> Sim<'a> {
                 }
                 n_new = n_new.saturating_sub(pages);
             }
+        }
+        if self.numab.is_some() && self.objects[obj].prot_in(slice.0, slice.1) > 0 {
+            self.numab_random_faults(t, a, slice, bytes);
         }
         for (n, &f) in mix.iter().enumerate() {
             if f > 0.0 {
@@ -1912,6 +1974,9 @@ impl<'a> Sim<'a> {
         m.user_cpu_s = self.user_ns / NS;
         m.sys_cpu_s = self.sys_ns / NS;
         m.migrate_cpu_s = self.migrate_ns / NS;
+        if let Some(nb) = &self.numab {
+            m.scan_cpu_s = nb.scan_ns / NS;
+        }
         m.accessed_gib = total / (1u64 << 30) as f64;
         m.access_gib_per_s = if m.runtime_s > 0.0 {
             m.accessed_gib / m.runtime_s
@@ -1932,7 +1997,15 @@ impl<'a> Sim<'a> {
                     .clone()
                     .unwrap_or_else(|| self.process_node_mb(i));
                 let tot = p.bytes_local + p.bytes_remote;
+                let mut thread_nodes = vec![0u32; self.m.nr_nodes()];
+                for g in &p.groups {
+                    for &t in &g.threads {
+                        let task = &self.sched.tasks[t];
+                        thread_nodes[self.m.cpus[task.cpu.unwrap_or(task.prev_cpu)].node] += 1;
+                    }
+                }
                 ProcessResult {
+                    thread_nodes,
                     pid: i as u32 + 1,
                     name: p.name.clone(),
                     node_mb,
@@ -1947,7 +2020,10 @@ impl<'a> Sim<'a> {
             scenario: ScenarioSummary {
                 machine: self.m.name().to_string(),
                 workload: self.sc.workload.name().to_string(),
-                policy: self.policy.name().to_string(),
+                policy: match &self.numab {
+                    Some(nb) => nb.flavour.name().to_string(),
+                    None => self.policy.name().to_string(),
+                },
                 seed: self.sc.sim.seed,
                 overrides: self.sc.overrides.clone(),
             },
@@ -1960,6 +2036,7 @@ impl<'a> Sim<'a> {
                 .iter()
                 .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
                 .collect(),
+            numa_balancing: self.numab.as_ref().map(|nb| nb.report()),
         }
     }
 }
@@ -1979,6 +2056,52 @@ impl Thread {
             end_ns: None,
             debt_ns: 0.0,
             window_bytes: 0.0,
+            sum_exec_ns: 0.0,
         }
     }
+}
+
+/// The ranges of `slice` an access pattern touches, each with its share of the accesses.
+/// Zipf is approximated by one range per power of two of the page rank, weighted by the
+/// integral of `(x+1)^-s` over it.
+fn pattern_ranges_of(pattern: Pattern, a: &AccessRt, slice: (u64, u64)) -> Vec<(u64, u64, f64)> {
+    let (s, e) = slice;
+    let len = (e - s).max(1);
+    match pattern {
+        Pattern::Uniform | Pattern::Sweep => vec![(s, e, 1.0)],
+        Pattern::Hot => {
+            let hot = ((len as f64 * a.hot_fraction).ceil() as u64).clamp(1, len);
+            vec![(s, s + hot, a.hot_weight), (s + hot, e, 1.0 - a.hot_weight)]
+        }
+        Pattern::Zipf => {
+            // Range k covers ranks [2^k - 1, 2^(k+1) - 1); weight ∝ sum of 1/(r+1)^s.
+            let sexp = a.zipf_s;
+            let mut bounds = vec![0u64];
+            while *bounds.last().expect("non-empty") < len {
+                let b = *bounds.last().expect("non-empty");
+                bounds.push(((b + 1) * 2 - 1).min(len));
+            }
+            let wsum = |lo: u64, hi: u64| -> f64 {
+                // ∫ (x+1)^-s dx from lo to hi, a smooth stand-in for the sum.
+                let f = |x: f64| {
+                    if (sexp - 1.0).abs() < 1e-9 {
+                        (x + 1.0).ln()
+                    } else {
+                        (x + 1.0).powf(1.0 - sexp) / (1.0 - sexp)
+                    }
+                };
+                f(hi as f64) - f(lo as f64)
+            };
+            let total = wsum(0, len);
+            bounds
+                .windows(2)
+                .map(|w| (s + w[0], s + w[1], wsum(w[0], w[1]) / total))
+                .collect()
+        }
+    }
+}
+
+/// The ranges a random-access phase touches (its own pattern).
+fn pattern_ranges(a: &AccessRt, slice: (u64, u64)) -> Vec<(u64, u64, f64)> {
+    pattern_ranges_of(a.pattern, a, slice)
 }

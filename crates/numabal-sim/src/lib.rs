@@ -13,11 +13,13 @@
 //! function of the scenario (including its seed): no clock, no threads, no hash-map
 //! iteration on any path that reaches the output.
 
+pub mod autonuma;
 pub mod compare;
 pub mod cost;
 pub mod engine;
 pub mod event;
 pub mod memory;
+pub mod policies;
 pub mod result;
 pub mod sched;
 

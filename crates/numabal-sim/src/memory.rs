@@ -12,6 +12,12 @@
 //! ```
 //!
 //! A THP is a chunk whose 512 pages were allocated together on one node (`huge` bit).
+//!
+//! With a NUMA-balancing model, two more per-page arrays are allocated (`enable_hinting`):
+//! a PROT_NONE bit per page ("protected": the next access takes a NUMA hinting fault),
+//! with a per-chunk count so sweeps skip clean chunks, and `last_cpupid` (u32 per page).
+//! A THP keeps both on its first page. They are per mapping object, not per mm: a shm
+//! object mapped by several processes has one set of PTE states (see docs/model-notes.md).
 
 use numabal_model::{HPAGE_PMD_NR, PAGE_SIZE};
 
@@ -36,6 +42,14 @@ pub struct MemObject {
     populated: u64,
     /// Bumped on every change of a page's node (caches key on it).
     pub generation: u64,
+    /// PROT_NONE bit per page (NUMA hinting), empty unless enabled.
+    prot: Vec<u64>,
+    /// Protected entries (pages, or 1 for a THP) per chunk.
+    prot_cnt: Vec<u16>,
+    /// `last_cpupid` per page (`u32::MAX` = unset), empty unless enabled.
+    cpupid: Vec<u32>,
+    /// Fenwick tree over `prot_cnt` (range counts of protected entries).
+    prot_fen: Vec<u64>,
 }
 
 impl MemObject {
@@ -53,6 +67,134 @@ impl MemObject {
             node_pages: vec![0; nr_nodes],
             populated: 0,
             generation: 0,
+            prot: Vec::new(),
+            prot_cnt: Vec::new(),
+            cpupid: Vec::new(),
+            prot_fen: Vec::new(),
+        }
+    }
+
+    /// Allocate the NUMA-hinting state (PROT_NONE bits, `last_cpupid`).
+    pub fn enable_hinting(&mut self) {
+        if self.cpupid.is_empty() {
+            self.prot = vec![0; self.pages.div_ceil(64) as usize];
+            self.prot_cnt = vec![0; self.chunks() as usize];
+            self.cpupid = vec![u32::MAX; self.pages as usize];
+            self.prot_fen = vec![0; self.chunks() as usize + 1];
+        }
+    }
+
+    /// Whether hinting state exists.
+    pub fn hinting(&self) -> bool {
+        !self.cpupid.is_empty()
+    }
+
+    /// Whether `page` (a THP: its chunk's first page) is PROT_NONE.
+    #[inline]
+    pub fn is_prot(&self, page: u64) -> bool {
+        !self.prot.is_empty() && self.prot[(page / 64) as usize] & (1 << (page % 64)) != 0
+    }
+
+    /// Protected entries in chunk `c`.
+    #[inline]
+    pub fn chunk_prot(&self, c: u64) -> u16 {
+        if self.prot_cnt.is_empty() {
+            0
+        } else {
+            self.prot_cnt[c as usize]
+        }
+    }
+
+    /// First protected entry in `[from, to)`.
+    pub fn next_prot(&self, from: u64, to: u64) -> Option<u64> {
+        if self.prot.is_empty() {
+            return None;
+        }
+        let mut p = from;
+        while p < to {
+            let c = p / CHUNK;
+            if self.prot_cnt[c as usize] == 0 {
+                p = (c + 1) * CHUNK;
+                continue;
+            }
+            let w = self.prot[(p / 64) as usize] >> (p % 64);
+            if w != 0 {
+                let q = p + w.trailing_zeros() as u64;
+                return (q < to).then_some(q);
+            }
+            p = (p / 64 + 1) * 64;
+        }
+        None
+    }
+
+    /// Make `page` PROT_NONE; false if it already was.
+    pub fn set_prot(&mut self, page: u64) -> bool {
+        let (w, b) = ((page / 64) as usize, page % 64);
+        if self.prot[w] & (1 << b) != 0 {
+            return false;
+        }
+        self.prot[w] |= 1 << b;
+        self.prot_cnt[(page / CHUNK) as usize] += 1;
+        self.prot_fen_add((page / CHUNK) as usize, 1);
+        true
+    }
+
+    /// Restore `page`'s mapping (the hinting fault's `pte_modify`).
+    pub fn clear_prot(&mut self, page: u64) {
+        let (w, b) = ((page / 64) as usize, page % 64);
+        if self.prot[w] & (1 << b) != 0 {
+            self.prot[w] &= !(1 << b);
+            self.prot_cnt[(page / CHUNK) as usize] -= 1;
+            self.prot_fen_add((page / CHUNK) as usize, -1);
+        }
+    }
+
+    fn prot_fen_add(&mut self, chunk: usize, delta: i64) {
+        let mut i = chunk + 1;
+        while i < self.prot_fen.len() {
+            self.prot_fen[i] = (self.prot_fen[i] as i64 + delta) as u64;
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    fn prot_prefix(&self, chunks: usize) -> u64 {
+        let mut i = chunks;
+        let mut s = 0;
+        while i > 0 {
+            s += self.prot_fen[i];
+            i -= i & i.wrapping_neg();
+        }
+        s
+    }
+
+    /// Protected entries in the chunks that overlap [a, b) (chunk granularity).
+    pub fn prot_in(&self, a: u64, b: u64) -> u64 {
+        if self.prot_fen.is_empty() || a >= b {
+            return 0;
+        }
+        let ca = (a / CHUNK) as usize;
+        let cb = b.div_ceil(CHUNK) as usize;
+        self.prot_prefix(cb) - self.prot_prefix(ca)
+    }
+
+    /// `last_cpupid` of `page` (its THP head for a THP).
+    #[inline]
+    pub fn cpupid(&self, page: u64) -> u32 {
+        self.cpupid[page as usize]
+    }
+
+    /// `folio_xchg_last_cpupid`.
+    pub fn xchg_cpupid(&mut self, page: u64, v: u32) -> u32 {
+        std::mem::replace(&mut self.cpupid[page as usize], v)
+    }
+
+    /// The entry a fault on `page` concerns: the page, or its THP's first page.
+    #[inline]
+    pub fn head(&self, page: u64) -> u64 {
+        if self.huge[(page / CHUNK) as usize] {
+            page / CHUNK * CHUNK
+        } else {
+            page
         }
     }
 
@@ -188,7 +330,11 @@ impl MemObject {
     /// Release every page; returns pages freed per node.
     pub fn release(&mut self) -> Vec<u64> {
         let freed = self.node_pages.clone();
+        let hinting = self.hinting();
         *self = MemObject::new(self.pages, self.thp, self.nr_nodes);
+        if hinting {
+            self.enable_hinting();
+        }
         freed
     }
 
@@ -292,6 +438,27 @@ impl MemObject {
             }
             if self.huge[c as usize] && h.iter().filter(|&&x| x > 0).count() > 1 {
                 return Err(format!("THP chunk {c} is split over several nodes"));
+            }
+            if self.hinting() {
+                let end = c * CHUNK + self.chunk_len(c);
+                let mut bits = 0u64;
+                for p in c * CHUNK..end {
+                    if self.is_prot(p) {
+                        bits += 1;
+                        if self.node[p as usize] == NO_NODE {
+                            return Err(format!("page {p} is PROT_NONE but not populated"));
+                        }
+                        if self.huge[c as usize] && p != c * CHUNK {
+                            return Err(format!("THP chunk {c}: PROT_NONE on a tail page {p}"));
+                        }
+                    }
+                }
+                if bits != self.prot_cnt[c as usize] as u64 {
+                    return Err(format!(
+                        "chunk {c}: {bits} PROT_NONE pages, summary says {}",
+                        self.prot_cnt[c as usize]
+                    ));
+                }
             }
         }
         if node_pages != self.node_pages {

@@ -81,6 +81,8 @@ pub struct ProcessResult {
     pub threads: u32,
     /// Its DRAM traffic that was local.
     pub local_access_ratio: f64,
+    /// Per node: its threads whose last CPU was there (at the end of the run).
+    pub thread_nodes: Vec<u32>,
 }
 
 /// The result of one run.
@@ -100,4 +102,16 @@ pub struct RunResult {
     pub processes: Vec<ProcessResult>,
     /// Per node: memory in use at the end, MiB.
     pub node_used_mb: Vec<f64>,
+    /// The kernel NUMA-balancing model's own counters and event log (kernel models only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_balancing: Option<NumaBalancingReport>,
+}
+
+/// What the kernel model reports beyond `/proc/vmstat`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaBalancingReport {
+    /// Counters (scans, skips by reason, groups, stick events).
+    pub stats: crate::engine::NumabStats,
+    /// Tracepoint-like events (with `policy.trace = true`), at most 100000.
+    pub trace: Vec<crate::engine::TraceEvent>,
 }

@@ -30,10 +30,14 @@ pub enum Cause {
     Policy,
     /// The thread's affinity no longer allowed its CPU.
     Affinity,
+    /// NUMA balancing moved it to its preferred node (`migrate_task_to`).
+    NumaMove,
+    /// NUMA balancing swapped it with a task on another node (`migrate_swap`).
+    NumaSwap,
 }
 
 /// Number of causes.
-pub const NR_CAUSES: usize = 5;
+pub const NR_CAUSES: usize = 7;
 
 impl Cause {
     /// Name used in results.
@@ -44,6 +48,8 @@ impl Cause {
             Cause::Wakeup => "wakeup",
             Cause::Policy => "policy",
             Cause::Affinity => "affinity",
+            Cause::NumaMove => "numa_move",
+            Cause::NumaSwap => "numa_swap",
         }
     }
 
@@ -54,6 +60,8 @@ impl Cause {
         Cause::Wakeup,
         Cause::Policy,
         Cause::Affinity,
+        Cause::NumaMove,
+        Cause::NumaSwap,
     ];
 }
 
@@ -120,7 +128,46 @@ pub struct Task {
     recent_used_cpu: Option<usize>,
     /// Exists (has been created and not exited).
     pub alive: bool,
+    /// `numa_preferred_nid`, set by a NUMA-balancing model (`sched_setnuma`); feeds the
+    /// runqueues' `nr_numa_running`/`nr_preferred_running` and the `fbq_type` filter.
+    pub numa_preferred_nid: Option<usize>,
 }
+
+/// `can_migrate_task`'s answer for a load-balancer move across nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CanMigrate {
+    /// Move it.
+    Yes,
+    /// Cache-hot in the NUMA sense (`migrate_degrades_locality` > 0): only after
+    /// `cache_nice_tries` failed balancing attempts.
+    Hot,
+    /// Never (a placement policy's veto).
+    No,
+}
+
+/// What `can_migrate_task` is asked about.
+#[derive(Debug, Clone, Copy)]
+pub struct LbCtx {
+    /// The task.
+    pub tid: u32,
+    /// Source CPU and node.
+    pub src_cpu: usize,
+    /// Source node.
+    pub src_node: usize,
+    /// Destination node.
+    pub dst_node: usize,
+    /// Source runqueue's `nr_running`.
+    pub src_nr_running: usize,
+    /// Source runqueue's `nr_preferred_running`.
+    pub src_nr_preferred_running: usize,
+    /// The balancing CPU is idle (`CPU_IDLE`, not newly idle).
+    pub dst_idle: bool,
+    /// Active balancing (`LBF_ACTIVE_LB`: locality is not considered).
+    pub active: bool,
+}
+
+/// The load balancer's question to the engine (policy veto, NUMA locality).
+pub type CanMove<'a> = &'a dyn Fn(&LbCtx) -> CanMigrate;
 
 /// Per-CPU state.
 #[derive(Debug, Clone)]
@@ -158,6 +205,14 @@ enum StatsMode {
     Local,
     /// `update_sg_lb_stats` of another group; `dst_idle` is the balancing CPU's state.
     Remote { dst_idle: bool },
+}
+
+/// `enum fbq_type`, in the kernel's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Fbq {
+    Regular,
+    Remote,
+    All,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,7 +255,7 @@ const PELT_HALFLIFE_NS: f64 = 32e6;
 const NUMA_IMBALANCE_MIN: u64 = 2;
 
 /// The scheduler.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Sched {
     levels: Vec<Level>,
     cpus: Vec<Cpu>,
@@ -439,6 +494,7 @@ impl Sched {
             runnable: CAPACITY,
             recent_used_cpu: None,
             alive: true,
+            numa_preferred_nid: None,
         });
         (self.tasks.len() - 1) as u32
     }
@@ -466,11 +522,13 @@ impl Sched {
             .count()
     }
 
-    fn is_idle(&self, cpu: usize) -> bool {
+    /// No runnable task on `cpu`.
+    pub fn is_idle(&self, cpu: usize) -> bool {
         self.cpus[cpu].tasks.is_empty()
     }
 
-    fn cpu_load(&self, cpu: usize) -> f64 {
+    /// Sum of the runnable tasks' load (nice 0: their runnable averages).
+    pub fn cpu_load(&self, cpu: usize) -> f64 {
         self.cpus[cpu]
             .tasks
             .iter()
@@ -478,7 +536,8 @@ impl Sched {
             .sum()
     }
 
-    fn cpu_util(&self, cpu: usize) -> f64 {
+    /// `cpu_util_cfs`: the tasks' utilisation, capped at the capacity.
+    pub fn cpu_util(&self, cpu: usize) -> f64 {
         self.cpus[cpu]
             .tasks
             .iter()
@@ -518,7 +577,8 @@ impl Sched {
         c
     }
 
-    fn migrate(&mut self, tid: u32, from: usize, to: usize, cause: Cause, now: u64) {
+    /// Move a runnable task between runqueues.
+    pub fn migrate(&mut self, tid: u32, from: usize, to: usize, cause: Cause, now: u64) {
         let rq = &mut self.cpus[from].tasks;
         if let Some(i) = rq.iter().position(|&t| t == tid) {
             rq.remove(i);
@@ -936,12 +996,7 @@ impl Sched {
     // ----- load balancing ----------------------------------------------------------
 
     /// Periodic balancing at a tick: every CPU whose interval expired balances.
-    pub fn tick_balance(
-        &mut self,
-        now: u64,
-        tick_ns: u64,
-        can_move: &dyn Fn(u32, usize, usize) -> bool,
-    ) {
+    pub fn tick_balance(&mut self, now: u64, tick_ns: u64, can_move: CanMove<'_>) {
         let jiffy_ms = tick_ns as f64 / 1e6;
         for cpu in 0..self.cpus.len() {
             let mut idle = if self.is_idle(cpu) {
@@ -982,12 +1037,7 @@ impl Sched {
     }
 
     /// Newly-idle balancing of a CPU that just ran out of work.
-    pub fn newidle_balance(
-        &mut self,
-        cpu: usize,
-        now: u64,
-        can_move: &dyn Fn(u32, usize, usize) -> bool,
-    ) {
+    pub fn newidle_balance(&mut self, cpu: usize, now: u64, can_move: CanMove<'_>) {
         if !self.is_idle(cpu) || !self.rd_overloaded() {
             return;
         }
@@ -1006,7 +1056,7 @@ impl Sched {
         li: usize,
         idle: CpuIdleType,
         now: u64,
-        can_move: &dyn Fn(u32, usize, usize) -> bool,
+        can_move: CanMove<'_>,
     ) -> (usize, bool) {
         let level = &self.levels[li];
         let span = level.span(cpu).clone();
@@ -1200,12 +1250,29 @@ impl Sched {
 
         // sched_balance_find_src_rq
         let bg = &groups[bgi];
+        // fbq_type: on NUMA levels, runqueues whose tasks are better placed than the
+        // busiest group's are passed over, so well-placed NUMA tasks are pulled last.
+        let fbq_type = if numa {
+            let (nr, numa_nr, pref) = bg.cpus.iter().fold((0, 0, 0), |acc, &c| {
+                let (a, b, p) = self.fbq_counts(c);
+                (acc.0 + a, acc.1 + b, acc.2 + p)
+            });
+            Self::fbq_classify(nr, numa_nr, pref)
+        } else {
+            Fbq::All
+        };
         let mut src: Option<usize> = None;
         let mut best = (0.0f64, 0usize);
         for &c in &bg.cpus {
             let nr = self.cpus[c].tasks.len();
             if nr == 0 {
                 continue;
+            }
+            if numa {
+                let (a, b, p) = self.fbq_counts(c);
+                if Self::fbq_classify(a, b, p) > fbq_type {
+                    continue;
+                }
             }
             let better = match mtype {
                 Migration::Task => nr as f64 > best.0,
@@ -1244,10 +1311,13 @@ impl Sched {
             if !self.tasks[t as usize].allowed.contains(cpu) {
                 continue;
             }
-            if self.cpu_node[src] != self.cpu_node[cpu]
-                && !can_move(t, self.cpu_node[src], self.cpu_node[cpu])
-            {
-                continue;
+            if self.cpu_node[src] != self.cpu_node[cpu] {
+                let ctx = self.lb_ctx(t, src, cpu, idle == CpuIdleType::Idle, false);
+                match can_move(&ctx) {
+                    CanMigrate::Yes => {}
+                    CanMigrate::Hot if failed > cache_nice_tries => {}
+                    CanMigrate::Hot | CanMigrate::No => continue,
+                }
             }
             let amount = match mtype {
                 Migration::Task => 1.0,
@@ -1277,7 +1347,7 @@ impl Sched {
             {
                 let allowed = self.tasks[cur as usize].allowed.contains(cpu)
                     && (self.cpu_node[src] == self.cpu_node[cpu]
-                        || can_move(cur, self.cpu_node[src], self.cpu_node[cpu]));
+                        || can_move(&self.lb_ctx(cur, src, cpu, true, true)) != CanMigrate::No);
                 if allowed {
                     self.migrate(cur, src, cpu, Cause::ActiveBalance, now);
                     self.cpus[cpu].nr_balance_failed[li] = 0;
@@ -1290,6 +1360,47 @@ impl Sched {
         // An imbalance was found: back to the shortest interval.
         self.cpus[cpu].balance_interval_ms[li] = self.levels[li].span(cpu).cpus.len() as f64;
         (moved, true)
+    }
+
+    /// (`nr_running`, `nr_numa_running`, `nr_preferred_running`) of a runqueue.
+    pub fn fbq_counts(&self, cpu: usize) -> (usize, usize, usize) {
+        let node = self.cpu_node[cpu];
+        let mut numa = 0;
+        let mut pref = 0;
+        for &t in &self.cpus[cpu].tasks {
+            if let Some(p) = self.tasks[t as usize].numa_preferred_nid {
+                numa += 1;
+                if p == node {
+                    pref += 1;
+                }
+            }
+        }
+        (self.cpus[cpu].tasks.len(), numa, pref)
+    }
+
+    /// `fbq_classify_group` / `fbq_classify_rq`.
+    fn fbq_classify(nr: usize, numa: usize, preferred: usize) -> Fbq {
+        if nr > numa {
+            Fbq::Regular
+        } else if nr > preferred {
+            Fbq::Remote
+        } else {
+            Fbq::All
+        }
+    }
+
+    fn lb_ctx(&self, tid: u32, src: usize, dst: usize, dst_idle: bool, active: bool) -> LbCtx {
+        let (nr, _, pref) = self.fbq_counts(src);
+        LbCtx {
+            tid,
+            src_cpu: src,
+            src_node: self.cpu_node[src],
+            dst_node: self.cpu_node[dst],
+            src_nr_running: nr,
+            src_nr_preferred_running: pref,
+            dst_idle,
+            active,
+        }
     }
 
     /// `out_balanced`: reset the failure count; periodic passes also back off the interval
@@ -1356,8 +1467,8 @@ mod tests {
         .unwrap()
     }
 
-    fn allow_all(_: u32, _: usize, _: usize) -> bool {
-        true
+    fn allow_all(_: &LbCtx) -> CanMigrate {
+        CanMigrate::Yes
     }
 
     #[test]
@@ -1441,7 +1552,13 @@ mod tests {
                 s.migrate(t, from, 0, Cause::Policy, 0);
             }
         }
-        let deny = |_: u32, a: usize, b: usize| a == b;
+        let deny = |c: &LbCtx| {
+            if c.src_node == c.dst_node {
+                CanMigrate::Yes
+            } else {
+                CanMigrate::No
+            }
+        };
         let tick = 4_000_000;
         for k in 1..500u64 {
             s.update_load(tick);

@@ -9,6 +9,7 @@ fn same_seed_same_bytes() {
         ("numa02", "none"),
         ("numa02_smt", "interleave"),
         ("numa01_numa02", "bind"),
+        ("numa02", "autonuma"),
     ] {
         let sc = scenario("autonuma-2n24", w, p, 7);
         let a = serde_json::to_string(&run(&sc)).unwrap();

@@ -168,17 +168,22 @@ proptest! {
     #[test]
     fn invariants_hold(
         procs in proptest::collection::vec(process(), 1..3),
-        policy in 0usize..4,
+        policy in 0usize..5,
         seed in 0u64..1000,
         tick in 0usize..3,
         thp in 0usize..3,
     ) {
         let text = workload_toml(&procs);
         let r = Inline(vec![("prop", text.clone())]);
-        let policy = ["none", "bind", "reverse-bind", "interleave"][policy];
+        let policy = ["none", "bind", "reverse-bind", "interleave", "autonuma"][policy];
         let tick = ["sim.tick_ms=1", "sim.tick_ms=4", "sim.tick_ms=10"][tick];
         let thp = ["sim.transparent_hugepage=\"never\"", "sim.transparent_hugepage=\"madvise\"", "sim.transparent_hugepage=\"always\""][thp];
-        let sc = scenario_with(&r, "tiny-2n4", "prop", policy, seed, &["sim.check_invariants=true", tick, thp, "sim.max_time_s=600"]);
+        let mut sets = vec!["sim.check_invariants=true", tick, thp, "sim.max_time_s=600"];
+        if policy == "autonuma" {
+            // Scan early and in small windows so short runs exercise scanning and faults.
+            sets.extend(["policy.scan_delay_ms=20", "policy.scan_size_mb=8", "policy.scan_period_min_ms=40"]);
+        }
+        let sc = scenario_with(&r, "tiny-2n4", "prop", policy, seed, &sets);
         let res = numabal_sim::run(&sc);
         let res = match res {
             Ok(res) => res,

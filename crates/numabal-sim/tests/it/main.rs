@@ -1,5 +1,6 @@
 //! Integration tests of the simulator, one binary with a module per behaviour.
 
+mod autonuma;
 mod calibration;
 mod determinism;
 mod invariants;

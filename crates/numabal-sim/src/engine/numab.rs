@@ -1,0 +1,1416 @@
+//! The kernel's automatic NUMA balancing driven by the engine (Linux 6.x, `autonuma`):
+//! scan trigger and `task_numa_work`, `change_prot_numa`, the hinting fault
+//! (`do_numa_page`, `numa_migrate_check`, `mpol_misplaced`), `task_numa_fault`,
+//! `task_numa_group`, `task_numa_placement`, `task_numa_migrate` and the load balancer's
+//! `migrate_degrades_locality`. Pure arithmetic lives in `crate::autonuma`; this module
+//! holds the state and walks the engine's memory, threads and runqueues. Every
+//! simplification is listed in docs/model-notes.md ("Kernel NUMA balancing").
+
+use super::{NS, Sim, TState};
+use crate::autonuma::filter::{CpuPid, FilterInput, GroupFaults, should_migrate};
+use crate::autonuma::period::{
+    GroupShare, PeriodUpdate, task_scan_max, task_scan_min, task_scan_start,
+    update_task_scan_period,
+};
+use crate::autonuma::task::{
+    Faults, GroupDecision, LOAD_AVG_MAX, NUMA_CPUBUF, NUMA_MEMBUF, NumaGroup, fold_faults,
+    group_decision, group_weight, task_weight,
+};
+use crate::autonuma::tunables::{Flavour, Tunables};
+use crate::autonuma::vma::{SkipReason, VmaNumab};
+use crate::memory::CHUNK;
+use crate::sched::{CanMigrate, Cause, LbCtx};
+use numabal_model::MemPolicy;
+use serde::{Deserialize, Serialize};
+
+const MS: u64 = 1_000_000;
+/// `SMALLIMP`: smallest improvement worth a swap.
+const SMALLIMP: i64 = 30;
+/// `NUMA_IMBALANCE_MIN`.
+const NUMA_IMBALANCE_MIN: i64 = 2;
+
+/// TNF flags (include/linux/sched/numa_balancing.h).
+pub(crate) const TNF_MIGRATED: u32 = 0x01;
+pub(crate) const TNF_NO_GROUP: u32 = 0x02;
+pub(crate) const TNF_SHARED: u32 = 0x04;
+pub(crate) const TNF_FAULT_LOCAL: u32 = 0x08;
+pub(crate) const TNF_MIGRATE_FAIL: u32 = 0x10;
+
+/// Per-task state (`task_struct` NUMA fields).
+#[derive(Debug, Clone)]
+pub(crate) struct TaskNuma {
+    pub scan_period: u64,
+    pub scan_period_max: u64,
+    pub scan_seq: u64,
+    /// ns of the task's own CPU time.
+    pub node_stamp: u64,
+    pub preferred: Option<usize>,
+    /// ns (wall).
+    pub migrate_retry: u64,
+    pub faults: Option<Faults>,
+    pub total_faults: u64,
+    pub locality: [u64; 3],
+    pub pages_migrated: u64,
+    pub last_placement_ns: u64,
+    pub last_sum_exec: u64,
+    pub group: Option<usize>,
+}
+
+/// Per-mm state.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MmNuma {
+    /// ns; 0 = not set yet.
+    pub next_scan: u64,
+    /// (region, page): where the next window starts.
+    pub scan_offset: (usize, u64),
+    pub scan_seq: u64,
+    pub vmas: Vec<Option<VmaNumab>>,
+    /// scan_window: per region, lowest/highest faulting page in the current and the
+    /// previous pass.
+    pub win_cur: Vec<Option<(u64, u64)>>,
+    pub win_prev: Vec<Option<(u64, u64)>>,
+}
+
+/// Counters of the kernel model beyond `/proc/vmstat`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NumabStats {
+    /// `task_numa_work` invocations that scanned.
+    pub scans: u64,
+    /// `task_numa_work` returns at the cpuset single-node check (`sched_skip_cpuset_numa`).
+    pub cpuset_skips: u64,
+    /// VMAs skipped, by `sched_skip_vma_numa` reason.
+    pub vma_skips: std::collections::BTreeMap<String, u64>,
+    /// `sched_stick_numa`: no better CPU found or the move failed.
+    pub numa_stick: u64,
+    /// numa_groups formed.
+    pub numa_groups_created: u64,
+    /// Task joins into another group.
+    pub numa_group_joins: u64,
+    /// Hinting faults that counted as private / shared (pages).
+    pub fault_pages_private: u64,
+    /// Shared fault pages.
+    pub fault_pages_shared: u64,
+}
+
+/// One tracepoint-like event.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TraceEvent {
+    /// Simulated ns.
+    pub t_ns: u64,
+    /// `sched_move_numa`, `sched_swap_numa`, `sched_stick_numa`, `sched_skip_vma_numa`,
+    /// `sched_skip_cpuset_numa`.
+    pub event: String,
+    /// Task (tid) and process (pid).
+    pub tid: u32,
+    /// Process.
+    pub pid: u32,
+    /// Free-form details in the tracepoint's field names.
+    pub detail: String,
+}
+
+/// The kernel model's state.
+pub(crate) struct Numab {
+    pub flavour: Flavour,
+    pub tun: Tunables,
+    pub tasks: Vec<TaskNuma>,
+    pub mms: Vec<MmNuma>,
+    pub groups: Vec<NumaGroup>,
+    pub cpu_nodes: Vec<usize>,
+    pub stats: NumabStats,
+    pub trace: Vec<TraceEvent>,
+    pub scan_ns: f64,
+}
+
+/// Trace records kept at most (the log is for inspection, not bulk analysis).
+const TRACE_MAX: usize = 100_000;
+
+impl Numab {
+    pub fn new(flavour: Flavour, tun: Tunables, cpu_nodes: Vec<usize>) -> Numab {
+        Numab {
+            flavour,
+            tun,
+            tasks: Vec::new(),
+            mms: Vec::new(),
+            groups: Vec::new(),
+            cpu_nodes,
+            stats: NumabStats::default(),
+            trace: Vec::new(),
+            scan_ns: 0.0,
+        }
+    }
+
+    fn trace(&mut self, t_ns: u64, event: &str, tid: usize, pid: usize, detail: String) {
+        if self.tun.trace && self.trace.len() < TRACE_MAX {
+            self.trace.push(TraceEvent {
+                t_ns,
+                event: event.to_string(),
+                tid: tid as u32 + 1,
+                pid: pid as u32 + 1,
+                detail,
+            });
+        }
+    }
+
+    pub fn report(&self) -> crate::result::NumaBalancingReport {
+        crate::result::NumaBalancingReport {
+            stats: self.stats.clone(),
+            trace: self.trace.clone(),
+        }
+    }
+
+    /// Count and trace a `sched_skip_vma_numa` event.
+    fn skip_vma(&mut self, now: u64, t: usize, pidx: usize, r: SkipReason) {
+        *self
+            .stats
+            .vma_skips
+            .entry(r.name().to_string())
+            .or_insert(0) += 1;
+        self.trace(
+            now,
+            "sched_skip_vma_numa",
+            t,
+            pidx,
+            format!("reason={}", r.name()),
+        );
+    }
+
+    fn group_share(&self, g: Option<usize>, nn: usize) -> Option<GroupShare> {
+        g.map(|g| {
+            let ng = &self.groups[g];
+            let (shared, private) = ng.shared_private(nn);
+            GroupShare {
+                refcount: ng.nr_tasks,
+                shared,
+                private,
+            }
+        })
+    }
+}
+
+impl Sim<'_> {
+    fn nb(&mut self) -> &mut Numab {
+        self.numab.as_mut().expect("kernel NUMA model")
+    }
+
+    /// `get_mm_rss`: resident pages of a process's mappings.
+    fn mm_rss(&self, pidx: usize) -> u64 {
+        self.procs[pidx]
+            .regions
+            .iter()
+            .map(|r| self.objects[r.obj].populated())
+            .sum()
+    }
+
+    /// `init_numa_balancing` for a new process (`mm_users == 1`).
+    pub(super) fn numab_new_process(&mut self, pidx: usize) {
+        let now = self.now;
+        let nregions = self.procs[pidx].regions.len();
+        let objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
+        for o in objs {
+            self.objects[o].enable_hinting();
+        }
+        let nb = self.nb();
+        let delay = nb.tun.scan_delay_ms * MS;
+        while nb.mms.len() <= pidx {
+            nb.mms.push(MmNuma::default());
+        }
+        nb.mms[pidx] = MmNuma {
+            next_scan: now + delay,
+            scan_offset: (0, 0),
+            scan_seq: 0,
+            vmas: vec![None; nregions],
+            win_cur: vec![None; nregions],
+            win_prev: vec![None; nregions],
+        };
+    }
+
+    /// `init_numa_balancing` for a new task. The first thread of a process is the new
+    /// process's task; later ones are threads of a parent (`parent`) and inherit its
+    /// preferred node, with the staggered first trigger.
+    pub(super) fn numab_new_task(&mut self, t: usize, parent: Option<usize>) {
+        let tick = self.tick_ns;
+        let pidx = self.threads[t].proc;
+        let nb = self.nb();
+        let delay = nb.tun.scan_delay_ms;
+        let (stamp, preferred) = match parent {
+            None => (0, None),
+            // min(task_scan_max(parent) [ms], period * mm_users * NSEC_PER_MSEC) + 2 ticks:
+            // the kernel compares a millisecond value with nanoseconds, so the first
+            // operand wins and the stagger is ~2 ticks plus a few tens of microseconds.
+            Some(p) => {
+                let pt = &nb.tasks[p];
+                (pt.scan_period_max.max(1) + 2 * tick, pt.preferred)
+            }
+        };
+        let tn = TaskNuma {
+            scan_period: delay,
+            scan_period_max: 0,
+            scan_seq: nb.mms.get(pidx).map_or(0, |m| m.scan_seq),
+            node_stamp: stamp,
+            preferred,
+            migrate_retry: 0,
+            faults: None,
+            total_faults: 0,
+            locality: [0; 3],
+            pages_migrated: 0,
+            last_placement_ns: 0,
+            last_sum_exec: 0,
+            group: None,
+        };
+        let nb = self.nb();
+        debug_assert_eq!(nb.tasks.len(), t);
+        nb.tasks.push(tn);
+        self.sched.tasks[t].numa_preferred_nid = preferred;
+    }
+
+    /// `task_numa_free` at exit: leave the group.
+    pub(super) fn numab_task_exit(&mut self, t: usize) {
+        let nn = self.m.nr_nodes();
+        let nb = self.nb();
+        let tk = &mut nb.tasks[t];
+        if let (Some(g), Some(f)) = (tk.group.take(), tk.faults.as_ref()) {
+            let total = tk.total_faults;
+            let f = f.clone();
+            let ng = &mut nb.groups[g];
+            ng.transfer(&f, total, nn, false);
+            ng.nr_tasks -= 1;
+        }
+    }
+
+    /// `task_tick_numa` for every running task (processor sharing: all of them run).
+    pub(super) fn numab_tick(&mut self) {
+        if self
+            .numab
+            .as_ref()
+            .is_none_or(|n| n.flavour != Flavour::Linux6)
+        {
+            return;
+        }
+        // CPUs' ticks are not synchronised: which thread of an mm reaches
+        // `numa_next_scan` first varies, so the walk starts at a random thread.
+        let n = self.threads.len();
+        if n == 0 {
+            return;
+        }
+        let first = {
+            use rand::RngExt;
+            self.rng.random_range(0..n)
+        };
+        for k in 0..n {
+            let t = (first + k) % n;
+            if self.threads[t].state != TState::Runnable || self.sched.tasks[t].cpu.is_none() {
+                continue;
+            }
+            let now_exec = self.threads[t].sum_exec_ns as u64;
+            let now = self.now;
+            let pidx = self.threads[t].proc;
+            let rss = self.mm_rss(pidx);
+            let nn = self.m.nr_nodes();
+            let nb = self.nb();
+            let tk = &nb.tasks[t];
+            let period = tk.scan_period * MS;
+            if now_exec <= tk.node_stamp + period {
+                continue;
+            }
+            let gs = nb.group_share(tk.group, nn);
+            let tun = nb.tun.clone();
+            let tk = &mut nb.tasks[t];
+            if tk.node_stamp == 0 {
+                tk.scan_period = task_scan_start(rss, &tun, gs);
+            }
+            tk.node_stamp += period;
+            if now >= nb.mms[pidx].next_scan {
+                let cost = self.task_numa_work(t);
+                if cost > 0.0 {
+                    self.threads[t].debt_ns += cost;
+                    self.sys_ns += cost;
+                    if cost > super::STALL_NS {
+                        self.m_.stall_events_over_1ms += 1;
+                    }
+                    let nb = self.nb();
+                    nb.scan_ns += cost;
+                    // Overhead cap: run 32x the scan's time before the next trigger.
+                    nb.tasks[t].node_stamp += 32 * cost as u64;
+                }
+            }
+        }
+    }
+
+    /// Whether the VMA `ri` of process `pidx` may be scanned for task `t`, or why not.
+    fn vma_unsuitable(&self, t: usize, ri: usize) -> Option<SkipReason> {
+        let p = &self.procs[self.threads[t].proc];
+        let r = &p.regions[ri];
+        if r.file_ro {
+            return Some(SkipReason::SharedRo);
+        }
+        // vma_policy_mof: a VMA policy, or else the task's policy, must have MPOL_F_MOF;
+        // only the default (local preferred) policy has it.
+        if !r.ranges.is_empty() || r.wl_policy.is_some() {
+            return Some(SkipReason::Unsuitable);
+        }
+        if self.task_policy(t).is_some_and(|p| p != MemPolicy::Default) {
+            return Some(SkipReason::Unsuitable);
+        }
+        None
+    }
+
+    /// The task's own memory policy (thread, process, current phase, workload).
+    fn task_policy(&self, t: usize) -> Option<MemPolicy> {
+        let th = &self.threads[t];
+        let p = &self.procs[th.proc];
+        let phase = match p.groups[th.group].phases.get(th.phase) {
+            Some(super::PhaseRt::Access(a)) => a.mempolicy.clone(),
+            _ => None,
+        };
+        th.policy_thread
+            .clone()
+            .or_else(|| p.policy_proc.clone())
+            .or(phase)
+            .or_else(|| p.wl_policy.clone())
+    }
+
+    /// `task_numa_work`: returns the CPU ns the scan took.
+    fn task_numa_work(&mut self, t: usize) -> f64 {
+        let now = self.now;
+        let pidx = self.threads[t].proc;
+        let pid = t as u32 + 1;
+        // Seed 000 (v6.16+): nothing can migrate when the cpuset allows one memory node.
+        let single_mem = self.procs[pidx].cpuset_mems.count() == 1;
+        let tick = self.tick_ns;
+        let nthreads = self.procs[pidx].live as u64;
+        let nb = self.nb();
+        if nb.tun.cpuset_skip && single_mem {
+            nb.stats.cpuset_skips += 1;
+            nb.trace(now, "sched_skip_cpuset_numa", t, pidx, String::new());
+            return 0.0;
+        }
+        let delay = nb.tun.scan_delay_ms * MS;
+        let mm = &mut nb.mms[pidx];
+        if mm.next_scan == 0 {
+            mm.next_scan = now + delay;
+        }
+        if now < mm.next_scan {
+            return 0.0;
+        }
+        let period = nb.tasks[t].scan_period;
+        nb.mms[pidx].next_scan = now + period * MS;
+        nb.tasks[t].node_stamp += 2 * tick;
+        nb.stats.scans += 1;
+        let mut pages = nb.tun.scan_pages() as i64;
+        let mut virtpages = pages * 8;
+        let pid_filter = nb.tun.vma_pid_filter;
+        let scan_window = nb.tun.scan_window;
+
+        let nregions = self.procs[pidx].regions.len();
+        let single_thread = self.procs[pidx].live == 1;
+        let cpu_node = self.sched.tasks[t].cpu.map_or(0, |c| self.m.cpus[c].node);
+        let k = &self.m.spec.costs;
+        let (pte_ns, tlb_ns) = (k.pte_update_ns, k.tlb_shootdown_ns);
+        let mut cost = 0.0;
+        let mut forced = false;
+        let mut pids_skipped = false;
+        // If nothing is at or after the offset, wrap first.
+        {
+            let mm = &mut self.nb().mms[pidx];
+            if mm.scan_offset.0 >= nregions {
+                Self::reset_scan(mm);
+            }
+        }
+        'retry: loop {
+            let (mut ri, mut off) = self.nb().mms[pidx].scan_offset;
+            while ri < nregions {
+                let rpages = self.procs[pidx].regions[ri].pages;
+                if off >= rpages {
+                    ri += 1;
+                    off = 0;
+                    continue;
+                }
+                let mut skip = self.vma_unsuitable(t, ri);
+                let nb = self.nb();
+                let mm = &mut nb.mms[pidx];
+                let seq = mm.scan_seq;
+                let offset_inside = mm.scan_offset.0 == ri && mm.scan_offset.1 > 0;
+                if skip.is_none() {
+                    // numab_state is allocated on first sight, after the checks above.
+                    let v = mm.vmas[ri].get_or_insert_with(|| VmaNumab::new(now, seq, delay));
+                    if seq != 0 && now < v.next_scan {
+                        skip = Some(SkipReason::ScanDelay);
+                    } else {
+                        v.maybe_rotate(now, seq, delay);
+                        if v.prev_scan_seq == seq as i64 {
+                            mm.scan_offset = (ri + 1, 0);
+                            skip = Some(SkipReason::SeqCompleted);
+                        } else if pid_filter && !forced {
+                            let (acc, info) = v.is_accessed(seq, pid, offset_inside, nthreads);
+                            if !acc {
+                                pids_skipped = true;
+                                skip = Some(SkipReason::PidInactive);
+                            } else if let Some(i) = info {
+                                nb.skip_vma(now, t, pidx, i);
+                            }
+                        }
+                    }
+                }
+                if let Some(reason) = skip {
+                    nb.skip_vma(now, t, pidx, reason);
+                    ri += 1;
+                    off = 0;
+                    continue;
+                }
+                // Seed 001 (Mel Gorman): only between the lowest and the highest faulting
+                // address of the previous and the current pass.
+                let (lo, hi) = if scan_window {
+                    let mm = &nb.mms[pidx];
+                    match (mm.win_prev[ri], mm.win_cur[ri]) {
+                        (None, None) => (0, rpages),
+                        (a, b) => {
+                            let lo = a.map_or(u64::MAX, |w| w.0).min(b.map_or(u64::MAX, |w| w.0));
+                            let hi = a.map_or(0, |w| w.1).max(b.map_or(0, |w| w.1));
+                            (lo / CHUNK * CHUNK, (hi + 1).min(rpages))
+                        }
+                    }
+                } else {
+                    (0, rpages)
+                };
+                let vm_shared = self.procs[pidx].regions[ri].vm_shared;
+                let obj = self.procs[pidx].regions[ri].obj;
+                // change_pte_range's single-threaded optimisation: folios already on the
+                // scanning CPU's node are not protected.
+                let skip_node = (single_thread && !vm_shared).then_some(cpu_node);
+                let mut start = off.max(lo);
+                if start >= hi {
+                    start = rpages;
+                }
+                let mut stopped = false;
+                while start < rpages {
+                    let end = (start + pages.max(0) as u64).div_ceil(CHUNK) * CHUNK;
+                    let end = end.min(rpages).min(hi.max(start + 1));
+                    let (n, huge, c) = self.change_prot_numa(obj, start, end, skip_node, pte_ns);
+                    if n > 0 {
+                        cost += c + tlb_ns;
+                        pages -= (end - start) as i64;
+                        self.m_.numa_pte_updates += n;
+                        self.m_.numa_huge_pte_updates += huge;
+                    } else {
+                        cost += c;
+                    }
+                    virtpages -= (end - start) as i64;
+                    start = if end >= hi { rpages } else { end };
+                    if pages <= 0 || virtpages <= 0 {
+                        stopped = true;
+                        break;
+                    }
+                }
+                let nb = self.nb();
+                let mm = &mut nb.mms[pidx];
+                if stopped {
+                    mm.scan_offset = if start >= rpages {
+                        (ri + 1, 0)
+                    } else {
+                        (ri, start)
+                    };
+                    if start >= rpages {
+                        let seq = mm.scan_seq as i64;
+                        if let Some(v) = mm.vmas[ri].as_mut() {
+                            v.prev_scan_seq = seq;
+                        }
+                    }
+                    break 'retry;
+                }
+                let seq = mm.scan_seq as i64;
+                if let Some(v) = mm.vmas[ri].as_mut() {
+                    v.prev_scan_seq = seq;
+                }
+                if forced {
+                    mm.scan_offset = (ri + 1, 0);
+                    break 'retry;
+                }
+                ri += 1;
+                off = 0;
+            }
+            // The VMA list is exhausted.
+            if !forced && pids_skipped {
+                forced = true;
+                continue 'retry;
+            }
+            let mm = &mut self.nb().mms[pidx];
+            Self::reset_scan(mm);
+            break;
+        }
+        cost
+    }
+
+    /// `reset_ptenuma_scan`: a pass over the address space is complete.
+    fn reset_scan(mm: &mut MmNuma) {
+        mm.scan_seq += 1;
+        mm.scan_offset = (0, 0);
+        for (p, c) in mm.win_prev.iter_mut().zip(mm.win_cur.iter_mut()) {
+            *p = c.take();
+        }
+    }
+
+    /// `change_prot_numa` over pages [a, b) of an object: returns (base PTEs changed, huge
+    /// PMDs changed, CPU ns). Every present PTE visited costs `pte_update_ns` (reading it
+    /// and its folio's checks dominate whether or not it changes); a THP's PMD costs the
+    /// same as one PTE.
+    fn change_prot_numa(
+        &mut self,
+        obj: usize,
+        a: u64,
+        b: u64,
+        skip_node: Option<usize>,
+        pte_ns: f64,
+    ) -> (u64, u64, f64) {
+        let o = &mut self.objects[obj];
+        let mut p = a;
+        let mut changed = 0;
+        let mut huge = 0;
+        let mut visited = 0u64;
+        while p < b {
+            let c = p / CHUNK;
+            let cend = ((c + 1) * CHUNK).min(b);
+            if o.chunk_populated(c) == 0 {
+                p = cend;
+                continue;
+            }
+            if o.is_huge(c) {
+                visited += 1;
+                if o.set_prot(c * CHUNK) {
+                    changed += o.chunk_len(c);
+                    huge += 1;
+                }
+                p = cend;
+                continue;
+            }
+            for q in p..cend {
+                if let Some(n) = o.node_of(q) {
+                    visited += 1;
+                    if skip_node != Some(n) && o.set_prot(q) {
+                        changed += 1;
+                    }
+                }
+            }
+            p = cend;
+        }
+        (changed, huge, visited as f64 * pte_ns)
+    }
+
+    /// A NUMA hinting fault by thread `t` on CPU `cpu` at `page` of its region `ri`
+    /// (`do_numa_page` / `do_huge_pmd_numa_page`). Returns the fault's own CPU ns
+    /// (migration costs are charged by `migrate_page`).
+    pub(super) fn numab_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        let pidx = self.threads[t].proc;
+        let (obj, file_ro, vm_shared) = {
+            let r = &self.procs[pidx].regions[ri];
+            (r.obj, r.file_ro, r.vm_shared && self.obj_refs[r.obj] > 1)
+        };
+        let o = &mut self.objects[obj];
+        let head = o.head(page);
+        if !o.is_prot(head) {
+            return 0.0;
+        }
+        o.clear_prot(head);
+        let Some(nid) = o.node_of(head) else {
+            return 0.0;
+        };
+        let nr = if o.is_huge(head / CHUNK) {
+            o.chunk_len(head / CHUNK)
+        } else {
+            1
+        };
+        let pid = t as u32 + 1;
+        let thisnid = self.m.cpus[cpu].node;
+        let mut flags = 0;
+        if file_ro {
+            flags |= TNF_NO_GROUP;
+        }
+        if vm_shared {
+            flags |= TNF_SHARED;
+        }
+        let last = CpuPid(self.objects[obj].cpupid(head));
+        let now = self.now;
+        {
+            let nb = self.numab.as_mut().expect("kernel NUMA model");
+            if let Some(Some(v)) = nb.mms[pidx].vmas.get_mut(ri) {
+                v.record_pid(pid);
+            }
+            if nb.tun.scan_window {
+                let w = &mut nb.mms[pidx].win_cur[ri];
+                *w = Some(match *w {
+                    None => (page, page),
+                    Some((lo, hi)) => (lo.min(page), hi.max(page)),
+                });
+            }
+        }
+        self.m_.numa_hint_faults += 1;
+        if nid == thisnid {
+            self.m_.numa_hint_faults_local += 1;
+            flags |= TNF_FAULT_LOCAL;
+        }
+        // mpol_misplaced: only the default (MPOL_PREFERRED local, MOF|MORON) policy
+        // migrates; a local page returns before the filter, so last_cpupid is not updated.
+        let mut target = None;
+        if nid != thisnid
+            && self.alloc_policy_of_task(t, ri, head) == MemPolicy::Default
+            && self.procs[pidx].cpuset_mems.contains(thisnid)
+        {
+            let this = CpuPid::new(cpu, pid);
+            self.objects[obj].xchg_cpupid(head, this.0);
+            let nb = self.numab.as_ref().expect("kernel NUMA model");
+            let tk = &nb.tasks[t];
+            let group = tk.group.map(|g| {
+                let ng = &nb.groups[g];
+                GroupFaults {
+                    cpu_src: ng.faults_cpu(nid),
+                    cpu_dst: ng.faults_cpu(thisnid),
+                    mem_src: ng.faults_mem(nid),
+                    mem_dst: ng.faults_mem(thisnid),
+                }
+            });
+            let input = FilterInput {
+                pid,
+                preferred_nid: tk.preferred,
+                scan_seq: tk.scan_seq,
+                last,
+                last_node: (!last.pid_unset() && last.cpu() < self.m.nr_cpus())
+                    .then(|| self.m.cpus[last.cpu()].node),
+                dst_nid: thisnid,
+                dst_has_memory: self.node_cap[thisnid] > 0,
+                group,
+            };
+            if should_migrate(&input).0 {
+                target = Some(thisnid);
+            }
+        }
+        let mut mem_node = nid;
+        if let Some(dst) = target {
+            if self.migrate_page(obj, head, dst, Some(t)) {
+                flags |= TNF_MIGRATED;
+                mem_node = dst;
+                self.m_.numa_pages_migrated += nr;
+            } else {
+                flags |= TNF_MIGRATE_FAIL;
+            }
+        }
+        self.task_numa_fault(t, cpu, last, mem_node, nr, flags, now);
+        self.m.spec.costs.hint_fault_ns
+    }
+
+    /// Hinting faults of a random-access phase that touched `bytes` in `slice` during the
+    /// interval: per range of the pattern, each protected entry is touched with
+    /// probability `1 - exp(-lines * weight / pages)` (per 4 KiB page, or per THP); the
+    /// expected number of them fault, taken from a random point of the range onwards.
+    /// Which of the equally likely pages fault does not matter beyond their node and
+    /// `last_cpupid`, which the walk reads from the pages themselves.
+    pub(super) fn numab_random_faults(
+        &mut self,
+        t: usize,
+        a: &super::AccessRt,
+        slice: (u64, u64),
+        bytes: f64,
+    ) {
+        use rand::RngExt;
+        let Some(cpu) = self.sched.tasks[t].cpu else {
+            return;
+        };
+        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
+        let lines = bytes / 64.0;
+        let per_entry = if self.objects[obj].thp {
+            CHUNK as f64
+        } else {
+            1.0
+        };
+        for (a0, b0, w) in super::pattern_ranges(a, slice) {
+            let prot = self.objects[obj].prot_in(a0, b0);
+            if prot == 0 || w <= 0.0 || b0 <= a0 {
+                continue;
+            }
+            let n = (b0 - a0) as f64;
+            let expect = prot as f64 * (1.0 - (-lines * w * per_entry / n).exp());
+            let th = &mut self.threads[t];
+            th.prog.fault_carry += expect;
+            let mut k = th.prog.fault_carry.floor() as u64;
+            th.prog.fault_carry -= k as f64;
+            if k == 0 {
+                continue;
+            }
+            let mut p = self.rng.random_range(a0..b0);
+            let mut wrapped = false;
+            while k > 0 {
+                let next = self.objects[obj].next_prot(p, b0);
+                let q = match next {
+                    Some(q) => q,
+                    None if !wrapped => {
+                        wrapped = true;
+                        p = a0;
+                        continue;
+                    }
+                    None => break,
+                };
+                let cost = self.numab_fault(t, cpu, a.region, q);
+                self.threads[t].debt_ns += cost;
+                self.sys_ns += cost;
+                k -= 1;
+                p = q + 1;
+                if p >= b0 {
+                    if wrapped {
+                        break;
+                    }
+                    wrapped = true;
+                    p = a0;
+                }
+            }
+        }
+    }
+
+    /// The memory policy in force for an access by `t` at `page` of region `ri`.
+    fn alloc_policy_of_task(&self, t: usize, ri: usize, page: u64) -> MemPolicy {
+        let th = &self.threads[t];
+        let phase = match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
+            Some(super::PhaseRt::Access(a)) => a.mempolicy.clone(),
+            _ => None,
+        };
+        self.alloc_policy(t, ri, page, phase.as_ref())
+    }
+
+    /// `task_numa_fault(last_cpupid, mem_node, pages, flags)`.
+    #[allow(clippy::too_many_arguments)]
+    fn task_numa_fault(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        last: CpuPid,
+        mem_node: usize,
+        pages: u64,
+        flags: u32,
+        now: u64,
+    ) {
+        let nn = self.m.nr_nodes();
+        let pid = t as u32 + 1;
+        let cpu_node = self.m.cpus[cpu].node;
+        {
+            let tk = &mut self.nb().tasks[t];
+            if tk.faults.is_none() {
+                tk.faults = Some(Faults::new(nn, 4));
+                tk.total_faults = 0;
+                tk.locality = [0; 3];
+            }
+        }
+        let mut local = flags & TNF_FAULT_LOCAL != 0;
+        let mut private = if last.pid_unset() {
+            true
+        } else {
+            last.matches(pid)
+        };
+        if !private && flags & TNF_NO_GROUP == 0 {
+            private = self.task_numa_group(t, last, flags);
+        }
+        {
+            let nb = self.nb();
+            if let Some(g) = nb.tasks[t].group {
+                let ng = &nb.groups[g];
+                if !private
+                    && !local
+                    && ng.active_nodes > 1
+                    && ng.active(cpu_node)
+                    && ng.active(mem_node)
+                {
+                    local = true;
+                }
+            }
+        }
+        if now > self.nb().tasks[t].migrate_retry {
+            self.task_numa_placement(t);
+            self.numa_migrate_preferred(t);
+        }
+        let nb = self.nb();
+        if private {
+            nb.stats.fault_pages_private += pages;
+        } else {
+            nb.stats.fault_pages_shared += pages;
+        }
+        let tk = &mut nb.tasks[t];
+        if flags & TNF_MIGRATED != 0 {
+            tk.pages_migrated += pages;
+        }
+        if flags & TNF_MIGRATE_FAIL != 0 {
+            tk.locality[2] += pages;
+        }
+        let f = tk.faults.as_mut().expect("allocated above");
+        *f.at(NUMA_MEMBUF, mem_node, private) += pages;
+        *f.at(NUMA_CPUBUF, cpu_node, private) += pages;
+        tk.locality[local as usize] += pages;
+    }
+
+    /// `task_numa_group`: on a shared fault, create a singleton group and perhaps join the
+    /// group of the task now running on the recorded CPU. Returns whether the fault counts
+    /// as private.
+    fn task_numa_group(&mut self, t: usize, last: CpuPid, flags: u32) -> bool {
+        let nn = self.m.nr_nodes();
+        let pidx = self.threads[t].proc;
+        let nb = self.numab.as_mut().expect("kernel NUMA model");
+        if nb.tasks[t].group.is_none() {
+            let tk = &nb.tasks[t];
+            let f = tk.faults.clone().unwrap_or_else(|| Faults::new(nn, 4));
+            let g = NumaGroup::new(t as u32 + 1, &f, tk.total_faults, nn);
+            nb.groups.push(g);
+            nb.tasks[t].group = Some(nb.groups.len() - 1);
+            nb.stats.numa_groups_created += 1;
+        }
+        let my = nb.tasks[t].group.expect("just created");
+        // The task running on the recorded CPU now, if its PID matches the record.
+        let cpu = last.cpu();
+        let partner = if cpu < self.sched.nr_cpus() {
+            self.sched
+                .rq(cpu)
+                .first()
+                .map(|&x| x as usize)
+                .filter(|&x| last.matches(x as u32 + 1))
+        } else {
+            None
+        };
+        let theirs = partner.and_then(|p| nb.tasks.get(p).and_then(|tk| tk.group));
+        let same_mm = partner.is_some_and(|p| self.threads[p].proc == pidx);
+        let d = group_decision(
+            (my, nb.groups[my].nr_tasks),
+            theirs.map(|g| (g, nb.groups[g].nr_tasks)),
+            same_mm,
+            flags & TNF_SHARED != 0,
+        );
+        match d {
+            GroupDecision::NoPartner | GroupDecision::Smaller => false,
+            GroupDecision::FalsePositive => true,
+            GroupDecision::Join => {
+                let g = theirs.expect("join has a group");
+                let tk = &nb.tasks[t];
+                if let Some(f) = tk.faults.clone() {
+                    let total = tk.total_faults;
+                    nb.groups[my].transfer(&f, total, nn, false);
+                    nb.groups[g].transfer(&f, total, nn, true);
+                }
+                nb.groups[my].nr_tasks -= 1;
+                nb.groups[g].nr_tasks += 1;
+                nb.tasks[t].group = Some(g);
+                nb.stats.numa_group_joins += 1;
+                false
+            }
+        }
+    }
+
+    /// `task_numa_placement`: once per pass of the mm, fold the buffers, pick the
+    /// preferred node and adapt the scan period.
+    fn task_numa_placement(&mut self, t: usize) {
+        let nn = self.m.nr_nodes();
+        let now = self.now;
+        let pidx = self.threads[t].proc;
+        let rss = self.mm_rss(pidx);
+        let sum_exec = self.threads[t].sum_exec_ns as u64;
+        let runnable = self.sched.tasks[t].runnable;
+        let nb = self.numab.as_mut().expect("kernel NUMA model");
+        let seq = nb.mms[pidx].scan_seq;
+        if nb.tasks[t].scan_seq == seq || nb.tasks[t].faults.is_none() {
+            return;
+        }
+        let gs = nb.group_share(nb.tasks[t].group, nn);
+        let tun = nb.tun.clone();
+        let cpu_nodes = nb.cpu_nodes.clone();
+        let tk = &mut nb.tasks[t];
+        tk.scan_seq = seq;
+        tk.scan_period_max = task_scan_max(rss, &tun, gs);
+        let total = tk.locality[0] + tk.locality[1];
+        // numa_get_avg_runtime
+        let (runtime, period) = if tk.last_placement_ns != 0 {
+            (
+                sum_exec - tk.last_sum_exec,
+                now.saturating_sub(tk.last_placement_ns),
+            )
+        } else {
+            (
+                (runnable / 1024.0 * LOAD_AVG_MAX as f64) as u64,
+                LOAD_AVG_MAX,
+            )
+        };
+        tk.last_sum_exec = sum_exec;
+        tk.last_placement_ns = now;
+        let gidx = tk.group;
+        let mut faults = tk.faults.take().expect("checked");
+        let mut tf = tk.total_faults;
+        let pl = fold_faults(
+            &mut faults,
+            &mut tf,
+            gidx.map(|g| &mut nb.groups[g]),
+            runtime,
+            period,
+            total,
+            &cpu_nodes,
+        );
+        let tk = &mut nb.tasks[t];
+        tk.faults = Some(faults);
+        tk.total_faults = tf;
+        // preferred_group_nid: the argmax unchanged on NUMA_DIRECT topologies.
+        if pl.max_faults > 0 && pl.max_nid != tk.preferred {
+            tk.preferred = pl.max_nid;
+            self.sched.tasks[t].numa_preferred_nid = pl.max_nid;
+        }
+        let nb = self.numab.as_mut().expect("kernel NUMA model");
+        let gs = nb.group_share(nb.tasks[t].group, nn);
+        let tk = &mut nb.tasks[t];
+        let upd = update_task_scan_period(
+            tk.scan_period,
+            tk.scan_period_max,
+            pl.shared,
+            pl.private,
+            tk.locality,
+            task_scan_min(rss, &tun),
+            task_scan_max(rss, &tun, gs),
+        );
+        tk.scan_period = upd.period();
+        if nb.tun.trace {
+            // Not a kernel tracepoint: what /proc/PID/sched would show after a placement.
+            let detail = format!(
+                "numa_scan_seq={seq} preferred_nid={:?} numa_group={:?} shared={} private={} locality={:?} numa_scan_period={} {}",
+                tk.preferred,
+                tk.group,
+                pl.shared,
+                pl.private,
+                tk.locality,
+                upd.period(),
+                if matches!(upd, PeriodUpdate::Doubled(_)) {
+                    "doubled"
+                } else {
+                    "adjusted"
+                },
+            );
+            nb.trace(now, "task_numa_placement", t, pidx, detail);
+        }
+        let tk = &mut nb.tasks[t];
+        match upd {
+            PeriodUpdate::Doubled(p) => nb.mms[pidx].next_scan = now + p * MS,
+            PeriodUpdate::Adjusted(_) => tk.locality = [0; 3],
+        }
+    }
+
+    /// `numa_migrate_preferred`.
+    fn numa_migrate_preferred(&mut self, t: usize) {
+        let tick = self.tick_ns;
+        let now = self.now;
+        let Some(cpu) = self.sched.tasks[t].cpu else {
+            return;
+        };
+        let nb = self.nb();
+        let tk = &mut nb.tasks[t];
+        let Some(pref) = tk.preferred else {
+            return;
+        };
+        if tk.faults.is_none() {
+            return;
+        }
+        // min(HZ, msecs_to_jiffies(period) / 16) jiffies.
+        let hz = NS as u64 / tick;
+        let jiffies = (tk.scan_period * MS / tick / 16).min(hz);
+        tk.migrate_retry = now + jiffies * tick;
+        if self.m.cpus[cpu].node == pref {
+            return;
+        }
+        self.task_numa_migrate(t, cpu, pref);
+    }
+
+    fn task_weight_of(&self, t: usize, nid: usize) -> i64 {
+        let tk = &self.numab.as_ref().expect("model").tasks[t];
+        tk.faults
+            .as_ref()
+            .map_or(0, |f| task_weight(f, tk.total_faults, nid))
+    }
+
+    fn group_weight_of(&self, t: usize, nid: usize) -> i64 {
+        let nb = self.numab.as_ref().expect("model");
+        nb.tasks[t]
+            .group
+            .map_or(0, |g| group_weight(&nb.groups[g], nid))
+    }
+
+    /// `update_numa_stats` for a node.
+    fn numa_stats(&self, t: usize, nid: usize, find_idle: bool) -> NumaStats {
+        let mut ns = NumaStats::default();
+        let mut idle_core = None;
+        for c in self.m.nodes[nid].cpus.iter() {
+            let (nr, _, _) = self.sched.fbq_counts(c);
+            ns.load += self.sched.cpu_load(c);
+            ns.runnable += self.sched.cpu_load(c);
+            ns.util += self.sched.cpu_util(c);
+            ns.nr_running += nr as i64;
+            ns.capacity += 1024.0;
+            ns.weight += 1;
+            if find_idle && idle_core.is_none() && nr == 0 {
+                if !self.sched.tasks[t].allowed.contains(c) {
+                    continue;
+                }
+                if ns.idle_cpu.is_none() {
+                    ns.idle_cpu = Some(c);
+                }
+                // numa_idle_core: a CPU whose SMT siblings are all idle.
+                let core = self.m.cpus[c].core;
+                if self.m.cores[core]
+                    .cpus
+                    .iter()
+                    .all(|&s| self.sched.is_idle(s))
+                {
+                    idle_core = Some(c);
+                }
+            }
+        }
+        if idle_core.is_some() {
+            ns.idle_cpu = idle_core;
+        }
+        ns
+    }
+
+    /// `task_numa_migrate`: move or swap `t` towards its preferred node.
+    fn task_numa_migrate(&mut self, t: usize, src_cpu: usize, pref: usize) {
+        let src_nid = self.m.cpus[src_cpu].node;
+        let pidx = self.threads[t].proc;
+        let imbalance_pct = 100.0 + (117.0 - 100.0) / 2.0; // sd_numa 117 -> 108
+        let imb_numa_nr = self.sched.imb_numa_nr().unwrap_or(1) as i64;
+        let in_group = self.numab.as_ref().expect("model").tasks[t].group.is_some();
+        let tw_src = self.task_weight_of(t, src_nid);
+        let gw_src = self.group_weight_of(t, src_nid);
+        let mut env = Env {
+            t,
+            src_cpu,
+            src_nid,
+            dst_nid: pref,
+            imb_numa_nr,
+            src: self.numa_stats(t, src_nid, false),
+            dst: self.numa_stats(t, pref, true),
+            best_cpu: None,
+            best_task: None,
+            best_imp: 0,
+        };
+        env.src.classify(imbalance_pct);
+        env.dst.classify(imbalance_pct);
+        let taskimp = self.task_weight_of(t, pref) - tw_src;
+        let groupimp = self.group_weight_of(t, pref) - gw_src;
+        self.task_numa_find_cpu(&mut env, taskimp, groupimp);
+        let nb = self.numab.as_ref().expect("model");
+        let multi = nb.tasks[t]
+            .group
+            .is_some_and(|g| nb.groups[g].active_nodes > 1);
+        if env.best_cpu.is_none() || multi {
+            let cpu_nodes = nb.cpu_nodes.clone();
+            for nid in cpu_nodes {
+                if nid == src_nid || Some(nid) == self.numab.as_ref().expect("m").tasks[t].preferred
+                {
+                    continue;
+                }
+                let taskimp = self.task_weight_of(t, nid) - tw_src;
+                let groupimp = self.group_weight_of(t, nid) - gw_src;
+                if taskimp < 0 && groupimp < 0 {
+                    continue;
+                }
+                env.dst_nid = nid;
+                env.dst = self.numa_stats(t, nid, true);
+                env.dst.classify(imbalance_pct);
+                self.task_numa_find_cpu(&mut env, taskimp, groupimp);
+            }
+        }
+        if in_group {
+            let nid = env.best_cpu.map_or(src_nid, |c| self.m.cpus[c].node);
+            if Some(nid) != self.numab.as_ref().expect("m").tasks[t].preferred {
+                self.numab.as_mut().expect("m").tasks[t].preferred = Some(nid);
+                self.sched.tasks[t].numa_preferred_nid = Some(nid);
+            }
+        }
+        let now = self.now;
+        let Some(best_cpu) = env.best_cpu else {
+            let nb = self.nb();
+            nb.stats.numa_stick += 1;
+            nb.trace(
+                now,
+                "sched_stick_numa",
+                t,
+                pidx,
+                format!("src_cpu={src_cpu}"),
+            );
+            return;
+        };
+        let dst_nid = self.m.cpus[best_cpu].node;
+        match env.best_task {
+            None => {
+                self.sched
+                    .migrate(t as u32, src_cpu, best_cpu, Cause::NumaMove, now);
+                self.m_.numa_task_migrated += 1;
+                let nb = self.nb();
+                nb.trace(
+                    now,
+                    "sched_move_numa",
+                    t,
+                    pidx,
+                    format!(
+                        "src_cpu={src_cpu} src_nid={src_nid} dst_cpu={best_cpu} dst_nid={dst_nid}"
+                    ),
+                );
+            }
+            Some(cur) => {
+                self.sched
+                    .migrate(t as u32, src_cpu, best_cpu, Cause::NumaSwap, now);
+                self.sched
+                    .migrate(cur as u32, best_cpu, src_cpu, Cause::NumaSwap, now);
+                self.m_.numa_task_swapped += 2;
+                let cur_pid = self.threads[cur].proc;
+                let nb = self.nb();
+                nb.trace(
+                    now,
+                    "sched_swap_numa",
+                    t,
+                    pidx,
+                    format!(
+                        "src_cpu={src_cpu} src_nid={src_nid} dst_tid={} dst_pid={} dst_cpu={best_cpu} dst_nid={dst_nid}",
+                        cur + 1,
+                        cur_pid + 1
+                    ),
+                );
+            }
+        }
+    }
+
+    /// `task_numa_find_cpu`.
+    fn task_numa_find_cpu(&self, env: &mut Env, taskimp: i64, groupimp: i64) {
+        let mut maymove = false;
+        if env.dst.node_type == NodeType::HasSpare {
+            let src_running = env.src.nr_running - 1;
+            let dst_running = env.dst.nr_running + 1;
+            let mut imb = (dst_running - src_running).max(0);
+            // adjust_numa_imbalance
+            if dst_running <= env.imb_numa_nr && imb <= NUMA_IMBALANCE_MIN {
+                imb = 0;
+            }
+            if imb == 0 {
+                maymove = true;
+                if let Some(c) = env.dst.idle_cpu {
+                    env.best_cpu = Some(c);
+                    env.best_task = None;
+                    env.best_imp = 0;
+                    return;
+                }
+            }
+        } else {
+            let load = self.sched.tasks[env.t].runnable;
+            maymove = !env.load_too_imbalanced(env.src.load - load, env.dst.load + load);
+        }
+        for c in self.m.nodes[env.dst_nid].cpus.iter() {
+            if !self.sched.tasks[env.t].allowed.contains(c) {
+                continue;
+            }
+            if self.task_numa_compare(env, c, taskimp, groupimp, maymove) {
+                break;
+            }
+        }
+    }
+
+    /// `task_numa_compare` for one destination CPU; returns "stop searching".
+    fn task_numa_compare(
+        &self,
+        env: &mut Env,
+        dst_cpu: usize,
+        taskimp: i64,
+        groupimp: i64,
+        maymove: bool,
+    ) -> bool {
+        let nb = self.numab.as_ref().expect("model");
+        let p_ng = nb.tasks[env.t].group;
+        let mut imp = if p_ng.is_some() { groupimp } else { taskimp };
+        let moveimp = imp;
+        let cur = self.sched.rq(dst_cpu).first().map(|&x| x as usize);
+        if cur == Some(env.t) {
+            return true;
+        }
+        let pref_of = |x: usize| nb.tasks[x].preferred;
+        let assign_cur: Option<Option<usize>>;
+        match cur {
+            None => {
+                if maymove && moveimp >= env.best_imp {
+                    assign_cur = Some(None);
+                } else {
+                    return false;
+                }
+            }
+            Some(cur) => {
+                if !self.sched.tasks[cur].allowed.contains(env.src_cpu) {
+                    return false;
+                }
+                if let Some(bt) = env.best_task
+                    && pref_of(bt) == Some(env.src_nid)
+                    && pref_of(cur) != Some(env.src_nid)
+                {
+                    return false;
+                }
+                let cur_ng = nb.tasks[cur].group;
+                if cur_ng == p_ng {
+                    if env.dst.node_type == NodeType::HasSpare {
+                        return false;
+                    }
+                    imp = taskimp + self.task_weight_of(cur, env.src_nid)
+                        - self.task_weight_of(cur, env.dst_nid);
+                    if cur_ng.is_some() {
+                        imp -= imp / 16;
+                    }
+                } else if cur_ng.is_some() && p_ng.is_some() {
+                    imp += self.group_weight_of(cur, env.src_nid)
+                        - self.group_weight_of(cur, env.dst_nid);
+                } else {
+                    imp += self.task_weight_of(cur, env.src_nid)
+                        - self.task_weight_of(cur, env.dst_nid);
+                }
+                if pref_of(cur) == Some(env.dst_nid) {
+                    imp -= imp / 16;
+                }
+                if pref_of(cur) == Some(env.src_nid) {
+                    imp += imp / 8;
+                }
+                if maymove && moveimp > imp && moveimp > env.best_imp {
+                    imp = moveimp;
+                    assign_cur = Some(None);
+                } else if env
+                    .best_task
+                    .is_some_and(|bt| pref_of(bt) != Some(env.src_nid))
+                    && pref_of(cur) == Some(env.src_nid)
+                {
+                    assign_cur = Some(Some(cur));
+                } else {
+                    if imp < SMALLIMP || imp <= env.best_imp + SMALLIMP / 2 {
+                        return false;
+                    }
+                    let load = self.sched.tasks[env.t].runnable - self.sched.tasks[cur].runnable;
+                    if load != 0.0
+                        && env.load_too_imbalanced(env.src.load - load, env.dst.load + load)
+                    {
+                        return false;
+                    }
+                    assign_cur = Some(Some(cur));
+                }
+            }
+        }
+        let Some(cur) = assign_cur else {
+            return false;
+        };
+        let mut cpu = dst_cpu;
+        if cur.is_none() {
+            cpu = env.dst.idle_cpu.unwrap_or(dst_cpu);
+            if !self.sched.is_idle(cpu)
+                && let Some(b) = env.best_cpu
+                && self.sched.is_idle(b)
+            {
+                cpu = b;
+            }
+        }
+        env.best_cpu = Some(cpu);
+        env.best_task = cur;
+        env.best_imp = imp;
+        if maymove && cur.is_none() && self.sched.is_idle(cpu) {
+            return true;
+        }
+        if !maymove
+            && env
+                .best_task
+                .is_some_and(|bt| pref_of(bt) == Some(env.src_nid))
+        {
+            return true;
+        }
+        false
+    }
+
+    /// `migrate_degrades_locality`, turned into the load balancer's hot/cold answer.
+    pub(super) fn numab_can_migrate(&self, ctx: &LbCtx) -> CanMigrate {
+        let Some(nb) = self.numab.as_ref() else {
+            return CanMigrate::Yes;
+        };
+        if ctx.active || ctx.src_node == ctx.dst_node {
+            return CanMigrate::Yes;
+        }
+        let t = ctx.tid as usize;
+        let Some(tk) = nb.tasks.get(t) else {
+            return CanMigrate::Yes;
+        };
+        if tk.faults.is_none() {
+            return CanMigrate::Yes;
+        }
+        let degrades: i64 = if tk.preferred == Some(ctx.src_node) {
+            (ctx.src_nr_running > ctx.src_nr_preferred_running) as i64
+        } else if tk.preferred == Some(ctx.dst_node) {
+            -1
+        } else if ctx.dst_idle {
+            0
+        } else if tk.group.is_some() {
+            self.group_weight_of(t, ctx.src_node) - self.group_weight_of(t, ctx.dst_node)
+        } else {
+            self.task_weight_of(t, ctx.src_node) - self.task_weight_of(t, ctx.dst_node)
+        };
+        if degrades > 0 {
+            CanMigrate::Hot
+        } else {
+            CanMigrate::Yes
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum NodeType {
+    #[default]
+    HasSpare,
+    FullyBusy,
+    Overloaded,
+}
+
+#[derive(Debug, Clone, Default)]
+struct NumaStats {
+    load: f64,
+    runnable: f64,
+    util: f64,
+    nr_running: i64,
+    capacity: f64,
+    weight: i64,
+    idle_cpu: Option<usize>,
+    node_type: NodeType,
+}
+
+impl NumaStats {
+    /// `numa_classify`.
+    fn classify(&mut self, pct: f64) {
+        let (cap, util, run) = (self.capacity, self.util, self.runnable);
+        self.node_type = if self.nr_running > self.weight
+            && (cap * 100.0 < util * pct || cap * pct < run * 100.0)
+        {
+            NodeType::Overloaded
+        } else if self.nr_running < self.weight
+            || (cap * 100.0 > util * pct && cap * pct > run * 100.0)
+        {
+            NodeType::HasSpare
+        } else {
+            NodeType::FullyBusy
+        };
+    }
+}
+
+/// `struct task_numa_env`.
+struct Env {
+    t: usize,
+    src_cpu: usize,
+    src_nid: usize,
+    dst_nid: usize,
+    imb_numa_nr: i64,
+    src: NumaStats,
+    dst: NumaStats,
+    best_cpu: Option<usize>,
+    best_task: Option<usize>,
+    best_imp: i64,
+}
+
+impl Env {
+    /// `load_too_imbalanced`.
+    fn load_too_imbalanced(&self, src_load: f64, dst_load: f64) -> bool {
+        let (sc, dc) = (self.src.capacity, self.dst.capacity);
+        let imb = (dst_load * sc - src_load * dc).abs();
+        let old = (self.dst.load * sc - self.src.load * dc).abs();
+        imb > old
+    }
+}

@@ -1,0 +1,50 @@
+//! Every policy a run can name: the kernel models the simulator runs itself (`autonuma`,
+//! `autonuma-2012`) and the policies of the shared core (`numabal-policy`).
+
+use crate::autonuma::tunables::{Flavour, Tunables};
+use numabal_model::InputError;
+use numabal_model::scenario::PolicySpec;
+use numabal_policy::{POLICIES as CORE, Policy, PolicyInfo};
+
+/// The kernel models.
+pub const KERNEL: &[PolicyInfo] = &[PolicyInfo {
+    name: "autonuma",
+    summary: "Linux 6.x automatic NUMA balancing (task_numa_work, hinting faults, sched/numa); options cpuset_skip, vma_pid_filter, scan_window",
+}];
+
+/// Every policy, kernel models first.
+pub fn all() -> Vec<PolicyInfo> {
+    KERNEL.iter().chain(CORE.iter()).copied().collect()
+}
+
+/// A policy ready to run.
+pub enum Built {
+    /// A policy of the shared core.
+    Core(Box<dyn Policy>),
+    /// A kernel model with its tunables.
+    Kernel(Flavour, Tunables),
+}
+
+/// Build (and so validate) a policy spec.
+pub fn build(spec: &PolicySpec) -> Result<Built, InputError> {
+    let flavour = match spec.kind.as_str() {
+        "autonuma" => Some(Flavour::Linux6),
+        _ => None,
+    };
+    if let Some(f) = flavour {
+        return Ok(Built::Kernel(f, Tunables::from_spec(spec, f)?));
+    }
+    if !CORE.iter().any(|p| p.name == spec.kind) {
+        let names: Vec<&str> = all().iter().map(|p| p.name).collect();
+        return Err(InputError::new(
+            &spec.label,
+            "policy",
+            format!(
+                "unknown policy `{}` (allowed: {}, or a path to a TOML file)",
+                spec.kind,
+                names.join(", ")
+            ),
+        ));
+    }
+    numabal_policy::build(spec).map(Built::Core)
+}
