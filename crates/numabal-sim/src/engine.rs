@@ -804,6 +804,13 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Kernel work (a fault, a migration, a scan) done in thread `t`'s context: it pays
+    /// for it before running its own work again.
+    fn charge_kernel(&mut self, t: usize, cost: f64) {
+        self.threads[t].debt_ns += cost;
+        self.sys_ns += cost;
+    }
+
     /// Thread `t` (already off its runqueue) waits until `when`: a sleep's end, a barrier's
     /// release, the end of the group it joins. Inside the current interval the wakeup is
     /// handled with the interval's other late events; later, by a `Wake` event.
@@ -1196,8 +1203,7 @@ impl<'a> Sim<'a> {
         let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns;
         self.migrate_ns += cost;
         if let Some(t) = payer {
-            self.threads[t].debt_ns += cost;
-            self.sys_ns += cost;
+            self.charge_kernel(t, cost);
             if cost > STALL_NS {
                 self.m_.stall_events_over_1ms += 1;
             }
@@ -1591,8 +1597,7 @@ impl<'a> Sim<'a> {
                         let n = self.procs[pidx].groups[target].nthreads;
                         self.start_group(pidx, target, c, wall(total - budget))?;
                         let cost = self.m.spec.costs.thread_spawn_ns * n as f64;
-                        self.threads[t].debt_ns += cost;
-                        self.sys_ns += cost;
+                        self.charge_kernel(t, cost);
                     }
                 }
                 PhaseRt::Join(target) => {
@@ -1688,8 +1693,7 @@ impl<'a> Sim<'a> {
             if !full && o.node_of(page).is_none() {
                 let phase_pol = a.mempolicy.clone();
                 let cost = self.first_touch(t, a.region, page, node, phase_pol.as_ref())?;
-                self.threads[t].debt_ns += cost;
-                self.sys_ns += cost;
+                self.charge_kernel(t, cost);
                 if cost > STALL_NS {
                     self.m_.stall_events_over_1ms += 1;
                 }
@@ -1723,8 +1727,7 @@ impl<'a> Sim<'a> {
                 if fault_now {
                     let cpu = self.sched.tasks[t].cpu.unwrap_or(0);
                     let cost = self.numab_fault(t, cpu, a.region, page);
-                    self.threads[t].debt_ns += cost;
-                    self.sys_ns += cost;
+                    self.charge_kernel(t, cost);
                     continue;
                 }
             }
@@ -1828,8 +1831,7 @@ impl<'a> Sim<'a> {
                     break;
                 };
                 let cost = self.first_touch(t, a.region, p, node, phase_pol.as_ref())?;
-                self.threads[t].debt_ns += cost;
-                self.sys_ns += cost;
+                self.charge_kernel(t, cost);
                 self.threads[t].prog.pop_cursor = p + 1;
                 let o = &self.objects[obj];
                 let pages = if o.is_huge(p / CHUNK) {

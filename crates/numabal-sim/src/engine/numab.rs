@@ -304,26 +304,28 @@ impl Sim<'_> {
             let now_exec = self.threads[t].sum_exec_ns as u64;
             let now = self.now;
             let pidx = self.threads[t].proc;
-            let rss = self.mm_rss(pidx);
-            let nn = self.m.nr_nodes();
-            let nb = self.nb();
+            let nb = self.numab.as_ref().expect("kernel NUMA model");
             let tk = &nb.tasks[t];
             let period = tk.scan_period * MS;
             if now_exec <= tk.node_stamp + period {
                 continue;
             }
-            let gs = nb.group_share(tk.group, nn);
-            let tun = nb.tun.clone();
+            // The first trigger sets the period from the RSS (`period` above keeps the
+            // fork-time value, as in the kernel).
+            let start = (tk.node_stamp == 0).then(|| {
+                let gs = nb.group_share(tk.group, self.m.nr_nodes());
+                task_scan_start(self.mm_rss(pidx), &nb.tun, gs)
+            });
+            let nb = self.nb();
             let tk = &mut nb.tasks[t];
-            if tk.node_stamp == 0 {
-                tk.scan_period = task_scan_start(rss, &tun, gs);
+            if let Some(p) = start {
+                tk.scan_period = p;
             }
             tk.node_stamp += period;
             if now >= nb.mms[pidx].next_scan {
                 let cost = self.task_numa_work(t);
                 if cost > 0.0 {
-                    self.threads[t].debt_ns += cost;
-                    self.sys_ns += cost;
+                    self.charge_kernel(t, cost);
                     if cost > super::STALL_NS {
                         self.m_.stall_events_over_1ms += 1;
                     }
@@ -354,14 +356,20 @@ impl Sim<'_> {
         None
     }
 
+    /// The memory policy of the access phase `t` is in, if any.
+    fn phase_policy(&self, t: usize) -> Option<MemPolicy> {
+        let th = &self.threads[t];
+        match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
+            Some(super::PhaseRt::Access(a)) => a.mempolicy.clone(),
+            _ => None,
+        }
+    }
+
     /// The task's own memory policy (thread, process, current phase, workload).
     fn task_policy(&self, t: usize) -> Option<MemPolicy> {
         let th = &self.threads[t];
         let p = &self.procs[th.proc];
-        let phase = match p.groups[th.group].phases.get(th.phase) {
-            Some(super::PhaseRt::Access(a)) => a.mempolicy.clone(),
-            _ => None,
-        };
+        let phase = self.phase_policy(t);
         th.policy_thread
             .clone()
             .or_else(|| p.policy_proc.clone())
@@ -748,8 +756,7 @@ impl Sim<'_> {
                     None => break,
                 };
                 let cost = self.numab_fault(t, cpu, a.region, q);
-                self.threads[t].debt_ns += cost;
-                self.sys_ns += cost;
+                self.charge_kernel(t, cost);
                 k -= 1;
                 p = q + 1;
                 if p >= b0 {
@@ -765,12 +772,7 @@ impl Sim<'_> {
 
     /// The memory policy in force for an access by `t` at `page` of region `ri`.
     fn alloc_policy_of_task(&self, t: usize, ri: usize, page: u64) -> MemPolicy {
-        let th = &self.threads[t];
-        let phase = match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
-            Some(super::PhaseRt::Access(a)) => a.mempolicy.clone(),
-            _ => None,
-        };
-        self.alloc_policy(t, ri, page, phase.as_ref())
+        self.alloc_policy(t, ri, page, self.phase_policy(t).as_ref())
     }
 
     /// `task_numa_fault(last_cpupid, mem_node, pages, flags)`.
@@ -968,9 +970,9 @@ impl Sim<'_> {
         if nb.tun.trace {
             // Not a kernel tracepoint: what /proc/PID/sched would show after a placement.
             let detail = format!(
-                "numa_scan_seq={seq} preferred_nid={:?} numa_group={:?} shared={} private={} locality={:?} numa_scan_period={} {}",
-                tk.preferred,
-                tk.group,
+                "numa_scan_seq={seq} preferred_nid={} numa_group_id={} shared={} private={} locality={:?} numa_scan_period={} {}",
+                tk.preferred.map_or(-1, |n| n as i64),
+                tk.group.map_or(0, |g| nb.groups[g].gid),
                 pl.shared,
                 pl.private,
                 tk.locality,
