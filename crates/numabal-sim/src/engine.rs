@@ -13,7 +13,7 @@ use crate::autonuma::tunables::{Flavour, Tunables};
 use crate::cost::{CostModel, Demand};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{CHUNK, MemObject, PAGE_BYTES};
-use crate::result::{Metrics, ProcessResult, RunResult, ScenarioSummary};
+use crate::result::{Metrics, ProcessResult, RunResult, ScenarioSummary, StallHistogram};
 use crate::sched::{CanMigrate, Cause, LbCtx, NR_CAUSES, Sched};
 use numabal_model::mempolicy::MemPolicySpec;
 use numabal_model::scenario::Thp;
@@ -266,6 +266,7 @@ pub struct Sim<'a> {
     cpu_free_from: Vec<Option<u64>>,
     /// The kernel's NUMA balancing model, when the policy is `autonuma`.
     numab: Option<Numab>,
+    stalls: StallHistogram,
 }
 
 /// Run a scenario to completion.
@@ -352,13 +353,14 @@ impl<'a> Sim<'a> {
             late: Vec::new(),
             cpu_free_from: vec![None; m.nr_cpus()],
             numab: None,
+            stalls: StallHistogram::default(),
         }
     }
 
     /// Run the kernel's NUMA balancing (`autonuma`, `autonuma-2012`).
     pub fn enable_kernel_numa(&mut self, flavour: Flavour, tun: Tunables) {
         let cpu_nodes: Vec<usize> = self.m.nodes_with_cpus().iter().collect();
-        self.numab = Some(Numab::new(flavour, tun, cpu_nodes));
+        self.numab = Some(Numab::new(flavour, tun, cpu_nodes, self.m.nr_cpus()));
     }
 
     /// The load balancer's question: the policy's veto, then NUMA locality.
@@ -806,9 +808,30 @@ impl<'a> Sim<'a> {
 
     /// Kernel work (a fault, a migration, a scan) done in thread `t`'s context: it pays
     /// for it before running its own work again.
+    /// One block of it is one interval in which the thread is kept from its own work.
     fn charge_kernel(&mut self, t: usize, cost: f64) {
         self.threads[t].debt_ns += cost;
         self.sys_ns += cost;
+        self.stall(cost);
+    }
+
+    /// CPU time taken from thread `t` by something else on its CPU (a NUMA scan worker):
+    /// it waits `ns` of its share without running, and that is not its CPU time.
+    fn steal_cpu(&mut self, t: usize, ns: f64) {
+        let th = &mut self.threads[t];
+        th.debt_ns += ns;
+        // Paying debt adds to `sum_exec_ns`; stolen time must not.
+        th.sum_exec_ns -= ns;
+    }
+
+    /// A runnable thread was kept from its own work for `ns`.
+    fn stall(&mut self, ns: f64) {
+        if ns > STALL_NS {
+            self.m_.stall_events_over_1ms += 1;
+        }
+        let ms = ns / 1e6;
+        self.m_.stall_max_ms = self.m_.stall_max_ms.max(ms);
+        self.stalls.record(ms);
     }
 
     /// Thread `t` (already off its runqueue) waits until `when`: a sleep's end, a barrier's
@@ -875,7 +898,7 @@ impl<'a> Sim<'a> {
                             1
                         };
                         if o.node_of(p).is_some_and(|n| n != *node) {
-                            self.migrate_page(obj, p, *node, None);
+                            self.migrate_page(obj, p, *node);
                         }
                         p += step;
                     }
@@ -1173,25 +1196,17 @@ impl<'a> Sim<'a> {
     /// outside the simulation (a placement daemon's `move_pages`). Fails, counting
     /// `pgmigrate_fail`, when the destination would drop below its high watermark
     /// (`migrate_balanced_pgdat`). Returns whether it moved.
-    pub(crate) fn migrate_page(
-        &mut self,
-        obj: usize,
-        page: u64,
-        dst: usize,
-        payer: Option<usize>,
-    ) -> bool {
+    pub(crate) fn migrate_page(&mut self, obj: usize, page: u64, dst: usize) -> Option<f64> {
         let o = &self.objects[obj];
-        let Some(src) = o.node_of(page) else {
-            return false;
-        };
+        let src = o.node_of(page)?;
         if src == dst {
-            return false;
+            return None;
         }
         let c = page / CHUNK;
         let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
         if self.node_used[dst] + nr + self.wmark_high[dst] > self.node_cap[dst] {
             self.m_.pgmigrate_fail += nr;
-            return false;
+            return None;
         }
         self.objects[obj].migrate(page, dst);
         self.node_used[src] -= nr;
@@ -1202,13 +1217,7 @@ impl<'a> Sim<'a> {
             / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
         let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns;
         self.migrate_ns += cost;
-        if let Some(t) = payer {
-            self.charge_kernel(t, cost);
-            if cost > STALL_NS {
-                self.m_.stall_events_over_1ms += 1;
-            }
-        }
-        true
+        Some(cost)
     }
 
     // ----- the fluid step ------------------------------------------------------------
@@ -1596,8 +1605,10 @@ impl<'a> Sim<'a> {
                     if self.procs[pidx].groups[target].threads.is_empty() {
                         let n = self.procs[pidx].groups[target].nthreads;
                         self.start_group(pidx, target, c, wall(total - budget))?;
+                        // `clone` is work the thread asked for, not a stall.
                         let cost = self.m.spec.costs.thread_spawn_ns * n as f64;
-                        self.charge_kernel(t, cost);
+                        self.threads[t].debt_ns += cost;
+                        self.sys_ns += cost;
                     }
                 }
                 PhaseRt::Join(target) => {
@@ -1694,9 +1705,6 @@ impl<'a> Sim<'a> {
                 let phase_pol = a.mempolicy.clone();
                 let cost = self.first_touch(t, a.region, page, node, phase_pol.as_ref())?;
                 self.charge_kernel(t, cost);
-                if cost > STALL_NS {
-                    self.m_.stall_events_over_1ms += 1;
-                }
                 continue;
             }
             // Range [page, range_end) with known nodes.
@@ -1978,6 +1986,7 @@ impl<'a> Sim<'a> {
         m.migrate_cpu_s = self.migrate_ns / NS;
         if let Some(nb) = &self.numab {
             m.scan_cpu_s = nb.scan_ns / NS;
+            m.scan_cpu_hidden_s = nb.scan_hidden_ns / NS;
         }
         m.accessed_gib = total / (1u64 << 30) as f64;
         m.access_gib_per_s = if m.runtime_s > 0.0 {
@@ -2038,6 +2047,7 @@ impl<'a> Sim<'a> {
                 .iter()
                 .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
                 .collect(),
+            stalls: self.stalls.clone(),
             numa_balancing: self.numab.as_ref().map(|nb| nb.report()),
         }
     }

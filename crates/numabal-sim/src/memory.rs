@@ -114,7 +114,12 @@ impl MemObject {
         while p < to {
             let c = p / CHUNK;
             if self.prot_cnt[c as usize] == 0 {
-                p = (c + 1) * CHUNK;
+                // Skip to the next chunk holding a protected entry (O(log chunks): the
+                // protection is sparse between scans, a linear walk would dominate).
+                match self.next_prot_chunk(c as usize + 1) {
+                    Some(n) => p = n as u64 * CHUNK,
+                    None => return None,
+                }
                 continue;
             }
             let w = self.prot[(p / 64) as usize] >> (p % 64);
@@ -165,6 +170,27 @@ impl MemObject {
             i -= i & i.wrapping_neg();
         }
         s
+    }
+
+    /// The first chunk at or after `from` with a protected entry (Fenwick descent).
+    fn next_prot_chunk(&self, from: usize) -> Option<usize> {
+        let n = self.prot_fen.len() - 1;
+        if from >= n {
+            return None;
+        }
+        // Smallest i with prefix(i) > prefix(from): chunk i - 1.
+        let mut want = self.prot_prefix(from) + 1;
+        let mut pos = 0;
+        let mut step = n.next_power_of_two();
+        while step > 0 {
+            let next = pos + step;
+            if next <= n && self.prot_fen[next] < want {
+                pos = next;
+                want -= self.prot_fen[next];
+            }
+            step /= 2;
+        }
+        (pos < n).then_some(pos)
     }
 
     /// Protected entries in the chunks that overlap [a, b) (chunk granularity).
@@ -504,6 +530,25 @@ mod tests {
         let freed = o.release();
         assert_eq!(freed.iter().sum::<u64>(), 1000);
         assert_eq!(o.populated(), 0);
+    }
+
+    #[test]
+    fn next_prot_matches_a_linear_search() {
+        let pages = 512 * 37 + 100;
+        let mut o = MemObject::new(pages, false, 2);
+        o.enable_hinting();
+        let set: Vec<u64> = [3, 600, 601, 5000, 9000, 512 * 30, 512 * 37 + 99].to_vec();
+        for &p in &set {
+            assert!(o.set_prot(p));
+        }
+        o.clear_prot(601);
+        let is = |p: u64| set.contains(&p) && p != 601;
+        for from in (0..pages).step_by(97).chain([0, 4, 601, 602, 512 * 30]) {
+            for to in [from + 1, from + 700, pages] {
+                let want = (from..to.min(pages)).find(|&p| is(p));
+                assert_eq!(o.next_prot(from, to), want, "from {from} to {to}");
+            }
+        }
     }
 
     #[test]

@@ -44,8 +44,15 @@ pub struct Metrics {
     pub thread_migrations_internode: u64,
     /// CPU seconds spent scanning page tables.
     pub scan_cpu_s: f64,
-    /// Kernel work blocks (faults, migrations, scans) longer than 1 ms in one thread.
+    /// Of `scan_cpu_s`, the part run by asynchronous scan workers and charged to no task
+    /// (`scan_async` without `scan_async_backcharge`).
+    pub scan_cpu_hidden_s: f64,
+    /// Intervals longer than 1 ms in which a runnable thread was kept from its own work:
+    /// one block of kernel work in its context (a scan, a fault with its migration) or a
+    /// wait for a CPU a NUMA scan worker took. Lengths in `stalls`.
     pub stall_events_over_1ms: u64,
+    /// The longest such interval, ms (any length; 0 if none).
+    pub stall_max_ms: f64,
     /// First-touch page faults (4 KiB pages and THPs).
     pub pgfault: u64,
     /// THPs allocated at first touch.
@@ -102,6 +109,9 @@ pub struct RunResult {
     pub processes: Vec<ProcessResult>,
     /// Per node: memory in use at the end, MiB.
     pub node_used_mb: Vec<f64>,
+    /// Histogram of the lengths of the intervals in which a runnable thread was kept from
+    /// its own work (see `stall_events_over_1ms`).
+    pub stalls: StallHistogram,
     /// The kernel NUMA-balancing model's own counters and event log (kernel models only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa_balancing: Option<NumaBalancingReport>,
@@ -114,4 +124,66 @@ pub struct NumaBalancingReport {
     pub stats: crate::engine::NumabStats,
     /// Tracepoint-like events (with `policy.trace = true`), at most 100000.
     pub trace: Vec<crate::engine::TraceEvent>,
+}
+
+/// Lower bounds of the stall-length buckets, ms (the last bucket is open-ended).
+pub const STALL_BUCKETS_MS: [f64; 10] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+
+/// Stall lengths in buckets: `count[i]` intervals were at least `bucket_ms[i]` and shorter
+/// than `bucket_ms[i + 1]`; intervals under the first bound are not counted.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StallHistogram {
+    /// Lower bound of each bucket, ms.
+    pub bucket_ms: Vec<f64>,
+    /// Intervals per bucket.
+    pub count: Vec<u64>,
+    /// Total length of the counted intervals, ms.
+    pub total_ms: f64,
+}
+
+impl Default for StallHistogram {
+    fn default() -> Self {
+        StallHistogram {
+            bucket_ms: STALL_BUCKETS_MS.to_vec(),
+            count: vec![0; STALL_BUCKETS_MS.len()],
+            total_ms: 0.0,
+        }
+    }
+}
+
+impl StallHistogram {
+    /// Count one interval of `ms`.
+    pub fn record(&mut self, ms: f64) {
+        if let Some(i) = self.bucket_ms.iter().rposition(|&b| ms >= b) {
+            self.count[i] += 1;
+            self.total_ms += ms;
+        }
+    }
+
+    /// Intervals of at least `ms` (a bucket bound).
+    pub fn at_least(&self, ms: f64) -> u64 {
+        self.bucket_ms
+            .iter()
+            .zip(&self.count)
+            .filter(|(b, _)| **b >= ms)
+            .map(|(_, c)| c)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stall_buckets() {
+        let mut h = StallHistogram::default();
+        for ms in [0.05, 0.1, 0.99, 1.0, 1.5, 63.9, 64.0, 500.0] {
+            h.record(ms);
+        }
+        // 0.05 is below the first bound.
+        assert_eq!(h.count, vec![1, 0, 1, 2, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(h.at_least(1.0), 5);
+        assert!((h.total_ms - (0.1 + 0.99 + 1.0 + 1.5 + 63.9 + 64.0 + 500.0)).abs() < 1e-9);
+    }
 }

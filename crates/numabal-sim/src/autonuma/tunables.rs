@@ -162,19 +162,12 @@ impl Tunables {
                 ));
             }
         }
-        // The asynchronous scanner of seed 001 is not modelled yet: refuse rather than
-        // silently run the synchronous one.
-        for (k, on) in [
-            ("scan_async", t.scan_async),
-            ("scan_async_backcharge", t.scan_async_backcharge),
-        ] {
-            if on {
-                return Err(InputError::new(
-                    &spec.label,
-                    format!("policy.{k}"),
-                    "not implemented yet (allowed: false)",
-                ));
-            }
+        if t.scan_async_backcharge && !t.scan_async {
+            return Err(InputError::new(
+                &spec.label,
+                "policy.scan_async_backcharge",
+                "charges the asynchronous scan worker back to the task: needs scan_async = true (allowed: false without it)",
+            ));
         }
         if t.scan_period_min_ms > t.scan_period_max_ms {
             return Err(InputError::new(

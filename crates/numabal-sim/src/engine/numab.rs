@@ -90,6 +90,13 @@ pub struct NumabStats {
     pub fault_pages_private: u64,
     /// Shared fault pages.
     pub fault_pages_shared: u64,
+    /// `scan_async`: scans run by a worker; of them, on an idle CPU of the task's node, and
+    /// on a CPU outside the task's cpuset.
+    pub async_scans: u64,
+    /// Worker scans that found an idle CPU.
+    pub async_scans_idle_cpu: u64,
+    /// Worker scans on a CPU the task's cpuset does not allow.
+    pub async_scans_outside_cpuset: u64,
 }
 
 /// One tracepoint-like event.
@@ -119,13 +126,17 @@ pub(crate) struct Numab {
     pub stats: NumabStats,
     pub trace: Vec<TraceEvent>,
     pub scan_ns: f64,
+    /// `scan_async`: scan worker time charged to no task.
+    pub scan_hidden_ns: f64,
+    /// `scan_async`: per CPU, when the scan worker running there finishes.
+    pub worker_busy_until: Vec<u64>,
 }
 
 /// Trace records kept at most (the log is for inspection, not bulk analysis).
 const TRACE_MAX: usize = 100_000;
 
 impl Numab {
-    pub fn new(flavour: Flavour, tun: Tunables, cpu_nodes: Vec<usize>) -> Numab {
+    pub fn new(flavour: Flavour, tun: Tunables, cpu_nodes: Vec<usize>, nr_cpus: usize) -> Numab {
         Numab {
             flavour,
             tun,
@@ -136,6 +147,8 @@ impl Numab {
             stats: NumabStats::default(),
             trace: Vec::new(),
             scan_ns: 0.0,
+            scan_hidden_ns: 0.0,
+            worker_busy_until: vec![0; nr_cpus],
         }
     }
 
@@ -325,17 +338,76 @@ impl Sim<'_> {
             if now >= nb.mms[pidx].next_scan {
                 let cost = self.task_numa_work(t);
                 if cost > 0.0 {
-                    self.charge_kernel(t, cost);
-                    if cost > super::STALL_NS {
-                        self.m_.stall_events_over_1ms += 1;
+                    self.nb().scan_ns += cost;
+                    if self.nb().tun.scan_async {
+                        self.scan_async_worker(t, cost);
+                    } else {
+                        self.charge_kernel(t, cost);
+                        // Overhead cap: run 32x the scan's time before the next trigger.
+                        self.nb().tasks[t].node_stamp += 32 * cost as u64;
                     }
-                    let nb = self.nb();
-                    nb.scan_ns += cost;
-                    // Overhead cap: run 32x the scan's time before the next trigger.
-                    nb.tasks[t].node_stamp += 32 * cost as u64;
                 }
             }
         }
+    }
+
+    /// Seed 001's `scan_async`: the scan of task `t`, costing `cost` ns, runs in a kernel
+    /// worker queued on the node of the task's CPU instead of in the task. The worker takes
+    /// an idle CPU of that node if there is one (the first after the task's CPU, as
+    /// `select_idle_sibling` looks within the LLC); otherwise it competes for the task's own
+    /// CPU (the waker's, the affine choice) and keeps that CPU's runnable threads from
+    /// running until it is done. Its CPU time belongs to no task (`scan_cpu_hidden_s`)
+    /// unless `scan_async_backcharge` charges it to the task: then the task's CPU time and
+    /// the 32x overhead cap count it, and on a contended CPU the task, not the others, gives
+    /// up the CPU time (as a vruntime charge would, over time).
+    fn scan_async_worker(&mut self, t: usize, cost: f64) {
+        let Some(cpu) = self.sched.tasks[t].cpu else {
+            return;
+        };
+        let now = self.now;
+        let node = self.m.cpus[cpu].node;
+        let nr = self.m.nr_cpus();
+        let backcharge = self.nb().tun.scan_async_backcharge;
+        let busy = &self
+            .numab
+            .as_ref()
+            .expect("kernel NUMA model")
+            .worker_busy_until;
+        let idle = (1..=nr)
+            .map(|k| (cpu + k) % nr)
+            .find(|&c| self.m.cpus[c].node == node && self.sched.is_idle(c) && busy[c] <= now);
+        let wcpu = idle.unwrap_or(cpu);
+        let outside = !self.procs[self.threads[t].proc].cpuset_cpus.contains(wcpu);
+        let nb = self.nb();
+        nb.worker_busy_until[wcpu] = now + cost as u64;
+        nb.stats.async_scans += 1;
+        nb.stats.async_scans_idle_cpu += idle.is_some() as u64;
+        nb.stats.async_scans_outside_cpuset += outside as u64;
+        if backcharge {
+            nb.tasks[t].node_stamp += 32 * cost as u64;
+            self.sys_ns += cost;
+        } else {
+            nb.scan_hidden_ns += cost;
+        }
+        if idle.is_some() {
+            if backcharge {
+                self.threads[t].sum_exec_ns += cost;
+            }
+            return;
+        }
+        // No idle CPU: the worker preempts the CPU's current thread, and every runnable
+        // thread there (processor sharing) loses its share of the worker's time.
+        let rq: Vec<usize> = self.sched.rq(wcpu).iter().map(|&x| x as usize).collect();
+        if backcharge {
+            // Paid like kernel work of its own: it adds to the task's CPU time.
+            self.threads[t].debt_ns += cost;
+        } else {
+            let each = cost / rq.len().max(1) as f64;
+            for &v in &rq {
+                self.steal_cpu(v, each);
+            }
+        }
+        self.stall(cost);
     }
 
     /// Whether the VMA `ri` of process `pidx` may be scanned for task `t`, or why not.
@@ -604,8 +676,8 @@ impl Sim<'_> {
     }
 
     /// A NUMA hinting fault by thread `t` on CPU `cpu` at `page` of its region `ri`
-    /// (`do_numa_page` / `do_huge_pmd_numa_page`). Returns the fault's own CPU ns
-    /// (migration costs are charged by `migrate_page`).
+    /// (`do_numa_page` / `do_huge_pmd_numa_page`). Returns its CPU ns, the migration
+    /// included (one block of kernel work in the faulting thread).
     pub(super) fn numab_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
         let pidx = self.threads[t].proc;
         let (obj, file_ro, vm_shared) = {
@@ -691,17 +763,19 @@ impl Sim<'_> {
             }
         }
         let mut mem_node = nid;
+        let mut cost = self.m.spec.costs.hint_fault_ns;
         if let Some(dst) = target {
-            if self.migrate_page(obj, head, dst, Some(t)) {
+            if let Some(c) = self.migrate_page(obj, head, dst) {
                 flags |= TNF_MIGRATED;
                 mem_node = dst;
                 self.m_.numa_pages_migrated += nr;
+                cost += c;
             } else {
                 flags |= TNF_MIGRATE_FAIL;
             }
         }
         self.task_numa_fault(t, cpu, last, mem_node, nr, flags, now);
-        self.m.spec.costs.hint_fault_ns
+        cost
     }
 
     /// Hinting faults of a random-access phase that touched `bytes` in `slice` during the

@@ -102,8 +102,15 @@ fn tunables_are_validated_by_name() {
         toml::Value::Integer(64),
     ));
     assert!(e.contains("not a tunable of `autonuma`"), "{e}");
-    let e = err(&spec("autonuma", "scan_async", toml::Value::Boolean(true)));
-    assert!(e.contains("not implemented yet"), "{e}");
+    let e = err(&spec(
+        "autonuma",
+        "scan_async_backcharge",
+        toml::Value::Boolean(true),
+    ));
+    assert!(
+        e.contains("policy.scan_async_backcharge") && e.contains("needs scan_async"),
+        "{e}"
+    );
     let e = err(&spec("autonuma", "knuma", toml::Value::Integer(1)));
     assert!(e.contains("allowed:"), "{e}");
     assert!(

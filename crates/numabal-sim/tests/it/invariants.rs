@@ -168,20 +168,28 @@ proptest! {
     #[test]
     fn invariants_hold(
         procs in proptest::collection::vec(process(), 1..3),
-        policy in 0usize..5,
+        policy in 0usize..7,
         seed in 0u64..1000,
         tick in 0usize..3,
         thp in 0usize..3,
     ) {
         let text = workload_toml(&procs);
         let r = Inline(vec![("prop", text.clone())]);
-        let policy = ["none", "bind", "reverse-bind", "interleave", "autonuma"][policy];
+        // 5 and 6: autonuma with the asynchronous scan worker, without and with backcharge.
+        let variant = policy;
+        let policy = ["none", "bind", "reverse-bind", "interleave", "autonuma", "autonuma", "autonuma"][policy];
         let tick = ["sim.tick_ms=1", "sim.tick_ms=4", "sim.tick_ms=10"][tick];
         let thp = ["sim.transparent_hugepage=\"never\"", "sim.transparent_hugepage=\"madvise\"", "sim.transparent_hugepage=\"always\""][thp];
         let mut sets = vec!["sim.check_invariants=true", tick, thp, "sim.max_time_s=600"];
         if policy == "autonuma" {
             // Scan early and in small windows so short runs exercise scanning and faults.
             sets.extend(["policy.scan_delay_ms=20", "policy.scan_size_mb=8", "policy.scan_period_min_ms=40"]);
+        }
+        if variant >= 5 {
+            sets.push("policy.scan_async=true");
+        }
+        if variant == 6 {
+            sets.push("policy.scan_async_backcharge=true");
         }
         let sc = scenario_with(&r, "tiny-2n4", "prop", policy, seed, &sets);
         let res = numabal_sim::run(&sc);
