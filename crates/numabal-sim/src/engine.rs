@@ -1054,6 +1054,19 @@ impl<'a> Sim<'a> {
         page: u64,
         phase_policy: Option<&MemPolicy>,
     ) -> MemPolicy {
+        self.alloc_policy_ref(t, region, page, phase_policy)
+            .cloned()
+            .unwrap_or(MemPolicy::Default)
+    }
+
+    /// `alloc_policy` without a copy (`None`: the default policy).
+    fn alloc_policy_ref<'b>(
+        &'b self,
+        t: usize,
+        region: usize,
+        page: u64,
+        phase_policy: Option<&'b MemPolicy>,
+    ) -> Option<&'b MemPolicy> {
         let th = &self.threads[t];
         let p = &self.procs[th.proc];
         let r = &p.regions[region];
@@ -1063,17 +1076,16 @@ impl<'a> Sim<'a> {
             .rev()
             .find(|(a, b, _)| page >= *a && page < *b)
         {
-            return pol.clone();
+            return Some(pol);
         }
         if let Some(pol) = &r.wl_policy {
-            return pol.clone();
+            return Some(pol);
         }
         th.policy_thread
-            .clone()
-            .or_else(|| p.policy_proc.clone())
-            .or_else(|| phase_policy.cloned())
-            .or_else(|| p.wl_policy.clone())
-            .unwrap_or(MemPolicy::Default)
+            .as_ref()
+            .or(p.policy_proc.as_ref())
+            .or(phase_policy)
+            .or(p.wl_policy.as_ref())
     }
 
     /// Choose a node for `nr` pages; `None` if no allowed node has room. `il_index` is the

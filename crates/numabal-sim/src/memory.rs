@@ -48,7 +48,8 @@ pub struct MemObject {
     prot_cnt: Vec<u16>,
     /// `last_cpupid` per page (`u32::MAX` = unset), empty unless enabled.
     cpupid: Vec<u32>,
-    /// Fenwick tree over `prot_cnt` (range counts of protected entries).
+    /// Fenwick tree over `prot_cnt` summed per superblock of `PROT_SB` chunks (range
+    /// counts of protected entries; small enough to stay in cache).
     prot_fen: Vec<u64>,
 }
 
@@ -80,7 +81,7 @@ impl MemObject {
             self.prot = vec![0; self.pages.div_ceil(64) as usize];
             self.prot_cnt = vec![0; self.chunks() as usize];
             self.cpupid = vec![u32::MAX; self.pages as usize];
-            self.prot_fen = vec![0; self.chunks() as usize + 1];
+            self.prot_fen = vec![0; (self.chunks() as usize).div_ceil(PROT_SB) + 1];
         }
     }
 
@@ -140,7 +141,7 @@ impl MemObject {
         }
         self.prot[w] |= 1 << b;
         self.prot_cnt[(page / CHUNK) as usize] += 1;
-        self.prot_fen_add((page / CHUNK) as usize, 1);
+        self.prot_fen_add((page / CHUNK) as usize / PROT_SB, 1);
         true
     }
 
@@ -150,20 +151,21 @@ impl MemObject {
         if self.prot[w] & (1 << b) != 0 {
             self.prot[w] &= !(1 << b);
             self.prot_cnt[(page / CHUNK) as usize] -= 1;
-            self.prot_fen_add((page / CHUNK) as usize, -1);
+            self.prot_fen_add((page / CHUNK) as usize / PROT_SB, -1);
         }
     }
 
-    fn prot_fen_add(&mut self, chunk: usize, delta: i64) {
-        let mut i = chunk + 1;
+    fn prot_fen_add(&mut self, sb: usize, delta: i64) {
+        let mut i = sb + 1;
         while i < self.prot_fen.len() {
             self.prot_fen[i] = (self.prot_fen[i] as i64 + delta) as u64;
             i += i & i.wrapping_neg();
         }
     }
 
-    fn prot_prefix(&self, chunks: usize) -> u64 {
-        let mut i = chunks;
+    /// Protected entries in the first `sbs` superblocks.
+    fn prot_prefix_sb(&self, sbs: usize) -> u64 {
+        let mut i = sbs;
         let mut s = 0;
         while i > 0 {
             s += self.prot_fen[i];
@@ -172,14 +174,34 @@ impl MemObject {
         s
     }
 
-    /// The first chunk at or after `from` with a protected entry (Fenwick descent).
+    /// Protected entries in the first `chunks` chunks.
+    fn prot_prefix(&self, chunks: usize) -> u64 {
+        let sb = chunks / PROT_SB;
+        let part: u64 = self.prot_cnt[sb * PROT_SB..chunks]
+            .iter()
+            .map(|&c| c as u64)
+            .sum();
+        self.prot_prefix_sb(sb) + part
+    }
+
+    /// The first chunk at or after `from` with a protected entry: the rest of `from`'s
+    /// superblock, then a Fenwick descent to the next superblock with one.
     fn next_prot_chunk(&self, from: usize) -> Option<usize> {
-        let n = self.prot_fen.len() - 1;
-        if from >= n {
+        let nchunks = self.prot_cnt.len();
+        if from >= nchunks {
             return None;
         }
-        // Smallest i with prefix(i) > prefix(from): chunk i - 1.
-        let mut want = self.prot_prefix(from) + 1;
+        let sb_end = ((from / PROT_SB + 1) * PROT_SB).min(nchunks);
+        if let Some(i) = self.prot_cnt[from..sb_end].iter().position(|&c| c > 0) {
+            return Some(from + i);
+        }
+        let n = self.prot_fen.len() - 1;
+        let first_sb = from / PROT_SB + 1;
+        if first_sb >= n {
+            return None;
+        }
+        // Smallest i with prefix_sb(i) > prefix_sb(first_sb): superblock i - 1.
+        let mut want = self.prot_prefix_sb(first_sb) + 1;
         let mut pos = 0;
         let mut step = n.next_power_of_two();
         while step > 0 {
@@ -190,7 +212,15 @@ impl MemObject {
             }
             step /= 2;
         }
-        (pos < n).then_some(pos)
+        if pos >= n {
+            return None;
+        }
+        let c0 = pos * PROT_SB;
+        let c1 = (c0 + PROT_SB).min(nchunks);
+        self.prot_cnt[c0..c1]
+            .iter()
+            .position(|&c| c > 0)
+            .map(|i| c0 + i)
     }
 
     /// Protected entries in the chunks that overlap [a, b) (chunk granularity).
@@ -505,6 +535,9 @@ impl MemObject {
     }
 }
 
+/// Chunks per superblock of the protected-entry Fenwick tree (128 MiB).
+const PROT_SB: usize = 64;
+
 /// Bytes of one page.
 pub const PAGE_BYTES: f64 = PAGE_SIZE as f64;
 
@@ -534,15 +567,40 @@ mod tests {
 
     #[test]
     fn next_prot_matches_a_linear_search() {
-        let pages = 512 * 37 + 100;
+        let pages = 512 * 150 + 100;
         let mut o = MemObject::new(pages, false, 2);
         o.enable_hinting();
-        let set: Vec<u64> = [3, 600, 601, 5000, 9000, 512 * 30, 512 * 37 + 99].to_vec();
+        let set: Vec<u64> = [
+            3,
+            600,
+            601,
+            5000,
+            9000,
+            512 * 30,
+            512 * 70 + 5,
+            512 * 150 + 99,
+        ]
+        .to_vec();
         for &p in &set {
             assert!(o.set_prot(p));
         }
         o.clear_prot(601);
         let is = |p: u64| set.contains(&p) && p != 601;
+        // Range counts at chunk granularity, across superblocks (64 chunks each).
+        let chunk_of = |p: u64| p / CHUNK;
+        for (a, b) in [
+            (0, pages),
+            (0, 512),
+            (512, 1024),
+            (1000, 512 * 31),
+            (512 * 31, pages),
+        ] {
+            let want = set
+                .iter()
+                .filter(|&&p| is(p) && chunk_of(p) >= a / CHUNK && chunk_of(p) < b.div_ceil(CHUNK))
+                .count() as u64;
+            assert_eq!(o.prot_in(a, b), want, "[{a}, {b})");
+        }
         for from in (0..pages).step_by(97).chain([0, 4, 601, 602, 512 * 30]) {
             for to in [from + 1, from + 700, pages] {
                 let want = (from..to.min(pages)).find(|&p| is(p));

@@ -422,31 +422,33 @@ impl Sim<'_> {
         if !r.ranges.is_empty() || r.wl_policy.is_some() {
             return Some(SkipReason::Unsuitable);
         }
-        if self.task_policy(t).is_some_and(|p| p != MemPolicy::Default) {
+        if self
+            .task_policy(t)
+            .is_some_and(|p| *p != MemPolicy::Default)
+        {
             return Some(SkipReason::Unsuitable);
         }
         None
     }
 
     /// The memory policy of the access phase `t` is in, if any.
-    fn phase_policy(&self, t: usize) -> Option<MemPolicy> {
+    fn phase_policy(&self, t: usize) -> Option<&MemPolicy> {
         let th = &self.threads[t];
         match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
-            Some(super::PhaseRt::Access(a)) => a.mempolicy.clone(),
+            Some(super::PhaseRt::Access(a)) => a.mempolicy.as_ref(),
             _ => None,
         }
     }
 
     /// The task's own memory policy (thread, process, current phase, workload).
-    fn task_policy(&self, t: usize) -> Option<MemPolicy> {
+    fn task_policy(&self, t: usize) -> Option<&MemPolicy> {
         let th = &self.threads[t];
         let p = &self.procs[th.proc];
-        let phase = self.phase_policy(t);
         th.policy_thread
-            .clone()
-            .or_else(|| p.policy_proc.clone())
-            .or(phase)
-            .or_else(|| p.wl_policy.clone())
+            .as_ref()
+            .or(p.policy_proc.as_ref())
+            .or(self.phase_policy(t))
+            .or(p.wl_policy.as_ref())
     }
 
     /// `task_numa_work`: returns the CPU ns the scan took.
@@ -731,7 +733,9 @@ impl Sim<'_> {
         // migrates; a local page returns before the filter, so last_cpupid is not updated.
         let mut target = None;
         if nid != thisnid
-            && self.alloc_policy_of_task(t, ri, head) == MemPolicy::Default
+            && self
+                .alloc_policy_ref(t, ri, head, self.phase_policy(t))
+                .is_none_or(|p| *p == MemPolicy::Default)
             && self.procs[pidx].cpuset_mems.contains(thisnid)
         {
             let this = CpuPid::new(cpu, pid);
@@ -842,11 +846,6 @@ impl Sim<'_> {
                 }
             }
         }
-    }
-
-    /// The memory policy in force for an access by `t` at `page` of region `ri`.
-    fn alloc_policy_of_task(&self, t: usize, ri: usize, page: u64) -> MemPolicy {
-        self.alloc_policy(t, ri, page, self.phase_policy(t).as_ref())
     }
 
     /// `task_numa_fault(last_cpupid, mem_node, pages, flags)`.
