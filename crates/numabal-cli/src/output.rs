@@ -148,9 +148,22 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         m.numa_pte_updates, m.numa_hint_faults, m.numa_hint_faults_local, m.numa_pages_migrated
     );
     println!(
-        "                         numa_task_migrated {}, numa_task_swapped {}, scan {:.2} CPU s, stalls >1ms {}",
-        m.numa_task_migrated, m.numa_task_swapped, m.scan_cpu_s, m.stall_events_over_1ms
+        "                         numa_task_migrated {}, numa_task_swapped {}, scan {:.2} CPU s ({:.2} s in workers)",
+        m.numa_task_migrated, m.numa_task_swapped, m.scan_cpu_s, m.scan_cpu_hidden_s
     );
+    println!(
+        "  stalls                 {} over 1 ms, longest {:.3} ms",
+        m.stall_events_over_1ms, m.stall_max_ms
+    );
+    if let Some(nb) = &r.numa_balancing
+        && nb.stats.async_scans > 0
+    {
+        let s = &nb.stats;
+        println!(
+            "  scan_async             {} worker scans, {} on an idle CPU, {} outside the task's cpuset",
+            s.async_scans, s.async_scans_idle_cpu, s.async_scans_outside_cpuset
+        );
+    }
     println!();
     let rows: Vec<(String, Vec<f64>)> = r
         .processes

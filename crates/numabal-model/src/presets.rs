@@ -47,6 +47,26 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "pmbench",
         include_str!("../../../presets/workloads/pmbench.toml"),
     ),
+    (
+        "pmbench_cpuset",
+        include_str!("../../../presets/workloads/pmbench_cpuset.toml"),
+    ),
+    (
+        "pmbench_busy",
+        include_str!("../../../presets/workloads/pmbench_busy.toml"),
+    ),
+    (
+        "kbuild",
+        include_str!("../../../presets/workloads/kbuild.toml"),
+    ),
+    (
+        "kvm_pinned",
+        include_str!("../../../presets/workloads/kvm_pinned.toml"),
+    ),
+    (
+        "kvm_guests_build",
+        include_str!("../../../presets/workloads/kvm_guests_build.toml"),
+    ),
 ];
 
 /// Text of a machine preset.

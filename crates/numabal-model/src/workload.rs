@@ -338,6 +338,10 @@ pub struct ProcessSpec {
     /// Start time of the first instance, seconds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub start_s: f64,
+    /// At most this many instances alive at once; the next one starts when one exits
+    /// (`make -jN`). Unset: all instances start together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<u32>,
     /// cpuset `cpus` (cgroup constraint), cpulist syntax.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpuset_cpus: Option<String>,
@@ -421,6 +425,16 @@ impl Workload {
                     format!("is {} (allowed: 1-4096)", p.instances),
                 ));
             }
+            if let Some(j) = p.jobs
+                && !(1..=p.instances).contains(&j)
+            {
+                return Err(err(
+                    pf("jobs"),
+                    format!("is {j} (allowed: 1-{}, the instances)", p.instances),
+                ));
+            }
+            // Instances alive at once.
+            let alive = p.jobs.unwrap_or(p.instances) as u64;
             if !(p.start_s >= 0.0 && p.start_s.is_finite()) {
                 return Err(err(pf("start_s"), "must be a finite number >= 0".into()));
             }
@@ -484,7 +498,7 @@ impl Workload {
                         if sz.0 == 0 {
                             return Err(err(rf("size"), "must be > 0".into()));
                         }
-                        private_bytes += sz.0 * p.instances as u64;
+                        private_bytes += sz.0 * alive;
                         sz.0
                     }
                     (None, Some(name)) => match spec.shared.iter().find(|s| &s.name == name) {

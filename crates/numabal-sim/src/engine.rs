@@ -133,6 +133,8 @@ struct GroupRt {
 #[derive(Debug, Clone)]
 struct Proc {
     name: String,
+    /// Its `[[process]]` index.
+    spec: usize,
     instance: u32,
     regions: Vec<Region>,
     groups: Vec<GroupRt>,
@@ -267,6 +269,8 @@ pub struct Sim<'a> {
     /// The kernel's NUMA balancing model, when the policy is `autonuma`.
     numab: Option<Numab>,
     stalls: StallHistogram,
+    /// Per `[[process]]`: the next instance to start (`jobs`).
+    next_instance: Vec<u32>,
 }
 
 /// Run a scenario to completion.
@@ -354,6 +358,7 @@ impl<'a> Sim<'a> {
             cpu_free_from: vec![None; m.nr_cpus()],
             numab: None,
             stalls: StallHistogram::default(),
+            next_instance: Vec::new(),
         }
     }
 
@@ -395,10 +400,13 @@ impl<'a> Sim<'a> {
             self.obj_refs.push(0);
             self.shared_objs.push(self.objects.len() - 1);
         }
-        // Process starts: instance k of a [[process]] forks a little after k-1.
+        // Process starts: instance k of a [[process]] forks a little after k-1; with
+        // `jobs`, only the first `jobs` now, the others as earlier ones exit.
         for (pi, p) in wl.spec.processes.iter().enumerate() {
             let mut t = p.start_s * NS;
-            for inst in 0..p.instances {
+            self.pending_starts += (p.instances - p.jobs.unwrap_or(p.instances)) as usize;
+            self.next_instance.push(p.jobs.unwrap_or(p.instances));
+            for inst in 0..p.jobs.unwrap_or(p.instances) {
                 let jitter = self.rng.random_range(0.0..1.0) * 1e6;
                 self.events.push(
                     (t + jitter) as u64,
@@ -656,6 +664,7 @@ impl<'a> Sim<'a> {
         let total_threads: u32 = groups.iter().map(|g| g.nthreads).sum();
         self.procs.push(Proc {
             name: p.name.clone(),
+            spec,
             instance,
             regions,
             groups,
@@ -975,6 +984,24 @@ impl<'a> Sim<'a> {
     }
 
     fn exit_process(&mut self, pidx: usize, at: u64) {
+        // A job slot is free: the next instance starts (`make -jN` forks the next job).
+        let spec = self.procs[pidx].spec;
+        let ps = &self.sc.workload.spec.processes[spec];
+        if ps.jobs.is_some() && self.next_instance[spec] < ps.instances {
+            let instance = self.next_instance[spec];
+            self.next_instance[spec] += 1;
+            // Processes start at event boundaries: an exit inside an interval starts the
+            // next job at the interval's end (at most a tick later).
+            let at = (at + (self.m.spec.costs.thread_spawn_ns * 4.0) as u64)
+                .max(self.interval_end.unwrap_or(self.now));
+            self.events.push(
+                at,
+                EventKind::ProcessStart {
+                    spec: spec as u32,
+                    instance,
+                },
+            );
+        }
         let node_mb = self.process_node_mb(pidx);
         let p = &mut self.procs[pidx];
         p.end_ns = Some(at);
@@ -986,6 +1013,11 @@ impl<'a> Sim<'a> {
                 let freed = self.objects[o].release();
                 for (n, f) in freed.iter().enumerate() {
                     self.node_used[n] -= f;
+                }
+                // A private mapping is never mapped again: drop its page arrays too (a
+                // build runs thousands of short processes).
+                if !self.shared_objs.contains(&o) {
+                    self.objects[o] = MemObject::new(0, false, self.m.nr_nodes());
                 }
             }
         }

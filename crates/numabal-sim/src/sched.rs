@@ -1268,6 +1268,15 @@ impl Sched {
             if nr == 0 {
                 continue;
             }
+            // LBF_ALL_PINNED: a runqueue none of whose tasks may run here is taken out of
+            // the search and the search redone (`goto redo`): pass over it.
+            if !self.cpus[c]
+                .tasks
+                .iter()
+                .any(|&t| self.tasks[t as usize].allowed.contains(cpu))
+            {
+                continue;
+            }
             if numa {
                 let (a, b, p) = self.fbq_counts(c);
                 if Self::fbq_classify(a, b, p) > fbq_type {

@@ -118,3 +118,132 @@ fn tunables_are_validated_by_name() {
             .is_ok()
     );
 }
+
+/// Stall accounting with `scan_async`: on a machine with idle CPUs the scan leaves the
+/// task (no stall in its context, time hidden from it); synchronous scans of 256 MB on
+/// xeon-2n104 (20 ns per PTE) are stalls of more than 1 ms each.
+#[test]
+fn scan_async_moves_scan_stalls_off_the_task() {
+    let sets = ["sim.max_time_s=40"];
+    let r = Inline(vec![]);
+    let sync = run(&scenario_with(
+        &r,
+        "xeon-2n104",
+        "pmbench",
+        "autonuma",
+        1,
+        &sets,
+    ));
+    let mut a = sets.to_vec();
+    a.push("policy.scan_async=true");
+    let asy = run(&scenario_with(
+        &r,
+        "xeon-2n104",
+        "pmbench",
+        "autonuma",
+        1,
+        &a,
+    ));
+    let (s, y) = (&sync.metrics, &asy.metrics);
+    let scans = sync.numa_balancing.as_ref().expect("report").stats.scans;
+    assert!(scans > 10, "{scans}");
+    // Every full 256 MB window costs 65536 x 20 ns = 1.31 ms in the task.
+    assert!(
+        s.stall_events_over_1ms >= scans - 2,
+        "{} of {scans}",
+        s.stall_events_over_1ms
+    );
+    assert_eq!(sync.stalls.at_least(1.0), s.stall_events_over_1ms);
+    assert!(
+        s.stall_max_ms > 1.0 && s.stall_max_ms < 2.0,
+        "{}",
+        s.stall_max_ms
+    );
+    assert_eq!(s.scan_cpu_hidden_s, 0.0);
+    // Async: 64 threads on 104 CPUs leave idle CPUs on both nodes for the worker.
+    let st = asy.numa_balancing.as_ref().expect("report").stats.clone();
+    assert!(st.async_scans > 10 && st.async_scans_idle_cpu == st.async_scans);
+    assert_eq!(st.async_scans_outside_cpuset, 0);
+    assert_eq!(y.stall_events_over_1ms, 0);
+    assert!(y.scan_cpu_hidden_s > 0.0 && (y.scan_cpu_hidden_s - y.scan_cpu_s).abs() < 1e-9);
+}
+
+/// `jobs`: at most N instances alive, the next forked when one exits (`make -jN`).
+#[test]
+fn jobs_keep_n_instances_alive() {
+    let w = "name = \"make\"\n[[process]]\nname = \"cc1\"\ninstances = 6\njobs = 2\n\
+             [[process.region]]\nname = \"heap\"\nsize = \"8MiB\"\n\
+             [[process.group]]\nname = \"main\"\nthreads = 1\n\
+             [[process.group.phase]]\nkind = \"compute\"\nseconds = 0.5\n";
+    let r = Inline(vec![("make", w.to_string())]);
+    let res = run(&scenario_with(&r, "tiny-2n4", "make", "none", 1, &[]));
+    assert!(res.finished);
+    assert_eq!(res.processes.len(), 6);
+    // Two slots on four CPUs: three rounds of 0.5 s.
+    assert!(
+        res.metrics.runtime_s > 1.5 && res.metrics.runtime_s < 1.6,
+        "{}",
+        res.metrics.runtime_s
+    );
+    let bad = w.replace("jobs = 2", "jobs = 7");
+    let r = Inline(vec![("make", bad)]);
+    let e = numabal_model::scenario::Scenario::build(
+        &numabal_model::scenario::ScenarioInput {
+            machine: Some("tiny-2n4".into()),
+            workload: Some("make".into()),
+            policy: Some("none".into()),
+            ..Default::default()
+        },
+        &r,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("jobs") && e.to_string().contains("allowed: 1-6"),
+        "{e}"
+    );
+}
+
+/// Seed 003's worst case for balancing overhead: a build of short-lived processes.
+#[test]
+fn kbuild_overhead_within_two_percent() {
+    let none = run(&scenario("autonuma-2n24", "kbuild", "none", 1));
+    let auto = run(&scenario("autonuma-2n24", "kbuild", "autonuma", 1));
+    let r = auto.metrics.runtime_s / none.metrics.runtime_s;
+    assert!((r - 1.0).abs() <= 0.02, "autonuma/none = {r}");
+    assert_eq!(auto.processes.len(), 1720);
+}
+
+/// Seed 003: two guests, each fitting a node; balancing gathers each on its own node.
+#[test]
+fn kvm_guests_build_faster_under_autonuma() {
+    let none = run(&scenario("autonuma-2n24", "kvm_guests_build", "none", 1));
+    let auto = run(&scenario(
+        "autonuma-2n24",
+        "kvm_guests_build",
+        "autonuma",
+        1,
+    ));
+    assert!(
+        auto.metrics.runtime_s < none.metrics.runtime_s,
+        "{} vs {}",
+        auto.metrics.runtime_s,
+        none.metrics.runtime_s
+    );
+    assert!(auto.metrics.local_access_ratio > none.metrics.local_access_ratio + 0.2);
+}
+
+/// Seed 000: with the skip (default) the pinned guest is never scanned after start-up.
+#[test]
+fn kvm_pinned_is_not_scanned_with_the_skip() {
+    let on = run(&scenario("xeon-2n104", "kvm_pinned", "autonuma", 1));
+    assert_eq!(on.metrics.numa_pte_updates, 0);
+    assert_eq!(on.metrics.numa_hint_faults, 0);
+    assert!(
+        on.numa_balancing
+            .as_ref()
+            .expect("report")
+            .stats
+            .cpuset_skips
+            > 100
+    );
+}
