@@ -151,6 +151,21 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         "                         numa_task_migrated {}, numa_task_swapped {}, scan {:.2} CPU s, stalls >1ms {}",
         m.numa_task_migrated, m.numa_task_swapped, m.scan_cpu_s, m.stall_events_over_1ms
     );
+    if let Some(aa) = r
+        .numa_balancing
+        .as_ref()
+        .and_then(|n| n.autonuma_2012.as_ref())
+    {
+        let st = &aa.stats;
+        println!(
+            "  AutoNUMA (2012)        knuma_scand full_scans {}, knuma_migrated pages {} (cancelled {}), last_nid rejects {}, exchanges {}",
+            st.full_scans,
+            st.pages_migrated.iter().sum::<u64>(),
+            st.pages_cancelled,
+            st.last_nid_rejected,
+            st.exchanges
+        );
+    }
     println!();
     let rows: Vec<(String, Vec<f64>)> = r
         .processes
