@@ -490,6 +490,8 @@ impl Sim<'_> {
             self.aa().stats.faults_mempolicy += 1;
             return cost;
         }
+        // Simplification: never queue a page for a node outside the task's cpuset mems (the
+        // 2012 daemon allocated with GFP_THISNODE from a kernel thread and did not check).
         let may_queue = self.procs[pidx].cpuset_mems.contains(thisnid);
         let pa = PageAutonuma(self.objects[obj].cpupid(head));
         let r = memory_follow_cpu(pa, thisnid, nid, may_queue);
@@ -646,9 +648,11 @@ impl ScanEnv for Sim<'_> {
         self.procs[mm].end_ns.is_some()
     }
 
+    /// Simplification: PTE mode only (`knuma_scand/pmd`, one hint per PMD, is not
+    /// modelled); every present PTE costs `pte_update_ns`, a THP's PMD one.
     fn scan_pmd(&mut self, mm: usize, vma: usize, a: u64, b: u64, counts: &mut [u64]) -> u64 {
         let obj = self.procs[mm].regions[vma].obj;
-        // page_mapcount != 1: mapped by several processes.
+        // page_mapcount != 1: mapped by several processes (per mapping object here).
         let shared = self.obj_refs[obj] > 1;
         let pte_ns = self.m.spec.costs.pte_update_ns;
         let o = &mut self.objects[obj];
