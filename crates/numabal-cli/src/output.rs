@@ -164,6 +164,21 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
             s.async_scans, s.async_scans_idle_cpu, s.async_scans_outside_cpuset
         );
     }
+    if let Some(aa) = r
+        .numa_balancing
+        .as_ref()
+        .and_then(|n| n.autonuma_2012.as_ref())
+    {
+        let st = &aa.stats;
+        println!(
+            "  AutoNUMA (2012)        knuma_scand full_scans {}, knuma_migrated pages {} (cancelled {}), last_nid rejects {}, exchanges {}",
+            st.full_scans,
+            st.pages_migrated.iter().sum::<u64>(),
+            st.pages_cancelled,
+            st.last_nid_rejected,
+            st.exchanges
+        );
+    }
     println!();
     let rows: Vec<(String, Vec<f64>)> = r
         .processes

@@ -90,6 +90,8 @@ fn list_names_everything() {
         "bind",
         "reverse-bind",
         "interleave",
+        "autonuma",
+        "autonuma-2012",
     ] {
         assert!(s.contains(n), "{n} missing from list");
     }

@@ -55,7 +55,9 @@ impl From<InputError> for SimError {
     }
 }
 
+mod aa2012;
 mod numab;
+pub use aa2012::{Aa2012Report, Aa2012Stats, MmAutonumaReport, TaskAutonumaReport};
 use numab::Numab;
 pub use numab::{NumabStats, TraceEvent};
 
@@ -365,7 +367,20 @@ impl<'a> Sim<'a> {
     /// Run the kernel's NUMA balancing (`autonuma`, `autonuma-2012`).
     pub fn enable_kernel_numa(&mut self, flavour: Flavour, tun: Tunables) {
         let cpu_nodes: Vec<usize> = self.m.nodes_with_cpus().iter().collect();
-        self.numab = Some(Numab::new(flavour, tun, cpu_nodes, self.m.nr_cpus()));
+        let aa = (flavour == Flavour::AutoNuma2012).then(|| {
+            // knuma_scand has run since boot: the workload starts at a random point of
+            // its sleep between passes.
+            let first = self
+                .rng
+                .random_range(0..=tun.scan_sleep_pass_millisecs * 1_000_000);
+            let node_cpu: Vec<usize> = (0..self.m.nr_nodes())
+                .map(|n| self.m.nodes[n].cpus.iter().next().unwrap_or(0))
+                .collect();
+            aa2012::Aa::new(self.m.nr_nodes(), first, &node_cpu)
+        });
+        let mut nb = Numab::new(flavour, tun, cpu_nodes, self.m.nr_cpus());
+        nb.aa = aa;
+        self.numab = Some(nb);
     }
 
     /// The load balancer's question: the policy's veto, then NUMA locality.
@@ -483,6 +498,9 @@ impl<'a> Sim<'a> {
                 let mut sched = std::mem::take(&mut self.sched);
                 sched.tick_balance(self.now, self.tick_ns, &|c: &LbCtx| self.can_migrate(c));
                 self.sched = sched;
+                if self.numab.as_ref().is_some_and(|n| n.aa.is_some()) {
+                    self.aa_sched_balance();
+                }
                 if self.check {
                     self.check_invariants()?;
                 }
@@ -1007,9 +1025,16 @@ impl<'a> Sim<'a> {
         p.end_ns = Some(at);
         p.node_mb_end = Some(node_mb);
         let objs: Vec<usize> = p.regions.iter().map(|r| r.obj).collect();
+        let aa = self.numab.as_ref().is_some_and(|n| n.aa.is_some());
+        if aa {
+            self.aa_exit_process(pidx);
+        }
         for o in objs {
             self.obj_refs[o] -= 1;
             if self.obj_refs[o] == 0 {
+                if aa {
+                    self.aa_release_object(o);
+                }
                 let freed = self.objects[o].release();
                 for (n, f) in freed.iter().enumerate() {
                     self.node_used[n] -= f;
@@ -2092,7 +2117,10 @@ impl<'a> Sim<'a> {
                 .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
                 .collect(),
             stalls: self.stalls.clone(),
-            numa_balancing: self.numab.as_ref().map(|nb| nb.report()),
+            numa_balancing: self.numab.as_ref().map(|nb| {
+                let pids: Vec<u32> = self.threads.iter().map(|t| t.proc as u32 + 1).collect();
+                nb.report(&pids)
+            }),
         }
     }
 }

@@ -7,10 +7,16 @@ use numabal_model::scenario::PolicySpec;
 use numabal_policy::{POLICIES as CORE, Policy, PolicyInfo};
 
 /// The kernel models.
-pub const KERNEL: &[PolicyInfo] = &[PolicyInfo {
-    name: "autonuma",
-    summary: "Linux 6.x automatic NUMA balancing (task_numa_work, hinting faults, sched/numa); options cpuset_skip, vma_pid_filter, scan_window",
-}];
+pub const KERNEL: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "autonuma",
+        summary: "Linux 6.x automatic NUMA balancing (task_numa_work, hinting faults, sched/numa); options cpuset_skip, vma_pid_filter, scan_window",
+    },
+    PolicyInfo {
+        name: "autonuma-2012",
+        summary: "the original AutoNUMA (Arcangeli 2012): knuma_scand, last_nid filter, knuma_migratedN, CPU follows memory (sched_autonuma_balance)",
+    },
+];
 
 /// Every policy, kernel models first.
 pub fn all() -> Vec<PolicyInfo> {
@@ -29,6 +35,7 @@ pub enum Built {
 pub fn build(spec: &PolicySpec) -> Result<Built, InputError> {
     let flavour = match spec.kind.as_str() {
         "autonuma" => Some(Flavour::Linux6),
+        "autonuma-2012" => Some(Flavour::AutoNuma2012),
         _ => None,
     };
     if let Some(f) = flavour {

@@ -38,18 +38,21 @@ pub struct Metrics {
     pub numa_pages_migrated: u64,
     /// Tasks moved to their preferred node (`migrate_task_to`).
     pub numa_task_migrated: u64,
-    /// Tasks swapped (`migrate_swap`, counted per task).
+    /// Tasks swapped (`migrate_swap`, counted per task; `autonuma-2012`: tasks exchanged
+    /// by `sched_autonuma_balance`).
     pub numa_task_swapped: u64,
     /// Inter-node thread migrations, all causes.
     pub thread_migrations_internode: u64,
     /// CPU seconds spent scanning page tables.
     pub scan_cpu_s: f64,
     /// Of `scan_cpu_s`, the part run by asynchronous scan workers and charged to no task
-    /// (`scan_async` without `scan_async_backcharge`).
+    /// (`scan_async` without `scan_async_backcharge`; all of knuma_scand's under
+    /// `autonuma-2012`).
     pub scan_cpu_hidden_s: f64,
     /// Intervals longer than 1 ms in which a runnable thread was kept from its own work:
     /// one block of kernel work in its context (a scan, a fault with its migration) or a
-    /// wait for a CPU a NUMA scan worker took. Lengths in `stalls`.
+    /// wait for a CPU a NUMA scan worker or an `autonuma-2012` kernel thread (knuma_scand,
+    /// knuma_migratedN) took. Lengths in `stalls`.
     pub stall_events_over_1ms: u64,
     /// The longest such interval, ms (any length; 0 if none).
     pub stall_max_ms: f64,
@@ -124,6 +127,10 @@ pub struct NumaBalancingReport {
     pub stats: crate::engine::NumabStats,
     /// Tracepoint-like events (with `policy.trace = true`), at most 100000.
     pub trace: Vec<crate::engine::TraceEvent>,
+    /// `autonuma-2012`: knuma_scand/knuma_migrated counters, `mm_autonuma` and
+    /// `task_autonuma` at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autonuma_2012: Option<crate::engine::Aa2012Report>,
 }
 
 /// Lower bounds of the stall-length buckets, ms (the last bucket is open-ended).

@@ -34,10 +34,13 @@ pub enum Cause {
     NumaMove,
     /// NUMA balancing swapped it with a task on another node (`migrate_swap`).
     NumaSwap,
+    /// The original AutoNUMA (2012) exchanged it with the running task of a CPU on
+    /// another node (`sched_autonuma_balance`, through the CPU stopper).
+    AutonumaExchange,
 }
 
 /// Number of causes.
-pub const NR_CAUSES: usize = 7;
+pub const NR_CAUSES: usize = 8;
 
 impl Cause {
     /// Name used in results.
@@ -50,6 +53,7 @@ impl Cause {
             Cause::Affinity => "affinity",
             Cause::NumaMove => "numa_move",
             Cause::NumaSwap => "numa_swap",
+            Cause::AutonumaExchange => "autonuma_exchange",
         }
     }
 
@@ -62,6 +66,7 @@ impl Cause {
         Cause::Affinity,
         Cause::NumaMove,
         Cause::NumaSwap,
+        Cause::AutonumaExchange,
     ];
 }
 
@@ -143,6 +148,10 @@ pub enum CanMigrate {
     Hot,
     /// Never (a placement policy's veto).
     No,
+    /// Only if a first pass over the candidates, which skips such tasks, left an
+    /// imbalance: the original AutoNUMA's `LBF_NUMA` pass (`move_tasks` first tries the
+    /// tasks whose `task_selected_nid` is the destination's node, then all).
+    Later,
 }
 
 /// What `can_migrate_task` is asked about.
@@ -268,6 +277,9 @@ pub struct Sched {
     llc_of: Vec<usize>,
     /// Moves made since the engine last drained them.
     pub moves: Vec<Move>,
+    /// CPUs that ran periodic balancing at the last `tick_balance` while busy (the
+    /// `SCHED_SOFTIRQ` ran with `idle_balance` false), in CPU order.
+    pub balanced_busy: Vec<usize>,
 }
 
 fn dedup_spans(cpus_of: &[Vec<usize>]) -> (Vec<Vec<usize>>, Vec<usize>) {
@@ -457,6 +469,7 @@ impl Sched {
             llc_cpus,
             llc_of,
             moves: Vec::new(),
+            balanced_busy: Vec::new(),
         }
     }
 
@@ -998,12 +1011,15 @@ impl Sched {
     /// Periodic balancing at a tick: every CPU whose interval expired balances.
     pub fn tick_balance(&mut self, now: u64, tick_ns: u64, can_move: CanMove<'_>) {
         let jiffy_ms = tick_ns as f64 / 1e6;
+        self.balanced_busy.clear();
         for cpu in 0..self.cpus.len() {
             let mut idle = if self.is_idle(cpu) {
                 CpuIdleType::Idle
             } else {
                 CpuIdleType::NotIdle
             };
+            let busy_at_start = idle == CpuIdleType::NotIdle;
+            let mut ran = false;
             for li in 0..self.levels.len() {
                 let busy = idle == CpuIdleType::NotIdle;
                 let interval_ms =
@@ -1015,6 +1031,10 @@ impl Sched {
                 if now < self.cpus[cpu].last_balance[li] + interval_ns {
                     continue;
                 }
+                if busy_at_start && !ran {
+                    self.balanced_busy.push(cpu);
+                }
+                ran = true;
                 let (moved, cont) = self.balance(cpu, li, idle, now, can_move);
                 self.cpus[cpu].last_balance[li] = now;
                 if moved > 0 {
@@ -1312,35 +1332,49 @@ impl Sched {
         // detach_tasks: from the tail (least recently run), never the current task.
         let mut moved = 0;
         let failed = self.cpus[cpu].nr_balance_failed[li];
-        let candidates: Vec<u32> = self.cpus[src].tasks.iter().skip(1).rev().copied().collect();
-        for t in candidates {
-            if self.cpus[src].tasks.len() <= 1 || imbalance <= 0.0 {
+        // Pass 0 skips `CanMigrate::Later` tasks; pass 1 (only if one was skipped and
+        // some imbalance is left) takes them too.
+        let mut deferred = false;
+        'passes: for pass in 0..2 {
+            if pass == 1 && (!deferred || (idle == CpuIdleType::NewlyIdle && moved > 0)) {
                 break;
             }
-            if !self.tasks[t as usize].allowed.contains(cpu) {
-                continue;
-            }
-            if self.cpu_node[src] != self.cpu_node[cpu] {
-                let ctx = self.lb_ctx(t, src, cpu, idle == CpuIdleType::Idle, false);
-                match can_move(&ctx) {
-                    CanMigrate::Yes => {}
-                    CanMigrate::Hot if failed > cache_nice_tries => {}
-                    CanMigrate::Hot | CanMigrate::No => continue,
+            let candidates: Vec<u32> = self.cpus[src].tasks.iter().skip(1).rev().copied().collect();
+            for t in candidates {
+                if self.cpus[src].tasks.len() <= 1 || imbalance <= 0.0 {
+                    break 'passes;
                 }
-            }
-            let amount = match mtype {
-                Migration::Task => 1.0,
-                Migration::Load => self.tasks[t as usize].runnable.max(1.0),
-                Migration::Util => self.tasks[t as usize].util,
-            };
-            if mtype != Migration::Task && amount / 2f64.powi(failed.min(63) as i32) > imbalance {
-                continue;
-            }
-            imbalance -= amount;
-            self.migrate(t, src, cpu, Cause::LoadBalance, now);
-            moved += 1;
-            if idle == CpuIdleType::NewlyIdle {
-                break;
+                if !self.tasks[t as usize].allowed.contains(cpu) {
+                    continue;
+                }
+                if self.cpu_node[src] != self.cpu_node[cpu] {
+                    let ctx = self.lb_ctx(t, src, cpu, idle == CpuIdleType::Idle, false);
+                    match can_move(&ctx) {
+                        CanMigrate::Yes => {}
+                        CanMigrate::Hot if failed > cache_nice_tries => {}
+                        CanMigrate::Later if pass == 1 => {}
+                        CanMigrate::Later => {
+                            deferred = true;
+                            continue;
+                        }
+                        CanMigrate::Hot | CanMigrate::No => continue,
+                    }
+                }
+                let amount = match mtype {
+                    Migration::Task => 1.0,
+                    Migration::Load => self.tasks[t as usize].runnable.max(1.0),
+                    Migration::Util => self.tasks[t as usize].util,
+                };
+                if mtype != Migration::Task && amount / 2f64.powi(failed.min(63) as i32) > imbalance
+                {
+                    continue;
+                }
+                imbalance -= amount;
+                self.migrate(t, src, cpu, Cause::LoadBalance, now);
+                moved += 1;
+                if idle == CpuIdleType::NewlyIdle {
+                    break 'passes;
+                }
             }
         }
 
@@ -1543,6 +1577,57 @@ mod tests {
             .filter(|mv| m.cpus[mv.from].node != m.cpus[mv.to].node)
             .count();
         assert!(internode >= 12, "{internode}");
+    }
+
+    /// AutoNUMA 2012's `LBF_NUMA` pass: a task answered `Later` is pulled to another node
+    /// only when no `Yes` task would do; if all are `Later`, the second pass moves them.
+    #[test]
+    fn later_tasks_go_in_the_second_pass() {
+        let m = machine("tiny-2n4");
+        // Four tasks on CPU 0, allowed on CPUs 0 and 2 (one per node): CPU 2 pulls.
+        // Returns the tasks that went from CPU 0 to CPU 2, in order.
+        let run = |later: &dyn Fn(u32) -> bool| {
+            let mut s = Sched::new(&m);
+            let allowed = Mask::parse_list("0,2", Some(4)).unwrap();
+            for t in 0..4u32 {
+                assert_eq!(s.add_task(allowed.clone(), 0), t);
+                let from = s.wake_new(t, 0);
+                if from != 0 {
+                    s.migrate(t, from, 0, Cause::Policy, 0);
+                }
+            }
+            s.moves.clear();
+            let f = |c: &LbCtx| {
+                if c.src_node != c.dst_node && later(c.tid) {
+                    CanMigrate::Later
+                } else {
+                    CanMigrate::Yes
+                }
+            };
+            let tick = 4_000_000;
+            for k in 1..200u64 {
+                s.update_load(tick);
+                s.rotate();
+                s.tick_balance(k * tick, tick, &f);
+            }
+            s.check().unwrap();
+            let moved: Vec<u32> = s
+                .moves
+                .iter()
+                .filter(|mv| mv.from == 0 && mv.to == 2)
+                .map(|mv| mv.tid)
+                .collect();
+            moved
+        };
+        let plain = run(&|_| false);
+        assert!(plain.len() >= 2, "{plain:?}");
+        let first = plain[0];
+        // The task the balancer took first is now `Later`: another one goes first.
+        let biased = run(&|t| t == first);
+        assert!(biased.len() >= 2, "{biased:?}");
+        assert_ne!(biased[0], first, "{biased:?}");
+        // All `Later`: the second pass still evens the load out, the same way.
+        assert_eq!(run(&|_| true), plain);
     }
 
     #[test]

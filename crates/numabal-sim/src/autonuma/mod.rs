@@ -15,6 +15,7 @@
 //!  numa_migrate_preferred ─► task_numa_migrate (move / swap)            engine/numab.rs
 //! ```
 
+pub mod aa2012;
 pub mod filter;
 pub mod period;
 pub mod task;

@@ -151,6 +151,7 @@ impl Tunables {
             ("scan_sleep_pass_millisecs", t.scan_sleep_pass_millisecs),
             ("scan_sleep_millisecs", t.scan_sleep_millisecs),
             ("pages_to_scan_mb", t.pages_to_scan_mb),
+            ("pages_to_migrate_mb", t.pages_to_migrate_mb),
             ("migrate_sleep_millisecs", t.migrate_sleep_millisecs),
         ];
         for (k, v) in positive {

@@ -128,8 +128,11 @@ pub(crate) struct Numab {
     pub scan_ns: f64,
     /// `scan_async`: scan worker time charged to no task.
     pub scan_hidden_ns: f64,
-    /// `scan_async`: per CPU, when the scan worker running there finishes.
+    /// `scan_async`: per CPU, when the scan worker running there finishes (also the
+    /// kernel threads of `autonuma-2012`).
     pub worker_busy_until: Vec<u64>,
+    /// `autonuma-2012`: knuma_scand, knuma_migratedN, task/mm statistics.
+    pub aa: Option<super::aa2012::Aa>,
 }
 
 /// Trace records kept at most (the log is for inspection, not bulk analysis).
@@ -149,10 +152,24 @@ impl Numab {
             scan_ns: 0.0,
             scan_hidden_ns: 0.0,
             worker_busy_until: vec![0; nr_cpus],
+            aa: None,
         }
     }
 
-    fn trace(&mut self, t_ns: u64, event: &str, tid: usize, pid: usize, detail: String) {
+    /// Record an event of a kernel thread (tid and pid 0).
+    pub(super) fn trace_kthread(&mut self, t_ns: u64, event: &str, detail: String) {
+        if self.tun.trace && self.trace.len() < TRACE_MAX {
+            self.trace.push(TraceEvent {
+                t_ns,
+                event: event.to_string(),
+                tid: 0,
+                pid: 0,
+                detail,
+            });
+        }
+    }
+
+    pub(super) fn trace(&mut self, t_ns: u64, event: &str, tid: usize, pid: usize, detail: String) {
         if self.tun.trace && self.trace.len() < TRACE_MAX {
             self.trace.push(TraceEvent {
                 t_ns,
@@ -164,10 +181,12 @@ impl Numab {
         }
     }
 
-    pub fn report(&self) -> crate::result::NumaBalancingReport {
+    /// `task_pids`: each task's process (pid), for the per-task tables.
+    pub fn report(&self, task_pids: &[u32]) -> crate::result::NumaBalancingReport {
         crate::result::NumaBalancingReport {
             stats: self.stats.clone(),
             trace: self.trace.clone(),
+            autonuma_2012: self.aa.as_ref().map(|aa| aa.report(task_pids)),
         }
     }
 
@@ -216,6 +235,10 @@ impl Sim<'_> {
 
     /// `init_numa_balancing` for a new process (`mm_users == 1`).
     pub(super) fn numab_new_process(&mut self, pidx: usize) {
+        if self.nb().aa.is_some() {
+            self.aa_new_process(pidx);
+            return;
+        }
         let now = self.now;
         let nregions = self.procs[pidx].regions.len();
         let objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
@@ -241,6 +264,10 @@ impl Sim<'_> {
     /// process's task; later ones are threads of a parent (`parent`) and inherit its
     /// preferred node, with the staggered first trigger.
     pub(super) fn numab_new_task(&mut self, t: usize, parent: Option<usize>) {
+        if self.nb().aa.is_some() {
+            self.aa_new_task(t);
+            return;
+        }
         let tick = self.tick_ns;
         let pidx = self.threads[t].proc;
         let nb = self.nb();
@@ -278,6 +305,9 @@ impl Sim<'_> {
 
     /// `task_numa_free` at exit: leave the group.
     pub(super) fn numab_task_exit(&mut self, t: usize) {
+        if self.nb().aa.is_some() {
+            return;
+        }
         let nn = self.m.nr_nodes();
         let nb = self.nb();
         let tk = &mut nb.tasks[t];
@@ -292,12 +322,10 @@ impl Sim<'_> {
 
     /// `task_tick_numa` for every running task (processor sharing: all of them run).
     pub(super) fn numab_tick(&mut self) {
-        if self
-            .numab
-            .as_ref()
-            .is_none_or(|n| n.flavour != Flavour::Linux6)
-        {
-            return;
+        match self.numab.as_ref().map(|n| n.flavour) {
+            Some(Flavour::Linux6) => {}
+            Some(Flavour::AutoNuma2012) => return self.aa_tick(),
+            None => return,
         }
         // CPUs' ticks are not synchronised: which thread of an mm reaches
         // `numa_next_scan` first varies, so the walk starts at a random thread.
@@ -441,7 +469,7 @@ impl Sim<'_> {
     }
 
     /// The task's own memory policy (thread, process, current phase, workload).
-    fn task_policy(&self, t: usize) -> Option<&MemPolicy> {
+    pub(super) fn task_policy(&self, t: usize) -> Option<&MemPolicy> {
         let th = &self.threads[t];
         let p = &self.procs[th.proc];
         th.policy_thread
@@ -681,6 +709,9 @@ impl Sim<'_> {
     /// (`do_numa_page` / `do_huge_pmd_numa_page`). Returns its CPU ns, the migration
     /// included (one block of kernel work in the faulting thread).
     pub(super) fn numab_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        if self.nb().aa.is_some() {
+            return self.aa_fault(t, cpu, ri, page);
+        }
         let pidx = self.threads[t].proc;
         let (obj, file_ro, vm_shared) = {
             let r = &self.procs[pidx].regions[ri];
@@ -1399,6 +1430,9 @@ impl Sim<'_> {
         let Some(nb) = self.numab.as_ref() else {
             return CanMigrate::Yes;
         };
+        if nb.aa.is_some() {
+            return self.aa_can_migrate(ctx);
+        }
         if ctx.active || ctx.src_node == ctx.dst_node {
             return CanMigrate::Yes;
         }

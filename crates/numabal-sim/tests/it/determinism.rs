@@ -10,6 +10,8 @@ fn same_seed_same_bytes() {
         ("numa02_smt", "interleave"),
         ("numa01_numa02", "bind"),
         ("numa02", "autonuma"),
+        ("numa02", "autonuma-2012"),
+        ("numa01_numa02", "autonuma-2012"),
     ] {
         let sc = scenario("autonuma-2n24", w, p, 7);
         let a = serde_json::to_string(&run(&sc)).unwrap();

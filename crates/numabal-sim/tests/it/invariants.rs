@@ -168,16 +168,17 @@ proptest! {
     #[test]
     fn invariants_hold(
         procs in proptest::collection::vec(process(), 1..3),
-        policy in 0usize..7,
+        policy in 0usize..8,
         seed in 0u64..1000,
         tick in 0usize..3,
         thp in 0usize..3,
     ) {
         let text = workload_toml(&procs);
         let r = Inline(vec![("prop", text.clone())]);
-        // 5 and 6: autonuma with the asynchronous scan worker, without and with backcharge.
+        // 5 and 6: autonuma with the asynchronous scan worker, without and with backcharge;
+        // 7: the original AutoNUMA.
         let variant = policy;
-        let policy = ["none", "bind", "reverse-bind", "interleave", "autonuma", "autonuma", "autonuma"][policy];
+        let policy = ["none", "bind", "reverse-bind", "interleave", "autonuma", "autonuma", "autonuma", "autonuma-2012"][policy];
         let tick = ["sim.tick_ms=1", "sim.tick_ms=4", "sim.tick_ms=10"][tick];
         let thp = ["sim.transparent_hugepage=\"never\"", "sim.transparent_hugepage=\"madvise\"", "sim.transparent_hugepage=\"always\""][thp];
         let mut sets = vec!["sim.check_invariants=true", tick, thp, "sim.max_time_s=600"];
@@ -185,7 +186,17 @@ proptest! {
             // Scan early and in small windows so short runs exercise scanning and faults.
             sets.extend(["policy.scan_delay_ms=20", "policy.scan_size_mb=8", "policy.scan_period_min_ms=40"]);
         }
-        if variant >= 5 {
+        if policy == "autonuma-2012" {
+            // knuma_scand passes every 0.2 s in 8 MB steps, knuma_migrated 4 MB per 10 ms.
+            sets.extend([
+                "policy.scan_sleep_pass_millisecs=200",
+                "policy.scan_sleep_millisecs=10",
+                "policy.pages_to_scan_mb=8",
+                "policy.pages_to_migrate_mb=4",
+                "policy.migrate_sleep_millisecs=10",
+            ]);
+        }
+        if variant == 5 || variant == 6 {
             sets.push("policy.scan_async=true");
         }
         if variant == 6 {

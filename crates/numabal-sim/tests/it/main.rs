@@ -1,6 +1,7 @@
 //! Integration tests of the simulator, one binary with a module per behaviour.
 
 mod autonuma;
+mod autonuma2012;
 mod calibration;
 mod determinism;
 mod invariants;

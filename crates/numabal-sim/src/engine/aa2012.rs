@@ -1,0 +1,718 @@
+//! The original AutoNUMA (Andrea Arcangeli, 2012; `autonuma-2012`) driven by the engine:
+//! the global `knuma_scand` kernel thread, NUMA hinting faults with the `last_nid`
+//! false-sharing filter, the per-node `knuma_migratedN` kernel threads and their queues,
+//! `sched_autonuma_balance` (CPU follows memory) from the balancing softirq, and the
+//! load balancer's `task_selected_nid` preference. The decision rules live in
+//! `crate::autonuma::aa2012`; this module holds the state and walks the engine's memory,
+//! threads and runqueues. Every simplification is listed in docs/model-notes.md
+//! ("Original AutoNUMA (autonuma-2012)").
+
+use super::Sim;
+use crate::autonuma::aa2012::{
+    Candidate, KnumaScand, MigrateQueue, MmAutonuma, PageAutonuma, QueuedPage, ScanEnv, ScandRun,
+    ScandTunables, TaskAutonuma, memory_follow_cpu, sched_autonuma_balance,
+};
+use crate::autonuma::tunables::Tunables;
+use crate::memory::CHUNK;
+use crate::sched::{CanMigrate, Cause, LbCtx};
+use numabal_model::MemPolicy;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+const MS: u64 = 1_000_000;
+
+/// One `knuma_migratedN`: its lists and where it is in its loop.
+#[derive(Debug, Clone)]
+pub(crate) struct KnumaMigrated {
+    pub queue: MigrateQueue,
+    /// Waiting to be woken (its lists were empty when it last looked).
+    pub waiting: bool,
+    /// ns: end of its `migrate_sleep_millisecs` sleep (when not waiting).
+    pub wake_at: u64,
+    /// Pages isolated by the current `knumad_do_migrate`, not yet migrated.
+    pub batch: VecDeque<(usize, QueuedPage, u64)>,
+    /// CPU time owed by the page that overran the last tick's share, ns.
+    pub credit: f64,
+    /// The CPU it last ran on (it is bound to its node).
+    pub prev_cpu: usize,
+}
+
+/// The model's state.
+pub(crate) struct Aa {
+    pub scand: KnumaScand,
+    /// CPU knuma_scand last ran on.
+    pub scand_cpu: usize,
+    /// Per node.
+    pub migrated: Vec<KnumaMigrated>,
+    /// Per process (`mm->mm_autonuma`).
+    pub mms: Vec<MmAutonuma>,
+    /// Per task (`p->task_autonuma`).
+    pub tasks: Vec<TaskAutonuma>,
+    pub stats: Aa2012Stats,
+    /// CPU ns of the current knuma_scand step.
+    step_ns: f64,
+}
+
+/// Counters of the original AutoNUMA model (sysfs names where the patch set had them).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Aa2012Stats {
+    /// `knuma_scand/full_scans`: completed passes over all mms.
+    pub full_scans: u64,
+    /// `knuma_scand/pages_scanned`: knuma_scand progress in completed passes.
+    pub pages_scanned: u64,
+    /// knuma_scand wakeups that scanned.
+    pub scan_steps: u64,
+    /// `knuma_migrated/pages_migrated`, per destination node.
+    pub pages_migrated: Vec<u64>,
+    /// Batches migrated (`knumad_do_migrate` runs that isolated something).
+    pub migrate_batches: u64,
+    /// Pages queued for migration by hinting faults.
+    pub pages_queued: u64,
+    /// Queued pages taken off again by the `last_nid` filter (false sharing).
+    pub pages_cancelled: u64,
+    /// Hinting faults the `last_nid` filter refused (the previous fault came from
+    /// another node).
+    pub last_nid_rejected: u64,
+    /// Hinting faults of tasks with a memory policy (not accounted).
+    pub faults_mempolicy: u64,
+    /// Task exchanges by `sched_autonuma_balance`.
+    pub exchanges: u64,
+    /// `sched_autonuma_balance` calls.
+    pub balance_calls: u64,
+    /// Per node: pages still queued at the end.
+    pub queued_at_end: Vec<u64>,
+}
+
+/// One process's `mm_autonuma` at the end.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MmAutonumaReport {
+    /// Process.
+    pub pid: u32,
+    /// `mm_numa_fault_pass`.
+    pub mm_numa_fault_pass: u64,
+    /// `mm_numa_fault[nid]`.
+    pub mm_numa_fault: Vec<u64>,
+    /// `mm_numa_fault_tot`.
+    pub mm_numa_fault_tot: u64,
+}
+
+/// One task's `task_autonuma` at the end (or at its exit).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TaskAutonumaReport {
+    /// Task.
+    pub tid: u32,
+    /// Its process.
+    pub pid: u32,
+    /// `task_selected_nid` (-1 for none).
+    pub task_selected_nid: i64,
+    /// `task_numa_fault[nid]`.
+    pub task_numa_fault: Vec<u64>,
+    /// `task_numa_fault_tot`.
+    pub task_numa_fault_tot: u64,
+}
+
+/// What `autonuma-2012` reports beyond the shared counters.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Aa2012Report {
+    /// Counters.
+    pub stats: Aa2012Stats,
+    /// Per process.
+    pub mm_autonuma: Vec<MmAutonumaReport>,
+    /// Per task.
+    pub task_autonuma: Vec<TaskAutonumaReport>,
+}
+
+impl Aa {
+    /// The state at boot: knuma_scand somewhere in its pass sleep (`first_wake_ns`), the
+    /// knuma_migrated threads waiting.
+    pub fn new(nr_nodes: usize, first_wake_ns: u64, node_first_cpu: &[usize]) -> Aa {
+        Aa {
+            scand: KnumaScand::new(nr_nodes, first_wake_ns),
+            scand_cpu: node_first_cpu.first().copied().unwrap_or(0),
+            migrated: node_first_cpu
+                .iter()
+                .map(|&c| KnumaMigrated {
+                    queue: MigrateQueue::new(nr_nodes),
+                    waiting: true,
+                    wake_at: 0,
+                    batch: VecDeque::new(),
+                    credit: 0.0,
+                    prev_cpu: c,
+                })
+                .collect(),
+            mms: Vec::new(),
+            tasks: Vec::new(),
+            stats: Aa2012Stats {
+                pages_migrated: vec![0; nr_nodes],
+                ..Default::default()
+            },
+            step_ns: 0.0,
+        }
+    }
+
+    pub fn report(&self, task_pids: &[u32]) -> Aa2012Report {
+        let mut stats = self.stats.clone();
+        stats.full_scans = self.scand.full_scans;
+        stats.pages_scanned = self.scand.pages_scanned;
+        stats.scan_steps = self.scand.steps;
+        stats.queued_at_end = self
+            .migrated
+            .iter()
+            .map(|k| k.queue.nr_migrate_pages)
+            .collect();
+        Aa2012Report {
+            stats,
+            mm_autonuma: self
+                .mms
+                .iter()
+                .enumerate()
+                .map(|(i, m)| MmAutonumaReport {
+                    pid: i as u32 + 1,
+                    mm_numa_fault_pass: m.mm_numa_fault_pass,
+                    mm_numa_fault: m.mm_numa_fault.clone(),
+                    mm_numa_fault_tot: m.mm_numa_fault_tot,
+                })
+                .collect(),
+            task_autonuma: self
+                .tasks
+                .iter()
+                .enumerate()
+                .map(|(t, ta)| TaskAutonumaReport {
+                    tid: t as u32 + 1,
+                    pid: task_pids.get(t).copied().unwrap_or(0),
+                    task_selected_nid: ta.task_selected_nid.map_or(-1, |n| n as i64),
+                    task_numa_fault: ta.task_numa_fault.clone(),
+                    task_numa_fault_tot: ta.task_numa_fault_tot,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Tunables {
+    fn scand(&self) -> ScandTunables {
+        ScandTunables {
+            pages_to_scan: self.pages_to_scan_mb << 8,
+            scan_sleep_ns: self.scan_sleep_millisecs * MS,
+            scan_sleep_pass_ns: self.scan_sleep_pass_millisecs * MS,
+        }
+    }
+
+    fn pages_to_migrate(&self) -> u64 {
+        self.pages_to_migrate_mb << 8
+    }
+}
+
+impl Sim<'_> {
+    fn aa(&mut self) -> &mut Aa {
+        self.numab
+            .as_mut()
+            .and_then(|n| n.aa.as_mut())
+            .expect("autonuma-2012 model")
+    }
+
+    fn aa_ref(&self) -> &Aa {
+        self.numab
+            .as_ref()
+            .and_then(|n| n.aa.as_ref())
+            .expect("autonuma-2012 model")
+    }
+
+    /// `autonuma_enter` at fork: the mm joins the tail of knuma_scand's list.
+    pub(super) fn aa_new_process(&mut self, pidx: usize) {
+        let objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
+        for o in objs {
+            self.objects[o].enable_hinting();
+        }
+        let nn = self.m.nr_nodes();
+        let aa = self.aa();
+        while aa.mms.len() <= pidx {
+            aa.mms.push(MmAutonuma::new(nn));
+        }
+        aa.scand.mm_head.push(pidx);
+    }
+
+    /// A new task starts with empty statistics and no selected node
+    /// (`task_autonuma_reset`: `AUTONUMA_SCHED_RESET_FLAG` is on by default).
+    pub(super) fn aa_new_task(&mut self, t: usize) {
+        let nn = self.m.nr_nodes();
+        let aa = self.aa();
+        debug_assert_eq!(aa.tasks.len(), t);
+        aa.tasks.push(TaskAutonuma::new(nn));
+    }
+
+    /// `autonuma_exit`: the process's mm leaves knuma_scand's list.
+    pub(super) fn aa_exit_process(&mut self, pidx: usize) {
+        self.aa().scand.mm_exit(pidx);
+    }
+
+    /// An object's pages are freed: its queued pages leave the knuma_migrated counts.
+    pub(super) fn aa_release_object(&mut self, obj: usize) {
+        let o = &self.objects[obj];
+        if !o.hinting() {
+            return;
+        }
+        let mut by_dst: Vec<(usize, u64)> = Vec::new();
+        for c in 0..o.chunks() {
+            if o.chunk_populated(c) == 0 {
+                continue;
+            }
+            let (first, len) = (c * CHUNK, o.chunk_len(c));
+            let heads: Vec<(u64, u64)> = if o.is_huge(c) {
+                vec![(first, len)]
+            } else {
+                (first..first + len).map(|p| (p, 1)).collect()
+            };
+            for (p, nr) in heads {
+                if let Some(d) = PageAutonuma(o.cpupid(p)).migrate_nid() {
+                    by_dst.push((d, nr));
+                }
+            }
+        }
+        let aa = self.aa();
+        for (d, nr) in by_dst {
+            aa.migrated[d].queue.remove(nr);
+        }
+    }
+
+    /// The kernel threads' work at a tick: knuma_scand's wakeups that are due, then each
+    /// knuma_migratedN.
+    pub(super) fn aa_tick(&mut self) {
+        let tun = self.numab.as_ref().expect("model").tun.clone();
+        let st = tun.scand();
+        // Wakeups due by now, each at its own time (several if a sleep is below a tick).
+        for _ in 0..1000 {
+            let at = self.aa_ref().scand.wake_at;
+            if at > self.now {
+                break;
+            }
+            let mut sc = std::mem::replace(&mut self.aa().scand, KnumaScand::new(0, 0));
+            self.aa().step_ns = 0.0;
+            let r = sc.run(self, at, st);
+            let cost = std::mem::take(&mut self.aa().step_ns);
+            let (full, scanned) = (sc.full_scans, sc.pages_scanned);
+            self.aa().scand = sc;
+            match r {
+                ScandRun::WakeMigrated => {
+                    let aa = self.aa();
+                    for k in &mut aa.migrated {
+                        if k.waiting && k.queue.nr_migrate_pages > 0 {
+                            k.waiting = false;
+                            k.wake_at = at;
+                        }
+                    }
+                }
+                ScandRun::Scanned { pass_done } => {
+                    if cost > 0.0 {
+                        let nb = self.numab.as_mut().expect("model");
+                        nb.scan_ns += cost;
+                        nb.scan_hidden_ns += cost;
+                        let prev = self.aa_ref().scand_cpu;
+                        let node = self.m.cpus[prev].node;
+                        let (cpu, _) = self.kthread_cpu(prev, node);
+                        self.kthread_run(cpu, cost);
+                        self.aa().scand_cpu = cpu;
+                    }
+                    if pass_done {
+                        let nb = self.numab.as_mut().expect("model");
+                        nb.trace_kthread(
+                            at,
+                            "knuma_scand",
+                            format!("full_scans={full} pages_scanned={scanned}"),
+                        );
+                    }
+                }
+            }
+        }
+        for node in 0..self.aa_ref().migrated.len() {
+            self.knuma_migrated(node, &tun);
+        }
+    }
+
+    /// The CPU a kernel thread on `node` runs on now: the first idle CPU of the node from
+    /// `prev` on (`select_idle_sibling`) not taken by another kernel thread this tick,
+    /// else `prev`. Returns it and the number of runnable threads it shares it with.
+    fn kthread_cpu(&self, prev: usize, node: usize) -> (usize, usize) {
+        let nr = self.m.nr_cpus();
+        let busy = &self.numab.as_ref().expect("model").worker_busy_until;
+        let idle = (0..nr)
+            .map(|k| (prev + k) % nr)
+            .find(|&c| self.m.cpus[c].node == node && self.sched.is_idle(c) && busy[c] <= self.now);
+        match idle {
+            Some(c) => (c, 0),
+            None => (prev, self.sched.rq(prev).len()),
+        }
+    }
+
+    /// A kernel thread uses `ns` of CPU time on `cpu` from now: the runnable threads there
+    /// lose it (processor sharing), and it is not their CPU time.
+    fn kthread_run(&mut self, cpu: usize, ns: f64) {
+        let now = self.now;
+        let nb = self.numab.as_mut().expect("model");
+        nb.worker_busy_until[cpu] = nb.worker_busy_until[cpu].max(now) + ns as u64;
+        let rq: Vec<usize> = self.sched.rq(cpu).iter().map(|&x| x as usize).collect();
+        if rq.is_empty() {
+            return;
+        }
+        let each = ns / rq.len() as f64;
+        for &v in &rq {
+            self.steal_cpu(v, each);
+        }
+        self.stall(ns);
+    }
+
+    /// knuma_migratedN at a tick: if due, isolate a batch (`knumad_do_migrate`: up to
+    /// `pages_to_migrate`, round robin over source nodes, while the node is above its
+    /// high watermark); migrate as much of the batch as its CPU share of the tick pays
+    /// for; when the batch is done, sleep `migrate_sleep_millisecs` if pages are left,
+    /// else wait to be woken.
+    fn knuma_migrated(&mut self, node: usize, tun: &Tunables) {
+        let now = self.now;
+        let tick = self.tick_ns as f64;
+        {
+            let k = &self.aa_ref().migrated[node];
+            if k.batch.is_empty() && (k.waiting || k.wake_at > now) {
+                return;
+            }
+        }
+        if self.aa_ref().migrated[node].batch.is_empty() {
+            let free = self.node_cap[node].saturating_sub(self.node_used[node]);
+            let wmark = self.wmark_high[node];
+            let nb = self.numab.as_mut().expect("model");
+            let aa = nb.aa.as_mut().expect("model");
+            let objects = &mut self.objects;
+            let batch = aa.migrated[node].queue.isolate(
+                node,
+                tun.pages_to_migrate(),
+                |src, e| {
+                    let o = &mut objects[e.obj];
+                    if o.node_of(e.page) != Some(src) {
+                        return None;
+                    }
+                    let pa = PageAutonuma(o.cpupid(e.page));
+                    if pa.migrate_nid() != Some(node) {
+                        return None;
+                    }
+                    o.xchg_cpupid(e.page, pa.isolated().0);
+                    Some(if o.is_huge(e.page / CHUNK) {
+                        o.chunk_len(e.page / CHUNK)
+                    } else {
+                        1
+                    })
+                },
+                // autonuma_balance_pgdat: free pages above the high watermark plus the
+                // pages isolated so far.
+                |nr| free > wmark + nr,
+            );
+            if batch.is_empty() {
+                let k = &mut aa.migrated[node];
+                k.waiting = k.queue.nr_migrate_pages == 0;
+                k.wake_at = now + tun.migrate_sleep_millisecs * MS;
+                return;
+            }
+            aa.stats.migrate_batches += 1;
+            aa.migrated[node].batch = batch.into();
+        }
+        let prev = self.aa_ref().migrated[node].prev_cpu;
+        let (cpu, shared_with) = self.kthread_cpu(prev, node);
+        let budget = tick / (shared_with + 1) as f64;
+        let mut credit = self.aa_ref().migrated[node].credit + budget;
+        let mut used = 0.0;
+        while credit > 0.0 {
+            let Some((_, e, _)) = self.aa().migrated[node].batch.pop_front() else {
+                break;
+            };
+            // Back on the LRU whatever happens.
+            let o = &mut self.objects[e.obj];
+            if o.hinting() {
+                let pa = PageAutonuma(o.cpupid(e.page));
+                if pa.is_isolated() {
+                    o.xchg_cpupid(e.page, pa.with_migrate_nid(None).0);
+                }
+            }
+            let nr = match self.objects[e.obj].node_of(e.page) {
+                Some(_) if self.objects[e.obj].is_huge(e.page / CHUNK) => {
+                    self.objects[e.obj].chunk_len(e.page / CHUNK)
+                }
+                Some(_) => 1,
+                None => continue,
+            };
+            if let Some(c) = self.migrate_page(e.obj, e.page, node) {
+                self.m_.numa_pages_migrated += nr;
+                self.aa().stats.pages_migrated[node] += nr;
+                credit -= c;
+                used += c;
+            }
+        }
+        self.aa().migrated[node].prev_cpu = cpu;
+        if used > 0.0 {
+            self.kthread_run(cpu, used);
+        }
+        let k = &mut self.aa().migrated[node];
+        if k.batch.is_empty() {
+            // Sleeping or waiting: no CPU time is banked.
+            k.credit = 0.0;
+            k.waiting = k.queue.nr_migrate_pages == 0;
+            k.wake_at = now + used as u64 + tun.migrate_sleep_millisecs * MS;
+        } else {
+            k.credit = credit.min(0.0);
+        }
+    }
+
+    /// A NUMA hinting fault of `t` on CPU `cpu` at `page` of its region `ri`
+    /// (`__pte_numa_fixup` / the huge PMD path, then `numa_hinting_fault`). Returns its CPU
+    /// ns (migration is knuma_migrated's work, not the task's).
+    pub(super) fn aa_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        let pidx = self.threads[t].proc;
+        let obj = self.procs[pidx].regions[ri].obj;
+        let o = &mut self.objects[obj];
+        let head = o.head(page);
+        if !o.is_prot(head) {
+            return 0.0;
+        }
+        o.clear_prot(head);
+        let Some(nid) = o.node_of(head) else {
+            return 0.0;
+        };
+        let nr = if o.is_huge(head / CHUNK) {
+            o.chunk_len(head / CHUNK)
+        } else {
+            1
+        };
+        let thisnid = self.m.cpus[cpu].node;
+        self.m_.numa_hint_faults += 1;
+        if nid == thisnid {
+            self.m_.numa_hint_faults_local += 1;
+        }
+        let cost = self.m.spec.costs.hint_fault_ns;
+        // numa_hinting_fault acts only for tasks without a memory policy.
+        if self
+            .task_policy(t)
+            .is_some_and(|p| *p != MemPolicy::Default)
+        {
+            self.aa().stats.faults_mempolicy += 1;
+            return cost;
+        }
+        // Simplification: never queue a page for a node outside the task's cpuset mems (the
+        // 2012 daemon allocated with GFP_THISNODE from a kernel thread and did not check).
+        let may_queue = self.procs[pidx].cpuset_mems.contains(thisnid);
+        let pa = PageAutonuma(self.objects[obj].cpupid(head));
+        let r = memory_follow_cpu(pa, thisnid, nid, may_queue);
+        self.objects[obj].xchg_cpupid(head, r.page.0);
+        let ptm = self.numab.as_ref().expect("model").tun.pages_to_migrate();
+        let now = self.now;
+        let aa = self.aa();
+        if let Some(d) = r.dequeued_from {
+            aa.migrated[d].queue.remove(nr);
+            if r.rejected {
+                aa.stats.pages_cancelled += nr;
+            }
+        }
+        if r.rejected {
+            aa.stats.last_nid_rejected += 1;
+        }
+        if let Some(d) = r.queue_to {
+            aa.stats.pages_queued += nr;
+            let k = &mut aa.migrated[d];
+            let crossed = k.queue.add(nid, QueuedPage { obj, page: head }, nr, ptm);
+            if crossed && k.waiting {
+                k.waiting = false;
+                k.wake_at = now;
+            }
+        }
+        let pass = aa.mms[pidx].mm_numa_fault_pass;
+        aa.tasks[t].fault(r.access_nid, nr, pass);
+        cost
+    }
+
+    /// `sched_autonuma_balance` for the current task of every CPU whose balancing softirq
+    /// ran this tick while busy (`run_rebalance_domains` with `idle_balance` false), in
+    /// CPU order. An exchange is done at once by both CPUs' stoppers; both CPUs count as
+    /// `rq->autonuma_balance` (not initiators, not candidates) for the rest of the tick.
+    pub(super) fn aa_sched_balance(&mut self) {
+        let cpus = self.sched.balanced_busy.clone();
+        let ncpu = self.m.nr_cpus();
+        let mut pending = vec![false; ncpu];
+        for this_cpu in cpus {
+            if pending[this_cpu] {
+                continue;
+            }
+            let Some(&p) = self.sched.rq(this_cpu).first() else {
+                continue;
+            };
+            let p = p as usize;
+            let pidx = self.threads[p].proc;
+            let this_nid = self.m.cpus[this_cpu].node;
+            let aa = self.aa_ref();
+            let mut cands = Vec::new();
+            for nid in 0..self.m.nr_nodes() {
+                if nid == this_nid {
+                    continue;
+                }
+                for c in self.m.nodes[nid].cpus.iter() {
+                    if !self.sched.tasks[p].allowed.contains(c) || pending[c] {
+                        continue;
+                    }
+                    let Some(&q) = self.sched.rq(c).first() else {
+                        continue; // idle: CFS's business
+                    };
+                    let q = q as usize;
+                    if !self.sched.tasks[q].allowed.contains(this_cpu) {
+                        continue;
+                    }
+                    let qp = self.threads[q].proc;
+                    let same_mm = qp == pidx;
+                    let (fault, tot) = if same_mm {
+                        let ta = &aa.tasks[q];
+                        (ta.task_numa_fault[nid], ta.task_numa_fault_tot)
+                    } else {
+                        let ma = &aa.mms[qp];
+                        (ma.mm_numa_fault[nid], ma.mm_numa_fault_tot)
+                    };
+                    cands.push(Candidate {
+                        cpu: c,
+                        nid,
+                        same_mm,
+                        fault,
+                        tot,
+                    });
+                }
+            }
+            let b = sched_autonuma_balance(this_nid, &aa.tasks[p], &aa.mms[pidx], &cands);
+            let now = self.now;
+            let aa = self.aa();
+            aa.stats.balance_calls += 1;
+            aa.tasks[p].task_selected_nid = Some(b.selected_nid);
+            let Some((i, diff)) = b.exchange else {
+                continue;
+            };
+            let dst = cands[i].cpu;
+            let q = self.sched.rq(dst)[0] as usize;
+            self.sched
+                .migrate(p as u32, this_cpu, dst, Cause::AutonumaExchange, now);
+            self.sched
+                .migrate(q as u32, dst, this_cpu, Cause::AutonumaExchange, now);
+            pending[this_cpu] = true;
+            pending[dst] = true;
+            self.m_.numa_task_swapped += 2;
+            self.aa().stats.exchanges += 1;
+            let dst_nid = self.m.cpus[dst].node;
+            let qpid = self.threads[q].proc;
+            let nb = self.numab.as_mut().expect("model");
+            nb.trace(
+                now,
+                "autonuma_exchange",
+                p,
+                pidx,
+                format!(
+                    "src_cpu={this_cpu} src_nid={this_nid} dst_tid={} dst_pid={} dst_cpu={dst} dst_nid={dst_nid} weight_diff={diff} type={}",
+                    q + 1,
+                    qpid + 1,
+                    if cands[i].same_mm { "thread" } else { "process" }
+                ),
+            );
+        }
+    }
+
+    /// `sched_autonuma_can_migrate_task` for an inter-node load-balancer move: a task
+    /// whose `task_selected_nid` is another node is only taken in the second pass
+    /// (`LBF_NUMA` off); `load_balance_strict` is off by default, so that pass takes it.
+    pub(super) fn aa_can_migrate(&self, ctx: &LbCtx) -> CanMigrate {
+        if ctx.active {
+            return CanMigrate::Yes;
+        }
+        match self
+            .aa_ref()
+            .tasks
+            .get(ctx.tid as usize)
+            .and_then(|t| t.task_selected_nid)
+        {
+            Some(n) if n != ctx.dst_node => CanMigrate::Later,
+            _ => CanMigrate::Yes,
+        }
+    }
+}
+
+impl ScanEnv for Sim<'_> {
+    fn vmas(&self, mm: usize) -> Vec<(u64, bool)> {
+        // Only anonymous memory without a VMA policy: file mappings and shmem (no
+        // anon_vma) and mbind ranges are skipped.
+        self.procs[mm]
+            .regions
+            .iter()
+            .map(|r| {
+                let ok = !r.file_ro && !r.vm_shared && r.ranges.is_empty() && r.wl_policy.is_none();
+                (r.pages, ok)
+            })
+            .collect()
+    }
+
+    fn exiting(&self, mm: usize) -> bool {
+        self.procs[mm].end_ns.is_some()
+    }
+
+    /// Simplification: PTE mode only (`knuma_scand/pmd`, one hint per PMD, is not
+    /// modelled); every present PTE costs `pte_update_ns`, a THP's PMD one.
+    fn scan_pmd(&mut self, mm: usize, vma: usize, a: u64, b: u64, counts: &mut [u64]) -> u64 {
+        let obj = self.procs[mm].regions[vma].obj;
+        // page_mapcount != 1: mapped by several processes (per mapping object here).
+        let shared = self.obj_refs[obj] > 1;
+        let pte_ns = self.m.spec.costs.pte_update_ns;
+        let o = &mut self.objects[obj];
+        let c = a / CHUNK;
+        if o.chunk_populated(c) == 0 {
+            return 0;
+        }
+        let mut visited = 0u64;
+        let mut progress = 0;
+        let (mut ptes, mut huge) = (0, 0);
+        if o.is_huge(c) {
+            let head = c * CHUNK;
+            let len = o.chunk_len(c);
+            visited += 1;
+            progress = CHUNK;
+            if !shared {
+                let n = o.node_of(head).expect("populated THP");
+                counts[PageAutonuma(o.cpupid(head)).page_migrate_nid(n)] += len;
+                if o.set_prot(head) {
+                    ptes += len;
+                    huge += 1;
+                }
+            }
+        } else {
+            for q in a..b {
+                let Some(n) = o.node_of(q) else {
+                    continue;
+                };
+                visited += 1;
+                if shared {
+                    continue;
+                }
+                counts[PageAutonuma(o.cpupid(q)).page_migrate_nid(n)] += 1;
+                if o.set_prot(q) {
+                    progress += 1;
+                    ptes += 1;
+                }
+            }
+        }
+        self.m_.numa_pte_updates += ptes;
+        self.m_.numa_huge_pte_updates += huge;
+        self.aa().step_ns += visited as f64 * pte_ns;
+        progress
+    }
+
+    fn flush_tlb_range(&mut self, _mm: usize, _vma: usize, start: u64, end: u64) {
+        if end > start {
+            let ns = self.m.spec.costs.tlb_shootdown_ns;
+            self.aa().step_ns += ns;
+        }
+    }
+
+    fn mm_pass_start(&mut self, mm: usize) {
+        self.aa().mms[mm].mm_numa_fault_pass += 1;
+    }
+
+    fn mm_pass_done(&mut self, mm: usize, counts: &[u64]) {
+        self.aa().mms[mm].flush(counts);
+    }
+}
