@@ -1501,6 +1501,16 @@ mod tests {
     use super::*;
     use numabal_model::scenario::{Kind, PresetResolver, Resolver, from_table, parse_toml};
 
+    /// `n` ticks of 4 ms: loads decay, runqueues rotate, the balancer runs.
+    fn run_ticks(s: &mut Sched, n: u64, can_move: CanMove<'_>) {
+        let tick = 4_000_000;
+        for k in 1..n {
+            s.update_load(tick);
+            s.rotate();
+            s.tick_balance(k * tick, tick, can_move);
+        }
+    }
+
     fn machine(name: &str) -> Machine {
         let src = PresetResolver.resolve(Kind::Machine, name).unwrap();
         Machine::from_spec(
@@ -1604,12 +1614,7 @@ mod tests {
                     CanMigrate::Yes
                 }
             };
-            let tick = 4_000_000;
-            for k in 1..200u64 {
-                s.update_load(tick);
-                s.rotate();
-                s.tick_balance(k * tick, tick, &f);
-            }
+            run_ticks(&mut s, 200, &f);
             s.check().unwrap();
             let moved: Vec<u32> = s
                 .moves
@@ -1653,12 +1658,7 @@ mod tests {
                 CanMigrate::No
             }
         };
-        let tick = 4_000_000;
-        for k in 1..500u64 {
-            s.update_load(tick);
-            s.rotate();
-            s.tick_balance(k * tick, tick, &deny);
-        }
+        run_ticks(&mut s, 500, &deny);
         let node1: usize = (0..4)
             .filter(|&c| m.cpus[c].node == 1)
             .map(|c| s.rq(c).len())
