@@ -161,6 +161,10 @@ impl Default for StallHistogram {
 impl StallHistogram {
     /// Count one interval of `ms`.
     pub fn record(&mut self, ms: f64) {
+        // Most records are single faults of a few microseconds: one comparison.
+        if ms < self.bucket_ms[0] {
+            return;
+        }
         if let Some(i) = self.bucket_ms.iter().rposition(|&b| ms >= b) {
             self.count[i] += 1;
             self.total_ms += ms;

@@ -329,38 +329,6 @@ impl Sim<'_> {
         }
     }
 
-    /// The CPU a kernel thread on `node` runs on now: the first idle CPU of the node from
-    /// `prev` on (`select_idle_sibling`) not taken by another kernel thread this tick,
-    /// else `prev`. Returns it and the number of runnable threads it shares it with.
-    fn kthread_cpu(&self, prev: usize, node: usize) -> (usize, usize) {
-        let nr = self.m.nr_cpus();
-        let busy = &self.numab.as_ref().expect("model").worker_busy_until;
-        let idle = (0..nr)
-            .map(|k| (prev + k) % nr)
-            .find(|&c| self.m.cpus[c].node == node && self.sched.is_idle(c) && busy[c] <= self.now);
-        match idle {
-            Some(c) => (c, 0),
-            None => (prev, self.sched.rq(prev).len()),
-        }
-    }
-
-    /// A kernel thread uses `ns` of CPU time on `cpu` from now: the runnable threads there
-    /// lose it (processor sharing), and it is not their CPU time.
-    fn kthread_run(&mut self, cpu: usize, ns: f64) {
-        let now = self.now;
-        let nb = self.numab.as_mut().expect("model");
-        nb.worker_busy_until[cpu] = nb.worker_busy_until[cpu].max(now) + ns as u64;
-        let rq: Vec<usize> = self.sched.rq(cpu).iter().map(|&x| x as usize).collect();
-        if rq.is_empty() {
-            return;
-        }
-        let each = ns / rq.len() as f64;
-        for &v in &rq {
-            self.steal_cpu(v, each);
-        }
-        self.stall(ns);
-    }
-
     /// knuma_migratedN at a tick: if due, isolate a batch (`knumad_do_migrate`: up to
     /// `pages_to_migrate`, round robin over source nodes, while the node is above its
     /// high watermark); migrate as much of the batch as its CPU share of the tick pays

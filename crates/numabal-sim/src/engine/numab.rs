@@ -392,24 +392,15 @@ impl Sim<'_> {
         let Some(cpu) = self.sched.tasks[t].cpu else {
             return;
         };
-        let now = self.now;
-        let node = self.m.cpus[cpu].node;
-        let nr = self.m.nr_cpus();
         let backcharge = self.nb().tun.scan_async_backcharge;
-        let busy = &self
-            .numab
-            .as_ref()
-            .expect("kernel NUMA model")
-            .worker_busy_until;
-        let idle = (1..=nr)
-            .map(|k| (cpu + k) % nr)
-            .find(|&c| self.m.cpus[c].node == node && self.sched.is_idle(c) && busy[c] <= now);
-        let wcpu = idle.unwrap_or(cpu);
+        // The task runs on `cpu`, so it shares it with at least the task unless the
+        // worker found an idle CPU.
+        let (wcpu, shared_with) = self.kthread_cpu(cpu, self.m.cpus[cpu].node);
+        let idle = shared_with == 0;
         let outside = !self.procs[self.threads[t].proc].cpuset_cpus.contains(wcpu);
         let nb = self.nb();
-        nb.worker_busy_until[wcpu] = now + cost as u64;
         nb.stats.async_scans += 1;
-        nb.stats.async_scans_idle_cpu += idle.is_some() as u64;
+        nb.stats.async_scans_idle_cpu += idle as u64;
         nb.stats.async_scans_outside_cpuset += outside as u64;
         if backcharge {
             nb.tasks[t].node_stamp += 32 * cost as u64;
@@ -417,25 +408,57 @@ impl Sim<'_> {
         } else {
             nb.scan_hidden_ns += cost;
         }
-        if idle.is_some() {
+        if backcharge && !idle {
+            // The task, not its neighbours, gives the time up: paid like kernel work of
+            // its own (it adds to its CPU time); the preempted thread still stalls.
+            self.kthread_hold(wcpu, cost);
+            self.threads[t].debt_ns += cost;
+            self.stall(cost);
+        } else {
             if backcharge {
                 self.threads[t].sum_exec_ns += cost;
             }
+            // On an idle CPU nobody loses anything; otherwise the worker preempts the
+            // CPU's current thread and every runnable thread there loses its share.
+            self.kthread_run(wcpu, cost);
+        }
+    }
+
+    /// The CPU a kernel thread on `node` runs on now: the first idle CPU of the node from
+    /// `prev` on (`select_idle_sibling`) not taken by another kernel thread this tick,
+    /// else `prev`. Returns it and the number of runnable threads it shares it with.
+    pub(super) fn kthread_cpu(&self, prev: usize, node: usize) -> (usize, usize) {
+        let nr = self.m.nr_cpus();
+        let busy = &self.numab.as_ref().expect("model").worker_busy_until;
+        let idle = (0..nr)
+            .map(|k| (prev + k) % nr)
+            .find(|&c| self.m.cpus[c].node == node && self.sched.is_idle(c) && busy[c] <= self.now);
+        match idle {
+            Some(c) => (c, 0),
+            None => (prev, self.sched.rq(prev).len()),
+        }
+    }
+
+    /// A kernel thread holds `cpu` for `ns` from now (or from when the one before it ends).
+    fn kthread_hold(&mut self, cpu: usize, ns: f64) {
+        let now = self.now;
+        let nb = self.numab.as_mut().expect("model");
+        nb.worker_busy_until[cpu] = nb.worker_busy_until[cpu].max(now) + ns as u64;
+    }
+
+    /// A kernel thread uses `ns` of CPU time on `cpu` from now: the runnable threads there
+    /// lose it (processor sharing), and it is not their CPU time; one of them stalls.
+    pub(super) fn kthread_run(&mut self, cpu: usize, ns: f64) {
+        self.kthread_hold(cpu, ns);
+        let rq: Vec<usize> = self.sched.rq(cpu).iter().map(|&x| x as usize).collect();
+        if rq.is_empty() {
             return;
         }
-        // No idle CPU: the worker preempts the CPU's current thread, and every runnable
-        // thread there (processor sharing) loses its share of the worker's time.
-        let rq: Vec<usize> = self.sched.rq(wcpu).iter().map(|&x| x as usize).collect();
-        if backcharge {
-            // Paid like kernel work of its own: it adds to the task's CPU time.
-            self.threads[t].debt_ns += cost;
-        } else {
-            let each = cost / rq.len().max(1) as f64;
-            for &v in &rq {
-                self.steal_cpu(v, each);
-            }
+        let each = ns / rq.len() as f64;
+        for &v in &rq {
+            self.steal_cpu(v, each);
         }
-        self.stall(cost);
+        self.stall(ns);
     }
 
     /// Whether the VMA `ri` of process `pidx` may be scanned for task `t`, or why not.
