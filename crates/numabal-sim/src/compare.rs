@@ -22,6 +22,13 @@ pub struct Stats {
     pub max: f64,
     /// Normalised max-min difference, (max - min) / mean (Stable-NUMA's NMMD).
     pub nmmd: f64,
+    /// First quartile (linear interpolation between order statistics, as numpy's default
+    /// and the paper's box plots).
+    pub q1: f64,
+    /// Median.
+    pub median: f64,
+    /// Third quartile.
+    pub q3: f64,
 }
 
 impl Stats {
@@ -34,8 +41,19 @@ impl Stats {
                 min: 0.0,
                 max: 0.0,
                 nmmd: 0.0,
+                q1: 0.0,
+                median: 0.0,
+                q3: 0.0,
             };
         }
+        let mut sorted = xs.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let quantile = |q: f64| {
+            let h = q * (sorted.len() - 1) as f64;
+            let lo = h.floor() as usize;
+            let hi = (lo + 1).min(sorted.len() - 1);
+            sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+        };
         let n = xs.len() as f64;
         let mean = xs.iter().sum::<f64>() / n;
         let var = if xs.len() > 1 {
@@ -52,6 +70,9 @@ impl Stats {
             min,
             max,
             nmmd: rel(max - min),
+            q1: quantile(0.25),
+            median: quantile(0.5),
+            q3: quantile(0.75),
         }
     }
 }
@@ -172,5 +193,10 @@ mod tests {
         assert_eq!((s.min, s.max), (1.0, 3.0));
         assert!((s.nmmd - 1.0).abs() < 1e-12);
         assert_eq!(Stats::of(&[5.0]).cv, 0.0);
+        // Quartiles by linear interpolation: positions 0.75, 1.5, 2.25 of 0..3.
+        let s = Stats::of(&[4.0, 1.0, 3.0, 2.0]);
+        assert_eq!((s.q1, s.median, s.q3), (1.75, 2.5, 3.25));
+        let s = Stats::of(&[7.0]);
+        assert_eq!((s.q1, s.median, s.q3), (7.0, 7.0, 7.0));
     }
 }

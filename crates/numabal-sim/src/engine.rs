@@ -258,6 +258,11 @@ pub struct Sim<'a> {
     /// Per node: pages a migration must leave free (the kernel's high watermark).
     wmark_high: Vec<u64>,
     migrations: [u64; NR_CAUSES],
+    /// Per thread, per node: when the thread last left the node (u64::MAX: not since it
+    /// last arrived there), for ping-pong round trips.
+    left_node_at: Vec<Vec<u64>>,
+    ping_pong: crate::result::PingPongHistogram,
+    migrate_shootdowns: u64,
     thp_enabled: Thp,
     check: bool,
     actions: Vec<Action>,
@@ -351,6 +356,9 @@ impl<'a> Sim<'a> {
                 .map(|n| m.node_usable_pages(n) / 256)
                 .collect(),
             migrations: [0; NR_CAUSES],
+            left_node_at: Vec::new(),
+            ping_pong: Default::default(),
+            migrate_shootdowns: 0,
             thp_enabled: sc.sim.transparent_hugepage,
             check: sc.sim.check_invariants,
             actions: Vec::new(),
@@ -544,10 +552,29 @@ impl<'a> Sim<'a> {
     }
 
     fn count_moves(&mut self) {
+        let nn = self.m.nr_nodes();
         for mv in self.sched.moves.drain(..) {
-            if self.m.cpus[mv.from].node != self.m.cpus[mv.to].node {
-                self.migrations[mv.cause as usize] += 1;
+            let (from, to) = (self.m.cpus[mv.from].node, self.m.cpus[mv.to].node);
+            if from == to {
+                continue;
             }
+            self.migrations[mv.cause as usize] += 1;
+            // Ping-pong: back on a node it left; the interval runs from the last departure.
+            let t = mv.tid as usize;
+            if self.left_node_at.len() <= t {
+                self.left_node_at.resize(t + 1, Vec::new());
+            }
+            let left = &mut self.left_node_at[t];
+            if left.is_empty() {
+                left.resize(nn, u64::MAX);
+            }
+            if left[to] != u64::MAX {
+                let s = self.now.saturating_sub(left[to]) as f64 / NS;
+                self.ping_pong.record(s);
+                self.m_.thread_ping_pong_round_trips += 1;
+                left[to] = u64::MAX;
+            }
+            left[from] = self.now;
         }
     }
 
@@ -1286,6 +1313,7 @@ impl<'a> Sim<'a> {
             / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
         let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns;
         self.migrate_ns += cost;
+        self.migrate_shootdowns += 1;
         Some(cost)
     }
 
@@ -2063,9 +2091,35 @@ impl<'a> Sim<'a> {
         } else {
             0.0
         };
+        let per_s = |x: f64| {
+            if m.runtime_s > 0.0 {
+                x / m.runtime_s
+            } else {
+                0.0
+            }
+        };
+        m.numa_hint_faults_per_s = per_s(m.numa_hint_faults as f64);
+        m.page_migrations_per_s = per_s(m.pgmigrate_success as f64);
+        m.thread_migrations_internode_per_s = per_s(m.thread_migrations_internode as f64);
+        m.migrate_tlb_shootdowns = self.migrate_shootdowns;
+        m.migrate_tlb_shootdown_s =
+            self.migrate_shootdowns as f64 * self.m.spec.costs.tlb_shootdown_ns / NS;
         let mut by_cause = BTreeMap::new();
+        let mut by_class: BTreeMap<String, u64> = [
+            "numa_move",
+            "numa_swap",
+            "load_balance",
+            "policy_move",
+            "policy_swap",
+            "affinity",
+        ]
+        .iter()
+        .map(|c| (c.to_string(), 0))
+        .collect();
         for c in Cause::ALL {
-            by_cause.insert(c.name().to_string(), self.migrations[c as usize]);
+            let n = self.migrations[c as usize];
+            by_cause.insert(c.name().to_string(), n);
+            *by_class.get_mut(c.class()).expect("every class listed") += n;
         }
         let processes = self
             .procs
@@ -2110,6 +2164,8 @@ impl<'a> Sim<'a> {
             finished,
             metrics: m,
             thread_migrations_by_cause: by_cause,
+            thread_migrations_by_class: by_class,
+            ping_pong: self.ping_pong.clone(),
             processes,
             node_used_mb: self
                 .node_used

@@ -74,6 +74,20 @@ pub struct Metrics {
     pub accessed_gib: f64,
     /// Throughput in GiB accessed per simulated second.
     pub access_gib_per_s: f64,
+    /// `numa_hint_faults` per simulated second of the run.
+    pub numa_hint_faults_per_s: f64,
+    /// `pgmigrate_success` per simulated second of the run (Stable-NUMA's Figure 16).
+    pub page_migrations_per_s: f64,
+    /// `thread_migrations_internode` per simulated second of the run (its Figure 15).
+    pub thread_migrations_internode_per_s: f64,
+    /// TLB shootdowns done by page migrations (one per migrated folio).
+    pub migrate_tlb_shootdowns: u64,
+    /// Their cost, `migrate_tlb_shootdowns` x `costs.tlb_shootdown_ns`, seconds (part of
+    /// `migrate_cpu_s`).
+    pub migrate_tlb_shootdown_s: f64,
+    /// Inter-node round trips: a thread returned to a node it had left (intervals in
+    /// `ping_pong`).
+    pub thread_ping_pong_round_trips: u64,
 }
 
 /// One process at the end.
@@ -108,6 +122,13 @@ pub struct RunResult {
     pub metrics: Metrics,
     /// Inter-node thread migrations by cause.
     pub thread_migrations_by_cause: BTreeMap<String, u64>,
+    /// Inter-node thread migrations by Stable-NUMA's classes: `numa_move` (to the preferred
+    /// node), `numa_swap` (exchanges, including `autonuma-2012`'s), `load_balance` (the CPU
+    /// load balancer: periodic, active, and wakeup placement), `policy_move` and
+    /// `policy_swap` (a placement policy's), `affinity` (forced by an affinity change).
+    pub thread_migrations_by_class: BTreeMap<String, u64>,
+    /// Intervals between a thread leaving a node and coming back to it.
+    pub ping_pong: PingPongHistogram,
     /// Per process.
     pub processes: Vec<ProcessResult>,
     /// Per node: memory in use at the end, MiB.
@@ -182,6 +203,48 @@ impl StallHistogram {
     }
 }
 
+/// Lower bounds of the ping-pong interval buckets, seconds (the last is open-ended).
+pub const PING_PONG_BUCKETS_S: [f64; 6] = [0.0, 0.01, 0.1, 1.0, 10.0, 100.0];
+
+/// Ping-pong round trips of threads between nodes (Stable-NUMA's Figure 5): `count[i]`
+/// round trips took at least `bucket_s[i]` and less than `bucket_s[i + 1]` from leaving a
+/// node to coming back to it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PingPongHistogram {
+    /// Lower bound of each bucket, s.
+    pub bucket_s: Vec<f64>,
+    /// Round trips per bucket.
+    pub count: Vec<u64>,
+}
+
+impl Default for PingPongHistogram {
+    fn default() -> Self {
+        PingPongHistogram {
+            bucket_s: PING_PONG_BUCKETS_S.to_vec(),
+            count: vec![0; PING_PONG_BUCKETS_S.len()],
+        }
+    }
+}
+
+impl PingPongHistogram {
+    /// Count one round trip of `s` seconds.
+    pub fn record(&mut self, s: f64) {
+        if let Some(i) = self.bucket_s.iter().rposition(|&b| s >= b) {
+            self.count[i] += 1;
+        }
+    }
+
+    /// Round trips shorter than `s` (a bucket bound).
+    pub fn within(&self, s: f64) -> u64 {
+        self.bucket_s
+            .iter()
+            .zip(&self.count)
+            .filter(|(b, _)| **b < s)
+            .map(|(_, c)| c)
+            .sum()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +259,16 @@ mod tests {
         assert_eq!(h.count, vec![1, 0, 1, 2, 0, 0, 0, 0, 1, 2]);
         assert_eq!(h.at_least(1.0), 5);
         assert!((h.total_ms - (0.1 + 0.99 + 1.0 + 1.5 + 63.9 + 64.0 + 500.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ping_pong_buckets() {
+        let mut h = PingPongHistogram::default();
+        for s in [0.004, 0.01, 0.5, 0.99, 1.0, 9.0, 250.0] {
+            h.record(s);
+        }
+        assert_eq!(h.count, vec![1, 1, 2, 2, 0, 1]);
+        assert_eq!(h.within(1.0), 4);
+        assert_eq!(h.within(10.0), 6);
     }
 }

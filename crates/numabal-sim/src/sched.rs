@@ -43,6 +43,17 @@ pub enum Cause {
 pub const NR_CAUSES: usize = 8;
 
 impl Cause {
+    /// Stable-NUMA's class of an inter-node migration (`thread_migrations_by_class`).
+    pub fn class(self) -> &'static str {
+        match self {
+            Cause::LoadBalance | Cause::ActiveBalance | Cause::Wakeup => "load_balance",
+            Cause::Policy => "policy_move",
+            Cause::Affinity => "affinity",
+            Cause::NumaMove => "numa_move",
+            Cause::NumaSwap | Cause::AutonumaExchange => "numa_swap",
+        }
+    }
+
     /// Name used in results.
     pub fn name(self) -> &'static str {
         match self {

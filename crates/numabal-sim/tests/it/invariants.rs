@@ -227,5 +227,16 @@ proptest! {
             }
         }
         prop_assert!(res.metrics.local_access_ratio >= 0.0 && res.metrics.local_access_ratio <= 1.0);
+        // Every inter-node migration has one cause and one class.
+        let m = &res.metrics;
+        prop_assert_eq!(res.thread_migrations_by_cause.values().sum::<u64>(), m.thread_migrations_internode);
+        prop_assert_eq!(res.thread_migrations_by_class.values().sum::<u64>(), m.thread_migrations_internode);
+        // A round trip is closed by a migration back to a node the thread left, so a
+        // thread's first migration never closes one; each is in one interval bucket.
+        prop_assert!(m.thread_ping_pong_round_trips == 0 || m.thread_ping_pong_round_trips < m.thread_migrations_internode);
+        prop_assert_eq!(res.ping_pong.count.iter().sum::<u64>(), m.thread_ping_pong_round_trips);
+        // One TLB shootdown per migrated folio, at most one per migrated base page.
+        prop_assert!(m.migrate_tlb_shootdowns <= m.pgmigrate_success);
+        prop_assert!(m.pgmigrate_success == 0 || m.migrate_tlb_shootdowns > 0);
     }
 }
