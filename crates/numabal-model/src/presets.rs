@@ -19,6 +19,14 @@ pub const MACHINES: &[(&str, &str)] = &[
         "tiny-2n4",
         include_str!("../../../presets/machines/tiny-2n4.toml"),
     ),
+    (
+        "stable-a",
+        include_str!("../../../presets/machines/stable-a.toml"),
+    ),
+    (
+        "stable-b",
+        include_str!("../../../presets/machines/stable-b.toml"),
+    ),
 ];
 
 /// (name, TOML text) of every workload preset.

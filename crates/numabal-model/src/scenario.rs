@@ -704,6 +704,25 @@ mod tests {
         assert_eq!(s.workload.threads, vec![vec![12]]);
     }
 
+    /// Issue 4's machines: two sockets with sub-NUMA clustering, four nodes, B with more
+    /// cores than A; the SLIT shows the other node of the socket nearer than the other socket.
+    #[test]
+    fn stable_machines_have_four_snc_nodes() {
+        let load = |m: &str| {
+            Scenario::build(&input(m, "numa02", "none", &[]), &PresetResolver)
+                .unwrap()
+                .machine
+        };
+        let (a, b) = (load("stable-a"), load("stable-b"));
+        for m in [&a, &b] {
+            assert_eq!(m.nr_nodes(), 4);
+            let d = &m.spec.topology.distance;
+            assert_eq!((d[0][0], d[0][1], d[0][2], d[0][3]), (10, 11, 21, 21));
+            assert_eq!((d[2][3], d[3][1]), (11, 21));
+        }
+        assert_eq!((a.nr_cpus(), b.nr_cpus()), (32, 56));
+    }
+
     #[test]
     fn overrides_apply_and_unknown_keys_fail() {
         let s = Scenario::build(
