@@ -1,0 +1,12 @@
+//! `stable`: Stable-NUMA (seed 002, §IV), the policy core. Pure: no clock, no I/O, no
+//! threads; the backend that runs it (simulator or daemon) owns the mechanism.
+
+pub mod bypass;
+pub mod page_state;
+pub mod tunables;
+
+pub use bypass::{BYPASS_MAX, Bypass};
+pub use page_state::{
+    Class, Edge, FaultType, PageRecord, PageState, Placement, Transition, on_fault,
+};
+pub use tunables::{EmaStart, Tunables};
