@@ -3,10 +3,14 @@
 
 pub mod bypass;
 pub mod page_state;
+pub mod shared;
+pub mod tables;
 pub mod tunables;
 
 pub use bypass::{BYPASS_MAX, Bypass};
 pub use page_state::{
     Class, Edge, FaultType, PageRecord, PageState, Placement, Transition, on_fault,
 };
+pub use shared::{SharedCounts, SharedMove, shared_balance};
+pub use tables::{EMA_FACTOR, ThreadTables};
 pub use tunables::{EmaStart, Tunables};
