@@ -2,12 +2,16 @@
 //! threads; the backend that runs it (simulator or daemon) owns the mechanism.
 
 pub mod bypass;
+pub mod cluster;
 pub mod page_state;
 pub mod shared;
 pub mod tables;
 pub mod tunables;
 
 pub use bypass::{BYPASS_MAX, Bypass};
+pub use cluster::{
+    Candidate, ClusterDecision, ClusterOutcome, ClusterParams, SlotView, VictimCheck, Why,
+};
 pub use page_state::{
     Class, Edge, FaultType, PageRecord, PageState, Placement, Transition, on_fault,
 };
