@@ -17,6 +17,7 @@
 
 pub mod api;
 pub mod registry;
+pub mod stable;
 pub mod static_policies;
 
 pub use api::{
