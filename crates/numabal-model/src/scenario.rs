@@ -219,6 +219,32 @@ pub struct PolicySpec {
     pub label: String,
 }
 
+impl PolicySpec {
+    /// Deserialize the tunables into a policy's own type. A wrong type or an unknown key is
+    /// an input error naming `policy.<key>`; unknown keys list `allowed`.
+    pub fn parse_tunables<T: serde::de::DeserializeOwned>(
+        &self,
+        allowed: &[&str],
+    ) -> Result<T, InputError> {
+        let value = toml::Value::Table(self.tunables.clone());
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." || path.is_empty() {
+                "policy".to_string()
+            } else {
+                format!("policy.{path}")
+            };
+            let msg = e.inner().to_string();
+            let msg = if msg.starts_with("unknown field") {
+                format!("unknown tunable (allowed: {})", allowed.join(", "))
+            } else {
+                msg
+            };
+            InputError::new(&self.label, field, msg)
+        })
+    }
+}
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone)]
 pub struct Scenario {

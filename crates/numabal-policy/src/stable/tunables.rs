@@ -78,22 +78,7 @@ impl Tunables {
     /// Parse a policy table's tunables; unknown keys and out-of-range values are input
     /// errors naming the key and what is allowed.
     pub fn from_spec(spec: &PolicySpec) -> Result<Tunables, InputError> {
-        let value = toml::Value::Table(spec.tunables.clone());
-        let t: Tunables = serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            let field = if path == "." || path.is_empty() {
-                "policy".to_string()
-            } else {
-                format!("policy.{path}")
-            };
-            let msg = e.inner().to_string();
-            let msg = if msg.starts_with("unknown field") {
-                format!("unknown tunable (allowed: {})", TUNABLES.join(", "))
-            } else {
-                msg
-            };
-            InputError::new(&spec.label, field, msg)
-        })?;
+        let t: Tunables = spec.parse_tunables(TUNABLES)?;
         t.validate()
             .map_err(|(field, msg)| InputError::new(&spec.label, format!("policy.{field}"), msg))?;
         Ok(t)

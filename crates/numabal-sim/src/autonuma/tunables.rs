@@ -125,25 +125,7 @@ impl Tunables {
                 ));
             }
         }
-        let value = toml::Value::Table(spec.tunables.clone());
-        let t: Tunables = serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            let field = if path == "." || path.is_empty() {
-                "policy".to_string()
-            } else {
-                format!("policy.{path}")
-            };
-            let msg = e.inner().to_string();
-            let msg = if msg.starts_with("unknown field") {
-                format!(
-                    "unknown tunable (allowed: {})",
-                    Self::allowed(flavour).join(", ")
-                )
-            } else {
-                msg
-            };
-            InputError::new(&spec.label, field, msg)
-        })?;
+        let t: Tunables = spec.parse_tunables(&Self::allowed(flavour))?;
         let positive = [
             ("scan_period_min_ms", t.scan_period_min_ms),
             ("scan_period_max_ms", t.scan_period_max_ms),
