@@ -2105,21 +2105,11 @@ impl<'a> Sim<'a> {
         m.migrate_tlb_shootdown_s =
             self.migrate_shootdowns as f64 * self.m.spec.costs.tlb_shootdown_ns / NS;
         let mut by_cause = BTreeMap::new();
-        let mut by_class: BTreeMap<String, u64> = [
-            "numa_move",
-            "numa_swap",
-            "load_balance",
-            "policy_move",
-            "policy_swap",
-            "affinity",
-        ]
-        .iter()
-        .map(|c| (c.to_string(), 0))
-        .collect();
+        let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
         for c in Cause::ALL {
             let n = self.migrations[c as usize];
             by_cause.insert(c.name().to_string(), n);
-            *by_class.get_mut(c.class()).expect("every class listed") += n;
+            *by_class.entry(c.class().to_string()).or_insert(0) += n;
         }
         let processes = self
             .procs

@@ -124,8 +124,8 @@ pub struct RunResult {
     pub thread_migrations_by_cause: BTreeMap<String, u64>,
     /// Inter-node thread migrations by Stable-NUMA's classes: `numa_move` (to the preferred
     /// node), `numa_swap` (exchanges, including `autonuma-2012`'s), `load_balance` (the CPU
-    /// load balancer: periodic, active, and wakeup placement), `policy_move` and
-    /// `policy_swap` (a placement policy's), `affinity` (forced by an affinity change).
+    /// load balancer: periodic, active, and wakeup placement), `policy_move` (a placement
+    /// policy's), `affinity` (forced by an affinity change).
     pub thread_migrations_by_class: BTreeMap<String, u64>,
     /// Intervals between a thread leaving a node and coming back to it.
     pub ping_pong: PingPongHistogram,
@@ -208,7 +208,8 @@ pub const PING_PONG_BUCKETS_S: [f64; 6] = [0.0, 0.01, 0.1, 1.0, 10.0, 100.0];
 
 /// Ping-pong round trips of threads between nodes (Stable-NUMA's Figure 5): `count[i]`
 /// round trips took at least `bucket_s[i]` and less than `bucket_s[i + 1]` from leaving a
-/// node to coming back to it.
+/// node to coming back to it. Every return to a node the thread had left counts, timed
+/// from its latest departure from that node.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PingPongHistogram {
     /// Lower bound of each bucket, s.

@@ -137,8 +137,14 @@ impl StableNuma {
     /// [`StableNuma::on_hint_fault`] joins a thread at its first fault if the backend has
     /// not joined it before.
     pub fn join(&mut self, pid: Pid, tid: Tid, node: usize) {
-        if self.threads.contains_key(&tid) {
-            return;
+        self.joined(pid, tid, node);
+    }
+
+    /// [`StableNuma::join`], returning the thread's root group and slot (one lookup on
+    /// the fault path).
+    fn joined(&mut self, pid: Pid, tid: Tid, node: usize) -> (Pid, usize) {
+        if let Some(&at) = self.threads.get(&tid) {
+            return at;
         }
         let r = self.root(pid);
         let slot = r.tables.add_thread();
@@ -147,6 +153,7 @@ impl StableNuma {
             node: Some(node),
         });
         self.threads.insert(tid, (pid, slot));
+        (pid, slot)
     }
 
     /// The node of a joined thread's sub-group.
@@ -175,9 +182,8 @@ impl StableNuma {
     /// tables and the system-shared counts; returns the transition, whose `placement` the
     /// backend carries out.
     pub fn on_hint_fault(&mut self, page: &mut PageRecord, f: HintFault) -> Transition {
-        self.join(f.pid, f.tid, f.node);
+        let (pid, slot) = self.joined(f.pid, f.tid, f.node);
         let t = on_fault(*page, f.tid, f.node, f.page_node);
-        let (pid, slot) = self.threads[&f.tid];
         // A shared fault counts for the pair only inside one root group: the last accessor
         // may be of another process (shared memory) or gone.
         let peer = match (t.fault, page.last()) {
