@@ -75,6 +75,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "kvm_guests_build",
         include_str!("../../../presets/workloads/kvm_guests_build.toml"),
     ),
+    (
+        "os_noise",
+        include_str!("../../../presets/workloads/os_noise.toml"),
+    ),
 ];
 
 /// Text of a machine preset.

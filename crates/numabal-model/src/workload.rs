@@ -303,6 +303,10 @@ impl<'de> Deserialize<'de> for PhaseSpec {
 pub struct ComputePhase {
     /// CPU seconds on an otherwise idle core.
     pub seconds: f64,
+    /// Each run of the phase lasts `seconds x (1 + jitter x u)`, u uniform in [-1, 1)
+    /// drawn from the run's seed (0..=1; 0: exact).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub jitter: f64,
 }
 
 /// `kind = "sleep"`.
@@ -311,6 +315,9 @@ pub struct ComputePhase {
 pub struct SleepPhase {
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// As for `compute`: each sleep lasts `seconds x (1 + jitter x u)`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub jitter: f64,
 }
 
 /// `kind = "spawn"` / `kind = "join"`.
@@ -354,6 +361,11 @@ pub struct ProcessSpec {
     /// Process-wide memory policy (`numactl --membind` etc.).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mempolicy: Option<MemPolicySpec>,
+    /// A background process (system daemons, kernel worker threads: OS noise). The run
+    /// ends when every non-daemon thread is done, whatever daemons are doing; daemon
+    /// threads are left out of the runtime and of thread-migration counts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub daemon: bool,
     /// Mappings.
     #[serde(default, rename = "region")]
     pub regions: Vec<RegionSpec>,
@@ -393,6 +405,13 @@ impl Workload {
             return Err(err(
                 "process".into(),
                 "the workload has no processes".into(),
+            ));
+        }
+        if spec.processes.iter().all(|p| p.daemon) {
+            return Err(err(
+                "process.daemon".into(),
+                "every process is a daemon (allowed: at least one process with daemon = false)"
+                    .into(),
             ));
         }
         let ctx = machine.count_context();
@@ -712,19 +731,18 @@ impl Workload {
                                 ));
                             }
                         }
-                        PhaseSpec::Compute(c) => {
-                            if !(c.seconds >= 0.0 && c.seconds.is_finite()) {
+                        PhaseSpec::Compute(ComputePhase { seconds, jitter })
+                        | PhaseSpec::Sleep(SleepPhase { seconds, jitter }) => {
+                            if !(*seconds >= 0.0 && seconds.is_finite()) {
                                 return Err(err(
                                     f("seconds"),
                                     "must be a finite number >= 0".into(),
                                 ));
                             }
-                        }
-                        PhaseSpec::Sleep(s) => {
-                            if !(s.seconds >= 0.0 && s.seconds.is_finite()) {
+                            if !(0.0..=1.0).contains(jitter) {
                                 return Err(err(
-                                    f("seconds"),
-                                    "must be a finite number >= 0".into(),
+                                    f("jitter"),
+                                    format!("is {jitter} (allowed: 0 to 1)"),
                                 ));
                             }
                         }

@@ -57,9 +57,11 @@ impl From<InputError> for SimError {
 
 mod aa2012;
 mod numab;
+mod stable;
 pub use aa2012::{Aa2012Report, Aa2012Stats, MmAutonumaReport, TaskAutonumaReport};
 use numab::Numab;
 pub use numab::{NumabStats, TraceEvent};
+pub use stable::{StableReport, StableStats};
 
 const NS: f64 = 1e9;
 const STALL_NS: f64 = 1e6;
@@ -107,8 +109,10 @@ struct AccessRt {
 #[derive(Debug, Clone)]
 enum PhaseRt {
     Access(AccessRt),
-    Compute(f64),
-    Sleep(f64),
+    /// ns, jitter.
+    Compute(f64, f64),
+    /// ns, jitter.
+    Sleep(f64, f64),
     Spawn(usize),
     Join(usize),
     Barrier,
@@ -134,6 +138,8 @@ struct GroupRt {
 
 #[derive(Debug, Clone)]
 struct Proc {
+    /// A background process: not waited for, not in the runtime or migration counts.
+    daemon: bool,
     name: String,
     /// Its `[[process]]` index.
     spec: usize,
@@ -275,6 +281,8 @@ pub struct Sim<'a> {
     cpu_free_from: Vec<Option<u64>>,
     /// The kernel's NUMA balancing model, when the policy is `autonuma`.
     numab: Option<Numab>,
+    /// Stable-NUMA's mechanism and policy core, when the policy is `stable`.
+    stable: Option<stable::StableRt>,
     stalls: StallHistogram,
     /// Per `[[process]]`: the next instance to start (`jobs`).
     next_instance: Vec<u32>,
@@ -287,6 +295,12 @@ pub fn run(sc: &Scenario) -> Result<RunResult, SimError> {
         crate::policies::Built::Kernel(flavour, tun) => {
             let mut sim = Sim::new(sc, Box::new(numabal_policy::static_policies::NoPolicy));
             sim.enable_kernel_numa(flavour, tun);
+            sim.run()?;
+            Ok(sim.result())
+        }
+        crate::policies::Built::Stable(tun) => {
+            let mut sim = Sim::new(sc, Box::new(numabal_policy::static_policies::NoPolicy));
+            sim.enable_stable(tun);
             sim.run()?;
             Ok(sim.result())
         }
@@ -367,6 +381,7 @@ impl<'a> Sim<'a> {
             late: Vec::new(),
             cpu_free_from: vec![None; m.nr_cpus()],
             numab: None,
+            stable: None,
             stalls: StallHistogram::default(),
             next_instance: Vec::new(),
         }
@@ -391,12 +406,18 @@ impl<'a> Sim<'a> {
         self.numab = Some(nb);
     }
 
+    /// Run Stable-NUMA (`stable`): its scanner, hinting faults and thread clustering.
+    pub fn enable_stable(&mut self, tun: numabal_policy::stable::Tunables) {
+        self.stable = Some(stable::StableRt::new(self.m.nr_nodes(), tun));
+    }
+
     /// The load balancer's question: the policy's veto, then NUMA locality.
     fn can_migrate(&self, ctx: &LbCtx) -> CanMigrate {
         if self
             .policy
             .can_migrate_task(Tid(ctx.tid + 1), ctx.src_node, ctx.dst_node)
             != MigrateVerdict::Allow
+            || !self.stable_can_migrate(ctx.tid as usize, ctx.src_node, ctx.dst_node)
         {
             return CanMigrate::No;
         }
@@ -448,10 +469,7 @@ impl<'a> Sim<'a> {
         }
         let mut t0 = 0u64;
         loop {
-            if self.pending_starts == 0
-                && self.threads.iter().all(|t| t.state == TState::Done)
-                && !self.threads.is_empty()
-            {
+            if self.work_done() {
                 break;
             }
             let Some(t1) = self.events.peek_time() else {
@@ -502,6 +520,9 @@ impl<'a> Sim<'a> {
                 if self.numab.is_some() {
                     self.numab_tick();
                 }
+                if self.stable.is_some() {
+                    self.stable_tick();
+                }
                 self.sched.rotate();
                 let mut sched = std::mem::take(&mut self.sched);
                 sched.tick_balance(self.now, self.tick_ns, &|c: &LbCtx| self.can_migrate(c));
@@ -551,11 +572,30 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
+    /// Every process has started and every thread of a non-daemon process is done.
+    fn work_done(&self) -> bool {
+        self.pending_starts == 0
+            && self.threads.iter().any(|t| !self.procs[t.proc].daemon)
+            && self
+                .threads
+                .iter()
+                .all(|t| t.state == TState::Done || self.procs[t.proc].daemon)
+    }
+
+    /// A phase length with its jitter applied (`jitter` 0: exact, no draw).
+    fn jittered(&mut self, ns: f64, jitter: f64) -> f64 {
+        if jitter > 0.0 {
+            ns * (1.0 + jitter * self.rng.random_range(-1.0..1.0))
+        } else {
+            ns
+        }
+    }
+
     fn count_moves(&mut self) {
         let nn = self.m.nr_nodes();
         for mv in self.sched.moves.drain(..) {
             let (from, to) = (self.m.cpus[mv.from].node, self.m.cpus[mv.to].node);
-            if from == to {
+            if from == to || self.procs[self.threads[mv.tid as usize].proc].daemon {
                 continue;
             }
             self.migrations[mv.cause as usize] += 1;
@@ -660,8 +700,8 @@ impl<'a> Sim<'a> {
                             mempolicy: resolve_policy(&a.mempolicy, n, self.random_node, &label)?,
                         })
                     }
-                    PhaseSpec::Compute(c) => PhaseRt::Compute(c.seconds * NS),
-                    PhaseSpec::Sleep(s) => PhaseRt::Sleep(s.seconds * NS),
+                    PhaseSpec::Compute(c) => PhaseRt::Compute(c.seconds * NS, c.jitter),
+                    PhaseSpec::Sleep(s) => PhaseRt::Sleep(s.seconds * NS, s.jitter),
                     PhaseSpec::Spawn(r) => PhaseRt::Spawn(
                         p.groups
                             .iter()
@@ -708,6 +748,7 @@ impl<'a> Sim<'a> {
         let pidx = self.procs.len();
         let total_threads: u32 = groups.iter().map(|g| g.nthreads).sum();
         self.procs.push(Proc {
+            daemon: p.daemon,
             name: p.name.clone(),
             spec,
             instance,
@@ -730,6 +771,9 @@ impl<'a> Sim<'a> {
 
         if self.numab.is_some() {
             self.numab_new_process(pidx);
+        }
+        if self.stable.is_some() {
+            self.stable_new_process(pidx);
         }
         // Tell the policy.
         let info = self.process_info(pidx, spec);
@@ -986,6 +1030,9 @@ impl<'a> Sim<'a> {
     }
 
     fn finish_thread(&mut self, t: usize, at: u64) -> Result<(), SimError> {
+        if self.stable.is_some() {
+            self.stable_task_exit(t);
+        }
         if self.numab.is_some() {
             self.numab_task_exit(t);
         }
@@ -1056,11 +1103,18 @@ impl<'a> Sim<'a> {
         if aa {
             self.aa_exit_process(pidx);
         }
+        let stable = self.stable.is_some();
+        if stable {
+            self.stable_exit_process(pidx);
+        }
         for o in objs {
             self.obj_refs[o] -= 1;
             if self.obj_refs[o] == 0 {
                 if aa {
                     self.aa_release_object(o);
+                }
+                if stable {
+                    self.stable_release_object(o);
                 }
                 let freed = self.objects[o].release();
                 for (n, f) in freed.iter().enumerate() {
@@ -1668,7 +1722,12 @@ impl<'a> Sim<'a> {
                         break;
                     }
                 }
-                PhaseRt::Compute(ns) => {
+                PhaseRt::Compute(ns, jitter) => {
+                    let ns = if self.threads[t].prog.started {
+                        ns
+                    } else {
+                        self.jittered(ns, jitter)
+                    };
                     let th = &mut self.threads[t];
                     if !th.prog.started {
                         th.prog = Prog {
@@ -1690,7 +1749,8 @@ impl<'a> Sim<'a> {
                         budget = 0.0;
                     }
                 }
-                PhaseRt::Sleep(ns) => {
+                PhaseRt::Sleep(ns, jitter) => {
+                    let ns = self.jittered(ns, jitter);
                     let at = wall(total - budget);
                     self.advance_phase(t);
                     self.block(t, TState::Sleeping, at);
@@ -1831,7 +1891,7 @@ impl<'a> Sim<'a> {
                 };
                 if fault_now {
                     let cpu = self.sched.tasks[t].cpu.unwrap_or(0);
-                    let cost = self.numab_fault(t, cpu, a.region, page);
+                    let cost = self.hint_fault(t, cpu, a.region, page);
                     self.charge_kernel(t, cost);
                     continue;
                 }
@@ -1950,7 +2010,9 @@ impl<'a> Sim<'a> {
                 n_new = n_new.saturating_sub(pages);
             }
         }
-        if self.numab.is_some() && self.objects[obj].prot_in(slice.0, slice.1) > 0 {
+        if (self.numab.is_some() || self.stable.is_some())
+            && self.objects[obj].prot_in(slice.0, slice.1) > 0
+        {
             self.numab_random_faults(t, a, slice, bytes);
         }
         for (n, &f) in mix.iter().enumerate() {
@@ -1984,6 +2046,15 @@ impl<'a> Sim<'a> {
     /// Threads blocked in joins or barriers with nothing left that could wake them (no
     /// runnable or sleeping thread, no process or group still to start) never finish:
     /// report it instead of ticking until `max_time_s`.
+    /// A NUMA hinting fault, to whichever model unmapped the page.
+    fn hint_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        if self.stable.is_some() {
+            self.stable_fault(t, cpu, ri, page)
+        } else {
+            self.numab_fault(t, cpu, ri, page)
+        }
+    }
+
     fn check_deadlock(&self) -> Result<(), SimError> {
         if self.pending_starts > 0 {
             return Ok(());
@@ -2060,11 +2131,11 @@ impl<'a> Sim<'a> {
 
     /// Build the result.
     pub fn result(&self) -> RunResult {
-        let finished =
-            self.threads.iter().all(|t| t.state == TState::Done) && self.pending_starts == 0;
+        let finished = self.work_done();
         let end = self
             .threads
             .iter()
+            .filter(|t| !self.procs[t.proc].daemon)
             .filter_map(|t| t.end_ns)
             .max()
             .unwrap_or(self.now);
@@ -2084,6 +2155,9 @@ impl<'a> Sim<'a> {
         if let Some(nb) = &self.numab {
             m.scan_cpu_s = nb.scan_ns / NS;
             m.scan_cpu_hidden_s = nb.scan_hidden_ns / NS;
+        }
+        if let Some(st) = &self.stable {
+            m.scan_cpu_s = st.scan_ns / NS;
         }
         m.accessed_gib = total / (1u64 << 30) as f64;
         m.access_gib_per_s = if m.runtime_s > 0.0 {
@@ -2144,9 +2218,10 @@ impl<'a> Sim<'a> {
             scenario: ScenarioSummary {
                 machine: self.m.name().to_string(),
                 workload: self.sc.workload.name().to_string(),
-                policy: match &self.numab {
-                    Some(nb) => nb.flavour.name().to_string(),
-                    None => self.policy.name().to_string(),
+                policy: match (&self.numab, &self.stable) {
+                    (Some(nb), _) => nb.flavour.name().to_string(),
+                    (None, Some(_)) => "stable".to_string(),
+                    (None, None) => self.policy.name().to_string(),
                 },
                 seed: self.sc.sim.seed,
                 overrides: self.sc.overrides.clone(),
@@ -2167,6 +2242,7 @@ impl<'a> Sim<'a> {
                 let pids: Vec<u32> = self.threads.iter().map(|t| t.proc as u32 + 1).collect();
                 nb.report(&pids)
             }),
+            stable: self.stable_report(),
         }
     }
 }

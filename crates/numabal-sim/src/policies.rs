@@ -13,6 +13,10 @@ pub const KERNEL: &[PolicyInfo] = &[
         summary: "Linux 6.x automatic NUMA balancing (task_numa_work, hinting faults, sched/numa); options cpuset_skip, vma_pid_filter, scan_window",
     },
     PolicyInfo {
+        name: "stable",
+        summary: "Stable-NUMA (seed 002): page states, bypass-counter profiling, two-level thread clustering with node-local load balancing",
+    },
+    PolicyInfo {
         name: "autonuma-2012",
         summary: "the original AutoNUMA (Arcangeli 2012): knuma_scand, last_nid filter, knuma_migratedN, CPU follows memory (sched_autonuma_balance)",
     },
@@ -29,6 +33,8 @@ pub enum Built {
     Core(Box<dyn Policy>),
     /// A kernel model with its tunables.
     Kernel(Flavour, Tunables),
+    /// Stable-NUMA: the shared core's `StableNuma` with the simulator's mechanism.
+    Stable(numabal_policy::stable::Tunables),
 }
 
 /// Build (and so validate) a policy spec.
@@ -40,6 +46,11 @@ pub fn build(spec: &PolicySpec) -> Result<Built, InputError> {
     };
     if let Some(f) = flavour {
         return Ok(Built::Kernel(f, Tunables::from_spec(spec, f)?));
+    }
+    if spec.kind == "stable" {
+        return Ok(Built::Stable(numabal_policy::stable::Tunables::from_spec(
+            spec,
+        )?));
     }
     if !CORE.iter().any(|p| p.name == spec.kind) {
         let names: Vec<&str> = all().iter().map(|p| p.name).collect();

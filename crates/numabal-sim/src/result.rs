@@ -125,7 +125,8 @@ pub struct RunResult {
     /// Inter-node thread migrations by Stable-NUMA's classes: `numa_move` (to the preferred
     /// node), `numa_swap` (exchanges, including `autonuma-2012`'s), `load_balance` (the CPU
     /// load balancer: periodic, active, and wakeup placement), `policy_move` (a placement
-    /// policy's), `affinity` (forced by an affinity change).
+    /// policy's move, Stable-NUMA's included), `policy_swap` (Stable-NUMA's swap of two
+    /// threads), `affinity` (forced by an affinity change).
     pub thread_migrations_by_class: BTreeMap<String, u64>,
     /// Intervals between a thread leaving a node and coming back to it.
     pub ping_pong: PingPongHistogram,
@@ -139,6 +140,9 @@ pub struct RunResult {
     /// The kernel NUMA-balancing model's own counters and event log (kernel models only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa_balancing: Option<NumaBalancingReport>,
+    /// `stable`'s counters (absent under other policies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable: Option<crate::engine::StableReport>,
 }
 
 /// What the kernel model reports beyond `/proc/vmstat`.

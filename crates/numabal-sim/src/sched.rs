@@ -26,8 +26,10 @@ pub enum Cause {
     ActiveBalance,
     /// Wakeup placement chose a CPU on another node.
     Wakeup,
-    /// A policy asked for the move (`Action::MoveThread`).
+    /// A policy asked for the move (`Action::MoveThread`, Stable-NUMA's thread move).
     Policy,
+    /// A policy swapped the thread with one on another node (Stable-NUMA's swap).
+    PolicySwap,
     /// The thread's affinity no longer allowed its CPU.
     Affinity,
     /// NUMA balancing moved it to its preferred node (`migrate_task_to`).
@@ -40,7 +42,7 @@ pub enum Cause {
 }
 
 /// Number of causes.
-pub const NR_CAUSES: usize = 8;
+pub const NR_CAUSES: usize = 9;
 
 impl Cause {
     /// Stable-NUMA's class of an inter-node migration (`thread_migrations_by_class`).
@@ -48,6 +50,7 @@ impl Cause {
         match self {
             Cause::LoadBalance | Cause::ActiveBalance | Cause::Wakeup => "load_balance",
             Cause::Policy => "policy_move",
+            Cause::PolicySwap => "policy_swap",
             Cause::Affinity => "affinity",
             Cause::NumaMove => "numa_move",
             Cause::NumaSwap | Cause::AutonumaExchange => "numa_swap",
@@ -61,6 +64,7 @@ impl Cause {
             Cause::ActiveBalance => "active_balance",
             Cause::Wakeup => "wakeup",
             Cause::Policy => "policy",
+            Cause::PolicySwap => "policy_swap",
             Cause::Affinity => "affinity",
             Cause::NumaMove => "numa_move",
             Cause::NumaSwap => "numa_swap",
@@ -74,6 +78,7 @@ impl Cause {
         Cause::ActiveBalance,
         Cause::Wakeup,
         Cause::Policy,
+        Cause::PolicySwap,
         Cause::Affinity,
         Cause::NumaMove,
         Cause::NumaSwap,
@@ -696,27 +701,47 @@ impl Sched {
 
     /// Move a runnable task to the least loaded allowed CPU of `node` (policy request).
     pub fn move_to_node(&mut self, tid: u32, node: usize, now: u64) -> bool {
-        let Some(from) = self.tasks[tid as usize].cpu else {
-            return false;
-        };
-        if self.cpu_node[from] == node {
-            return false;
-        }
+        self.policy_move(tid, node, Cause::Policy, now)
+    }
+
+    /// The least loaded CPU of `node` that `tid` may run on.
+    fn least_loaded_cpu(&self, tid: u32, node: usize) -> Option<usize> {
         let allowed = &self.tasks[tid as usize].allowed;
-        let best = (0..self.cpus.len())
+        (0..self.cpus.len())
             .filter(|&c| self.cpu_node[c] == node && allowed.contains(c))
             .min_by(|&a, &b| {
                 let la = (self.cpus[a].tasks.len(), self.busy_siblings(a));
                 let lb = (self.cpus[b].tasks.len(), self.busy_siblings(b));
                 la.cmp(&lb).then(a.cmp(&b))
-            });
-        match best {
-            Some(to) => {
-                self.migrate(tid, from, to, Cause::Policy, now);
-                true
-            }
-            None => false,
+            })
+    }
+
+    /// A policy moves `tid` to `node`: a runnable task goes to the node's least loaded
+    /// allowed CPU now; a waiting one is re-homed there (its previous CPU becomes that
+    /// CPU, as `set_task_cpu` on a sleeping task would), so it wakes on the node. Returns
+    /// whether it moved.
+    pub fn policy_move(&mut self, tid: u32, node: usize, cause: Cause, now: u64) -> bool {
+        let task = &self.tasks[tid as usize];
+        let from = task.cpu.unwrap_or(task.prev_cpu);
+        if self.cpu_node[from] == node {
+            return false;
         }
+        let Some(to) = self.least_loaded_cpu(tid, node) else {
+            return false;
+        };
+        if self.tasks[tid as usize].cpu.is_some() {
+            self.migrate(tid, from, to, cause, now);
+        } else {
+            self.tasks[tid as usize].prev_cpu = to;
+            self.tasks[tid as usize].recent_used_cpu = None;
+            self.moves.push(Move {
+                tid,
+                from,
+                to,
+                cause,
+            });
+        }
+        true
     }
 
     /// `update_sg_wakeup_stats` (fork placement) or `update_sg_lb_stats` (balancing).

@@ -483,7 +483,7 @@ impl Sim<'_> {
     }
 
     /// The memory policy of the access phase `t` is in, if any.
-    fn phase_policy(&self, t: usize) -> Option<&MemPolicy> {
+    pub(super) fn phase_policy(&self, t: usize) -> Option<&MemPolicy> {
         let th = &self.threads[t];
         match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
             Some(super::PhaseRt::Access(a)) => a.mempolicy.as_ref(),
@@ -887,7 +887,7 @@ impl Sim<'_> {
                     }
                     None => break,
                 };
-                let cost = self.numab_fault(t, cpu, a.region, q);
+                let cost = self.hint_fault(t, cpu, a.region, q);
                 self.charge_kernel(t, cost);
                 k -= 1;
                 p = q + 1;

@@ -6,4 +6,5 @@ mod calibration;
 mod determinism;
 mod invariants;
 mod mechanisms;
+mod stable;
 mod util;

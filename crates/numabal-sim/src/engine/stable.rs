@@ -1,0 +1,511 @@
+//! Stable-NUMA (`stable`, seed 002 §IV) driven by the engine: the mechanism around the
+//! policy core `numabal_policy::stable` — a fixed-interval scanner over each process's
+//! allocated memory that unmaps the pages the core selects (`should_unmap`: the bypass
+//! counters), NUMA hinting faults delivered to the core and its placements carried out,
+//! the end of each scan sequence (thread move or swap with the moved threads'
+//! thread-private pages, system-shared balance), and the load balancer kept inside a node
+//! for joined threads (`can_migrate_task`). Per-page records (8 bytes) live here, per
+//! mapping object, beside the PROT_NONE bits. Every simplification is listed in
+//! docs/model-notes.md ("Stable-NUMA in the simulator").
+
+use super::{NS, Sim, TState};
+use crate::memory::CHUNK;
+use crate::sched::Cause;
+use numabal_model::{MemPolicy, Pid, Tid};
+use numabal_policy::stable::{
+    ClusterDecision, HintFault, PageRecord, PageState, Placement, StableNuma, Tunables,
+};
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+
+const MS: u64 = 1_000_000;
+
+/// Per process: where its scanner is.
+#[derive(Debug, Clone, Default)]
+struct MmScan {
+    /// ns: start of the next scan window.
+    next_scan: u64,
+    /// (region, page): where the next window starts.
+    offset: (usize, u64),
+    /// Completed scan sequences (the bypass counters' clock).
+    seq: u64,
+    alive: bool,
+}
+
+/// Counters of the `stable` model.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StableStats {
+    /// Scan windows run.
+    pub scan_windows: u64,
+    /// Scan sequences completed (full passes over a process's allocated memory).
+    pub scan_sequences: u64,
+    /// Pages the scanner looked at.
+    pub pages_scanned: u64,
+    /// Pages the scanner left mapped because of their bypass counter.
+    pub pages_bypassed: u64,
+    /// Thread moves decided by the clustering.
+    pub thread_moves: u64,
+    /// Thread swaps decided by the clustering.
+    pub thread_swaps: u64,
+    /// Pages migrated at a hinting fault (thread-private to the owner, node-private to
+    /// the sharers' node).
+    pub pages_migrated_fault: u64,
+    /// Thread-private pages that followed their owner after a move or swap.
+    pub pages_migrated_follow: u64,
+    /// System-shared pages moved by the 3/4 rule.
+    pub pages_migrated_shared: u64,
+    /// Page migrations that failed (destination node full).
+    pub pages_migrate_failed: u64,
+    /// Pages per state when their mapping was freed, or at the end for mappings still
+    /// in use (pages never faulted on are not counted).
+    pub page_states: std::collections::BTreeMap<String, u64>,
+}
+
+/// The model's state.
+pub(crate) struct StableRt {
+    core: StableNuma,
+    tun: Tunables,
+    /// Per mapping object: a record per base page (a THP's on its first page); empty until
+    /// a process mapping it starts.
+    recs: Vec<Vec<PageRecord>>,
+    mms: Vec<MmScan>,
+    pub stats: StableStats,
+    pub scan_ns: f64,
+}
+
+impl StableRt {
+    pub fn new(nr_nodes: usize, tun: Tunables) -> StableRt {
+        StableRt {
+            core: StableNuma::new(nr_nodes, tun.clone()),
+            tun,
+            recs: Vec::new(),
+            mms: Vec::new(),
+            stats: StableStats::default(),
+            scan_ns: 0.0,
+        }
+    }
+}
+
+impl Sim<'_> {
+    fn st(&mut self) -> &mut StableRt {
+        self.stable.as_mut().expect("stable model")
+    }
+
+    /// A process started: records for its mappings, its scanner's first window one scan
+    /// period from now, its root group's allowed nodes (those its cpuset has CPUs on).
+    pub(super) fn stable_new_process(&mut self, pidx: usize) {
+        let objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
+        let nn = self.m.nr_nodes();
+        let allowed: Vec<bool> = (0..nn)
+            .map(|n| {
+                self.m.nodes[n]
+                    .cpus
+                    .iter()
+                    .any(|c| self.procs[pidx].cpuset_cpus.contains(c))
+            })
+            .collect();
+        let now = self.now;
+        let period = self.st().tun.scan_period_ms * MS;
+        for &o in &objs {
+            self.objects[o].enable_hinting();
+            let pages = self.objects[o].pages as usize;
+            let st = self.st();
+            if st.recs.len() <= o {
+                st.recs.resize(o + 1, Vec::new());
+            }
+            if st.recs[o].len() != pages {
+                st.recs[o] = vec![PageRecord::NEW; pages];
+            }
+        }
+        let st = self.st();
+        if st.mms.len() <= pidx {
+            st.mms.resize(pidx + 1, MmScan::default());
+        }
+        st.mms[pidx] = MmScan {
+            next_scan: now + period,
+            offset: (0, 0),
+            seq: 0,
+            alive: true,
+        };
+        st.core.set_allowed_nodes(Pid(pidx as u32 + 1), &allowed);
+    }
+
+    /// A thread exited: it leaves its sub-group.
+    pub(super) fn stable_task_exit(&mut self, t: usize) {
+        self.st().core.on_thread_exit(Tid(t as u32 + 1));
+    }
+
+    /// A process exited: its root group goes; objects about to be freed report their
+    /// system-shared pages.
+    pub(super) fn stable_exit_process(&mut self, pidx: usize) {
+        let st = self.st();
+        st.mms[pidx].alive = false;
+        st.core.on_process_exit(Pid(pidx as u32 + 1));
+    }
+
+    /// An object is being freed (its last mapping went).
+    pub(super) fn stable_release_object(&mut self, o: usize) {
+        let recs = std::mem::take(&mut self.st().recs[o]);
+        for (p, r) in recs.iter().enumerate() {
+            if *r != PageRecord::NEW {
+                let states = &mut self.st().stats.page_states;
+                *states.entry(r.state().to_string()).or_insert(0) += 1;
+            }
+            if r.state() == PageState::SYSTEM_SHARED
+                && let Some(n) = self.objects[o].node_of(p as u64)
+            {
+                self.st().core.on_page_freed(r, n);
+            }
+        }
+    }
+
+    /// The load balancer's question for `stable`: no inter-node move of a joined thread.
+    pub(super) fn stable_can_migrate(&self, tid: usize, src: usize, dst: usize) -> bool {
+        self.stable.as_ref().is_none_or(|st| {
+            st.core.can_migrate_task(Tid(tid as u32 + 1), src, dst)
+                == numabal_policy::MigrateVerdict::Allow
+        })
+    }
+
+    /// Every tick: each live process whose next window is due scans, in the context of one
+    /// of its running threads (as `task_numa_work` does), which pays for it.
+    pub(super) fn stable_tick(&mut self) {
+        let nproc = self.procs.len();
+        for pidx in 0..nproc {
+            let due = self
+                .stable
+                .as_ref()
+                .and_then(|st| st.mms.get(pidx))
+                .is_some_and(|m| m.alive && self.now >= m.next_scan);
+            if !due {
+                continue;
+            }
+            // The thread whose tick reaches the deadline first: a random running one.
+            let running: Vec<usize> = self.procs[pidx]
+                .groups
+                .iter()
+                .flat_map(|g| g.threads.iter().copied())
+                .filter(|&t| {
+                    self.threads[t].state == TState::Runnable && self.sched.tasks[t].cpu.is_some()
+                })
+                .collect();
+            if running.is_empty() {
+                continue;
+            }
+            let t = running[self.rng.random_range(0..running.len())];
+            let period = self.st().tun.scan_period_ms * MS;
+            let now = self.now;
+            self.st().mms[pidx].next_scan = now + period;
+            let cost = self.stable_scan_window(pidx, t);
+            self.st().scan_ns += cost;
+            self.charge_kernel(t, cost);
+        }
+    }
+
+    /// One scan window of process `pidx`, run by thread `t`: up to `scan_size_mb` of
+    /// allocated pages from where the last window stopped; each page the core selects is
+    /// made PROT_NONE. At the end of the address space the scan sequence ends. Returns the
+    /// CPU ns (PTEs visited, plus any migrations the sequence end does).
+    fn stable_scan_window(&mut self, pidx: usize, t: usize) -> f64 {
+        let budget = self.st().tun.scan_size_mb << 8;
+        let pte_ns = self.m.spec.costs.pte_update_ns;
+        let (mut ri, mut page) = self.st().mms[pidx].offset;
+        let seq = self.st().mms[pidx].seq;
+        let nregions = self.procs[pidx].regions.len();
+        let mut visited = 0u64;
+        let mut updated = 0u64;
+        let mut bypassed = 0u64;
+        let mut wrapped = false;
+        while visited < budget {
+            if ri >= nregions {
+                wrapped = true;
+                break;
+            }
+            let r = &self.procs[pidx].regions[ri];
+            if r.file_ro || page >= r.pages {
+                ri += 1;
+                page = 0;
+                continue;
+            }
+            let obj = r.obj;
+            let c = page / CHUNK;
+            let o = &self.objects[obj];
+            let cend = ((c + 1) * CHUNK).min(o.pages);
+            if o.chunk_populated(c) == 0 {
+                page = cend;
+                continue;
+            }
+            let st = self.stable.as_ref().expect("stable model");
+            let recs = &st.recs[obj];
+            let o = &mut self.objects[obj];
+            if o.is_huge(c) {
+                let head = c * CHUNK;
+                visited += o.chunk_len(c);
+                if st.core.should_unmap(&recs[head as usize], seq, head) {
+                    if o.set_prot(head) {
+                        updated += o.chunk_len(c);
+                    }
+                } else {
+                    bypassed += o.chunk_len(c);
+                }
+                page = cend;
+                continue;
+            }
+            while page < cend && visited < budget {
+                if o.node_of(page).is_some() {
+                    visited += 1;
+                    if st.core.should_unmap(&recs[page as usize], seq, page) {
+                        if o.set_prot(page) {
+                            updated += 1;
+                        }
+                    } else {
+                        bypassed += 1;
+                    }
+                }
+                page += 1;
+            }
+        }
+        self.m_.numa_pte_updates += updated;
+        let st = self.st();
+        st.stats.scan_windows += 1;
+        st.stats.pages_scanned += visited;
+        st.stats.pages_bypassed += bypassed;
+        st.mms[pidx].offset = (ri, page);
+        let mut cost = visited as f64 * pte_ns;
+        if wrapped {
+            let st = self.st();
+            st.mms[pidx].offset = (0, 0);
+            st.mms[pidx].seq += 1;
+            st.stats.scan_sequences += 1;
+            cost += self.stable_sequence_end(pidx, t);
+        }
+        cost
+    }
+
+    /// The end of a scan sequence of `pidx`: the core's EMA update and clustering decision
+    /// (carried out: the thread, or both threads of a swap, go to their new node with their
+    /// thread-private pages) and the system-shared balance. Returns the migrations' CPU ns.
+    fn stable_sequence_end(&mut self, pidx: usize, _t: usize) -> f64 {
+        let live: Vec<bool> = self
+            .threads
+            .iter()
+            .map(|th| th.state != TState::Done)
+            .collect();
+        let out = self
+            .st()
+            .core
+            .on_scan_sequence_end(Pid(pidx as u32 + 1), |tid| {
+                live.get(tid.idx() - 1).copied().unwrap_or(false)
+            });
+        let now = self.now;
+        let mut cost = 0.0;
+        let mut moved: Vec<(usize, usize)> = Vec::new();
+        if let Some(c) = &out.cluster {
+            match c.decision {
+                ClusterDecision::Nothing(_) => {}
+                ClusterDecision::Move { thread, to, .. } => {
+                    let t = thread.idx() - 1;
+                    self.st().stats.thread_moves += 1;
+                    self.sched.policy_move(t as u32, to, Cause::Policy, now);
+                    moved.push((t, to));
+                }
+                ClusterDecision::Swap {
+                    thread,
+                    victim,
+                    from,
+                    to,
+                } => {
+                    let (a, b) = (thread.idx() - 1, victim.idx() - 1);
+                    self.st().stats.thread_swaps += 1;
+                    self.sched.policy_move(a as u32, to, Cause::PolicySwap, now);
+                    self.sched
+                        .policy_move(b as u32, from, Cause::PolicySwap, now);
+                    moved.push((a, to));
+                    moved.push((b, from));
+                }
+            }
+        }
+        for (t, node) in moved {
+            cost += self.stable_follow_owner(pidx, t, node);
+        }
+        if let Some(sm) = out.shared {
+            cost += self.stable_move_shared(sm.from, sm.to, sm.pages);
+        }
+        cost
+    }
+
+    /// The thread-private pages of thread `t` (in its process's mappings) follow it to
+    /// `node`.
+    fn stable_follow_owner(&mut self, pidx: usize, t: usize, node: usize) -> f64 {
+        let owner = Tid(t as u32 + 1);
+        let mut objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
+        objs.dedup();
+        let mut cost = 0.0;
+        for obj in objs {
+            let pages: Vec<u64> = {
+                let st = self.stable.as_ref().expect("stable model");
+                let o = &self.objects[obj];
+                st.recs[obj]
+                    .iter()
+                    .enumerate()
+                    .filter(|(p, r)| {
+                        r.private_owner() == Some(owner)
+                            && o.head(*p as u64) == *p as u64
+                            && o.node_of(*p as u64).is_some_and(|n| n != node)
+                    })
+                    .map(|(p, _)| p as u64)
+                    .collect()
+            };
+            for p in pages {
+                let nr = self.nr_at(obj, p);
+                match self.migrate_page(obj, p, node) {
+                    Some(c) => {
+                        cost += c;
+                        self.m_.numa_pages_migrated += nr;
+                        self.st().stats.pages_migrated_follow += nr;
+                    }
+                    None => self.st().stats.pages_migrate_failed += nr,
+                }
+            }
+        }
+        cost
+    }
+
+    /// Move `pages` system-shared pages from node `from` to node `to` (any process's, in
+    /// object and address order).
+    fn stable_move_shared(&mut self, from: usize, to: usize, pages: u64) -> f64 {
+        let mut left = pages;
+        let mut cost = 0.0;
+        for obj in 0..self.objects.len() {
+            if left == 0 {
+                break;
+            }
+            let cand: Vec<u64> = {
+                let st = self.stable.as_ref().expect("stable model");
+                let Some(recs) = st.recs.get(obj) else {
+                    continue;
+                };
+                let o = &self.objects[obj];
+                recs.iter()
+                    .enumerate()
+                    .filter(|(p, r)| {
+                        r.state() == PageState::SYSTEM_SHARED
+                            && o.head(*p as u64) == *p as u64
+                            && o.node_of(*p as u64) == Some(from)
+                    })
+                    .map(|(p, _)| p as u64)
+                    .take(left as usize)
+                    .collect()
+            };
+            for p in cand {
+                let nr = self.nr_at(obj, p);
+                match self.migrate_page(obj, p, to) {
+                    Some(c) => {
+                        cost += c;
+                        let st = self.st();
+                        let rec = st.recs[obj][p as usize];
+                        st.core.on_page_migrated(&rec, from, to);
+                        st.stats.pages_migrated_shared += nr;
+                        self.m_.numa_pages_migrated += nr;
+                    }
+                    None => self.st().stats.pages_migrate_failed += nr,
+                }
+                left = left.saturating_sub(nr);
+                if left == 0 {
+                    break;
+                }
+            }
+        }
+        cost
+    }
+
+    fn nr_at(&self, obj: usize, head: u64) -> u64 {
+        let o = &self.objects[obj];
+        if o.is_huge(head / CHUNK) {
+            o.chunk_len(head / CHUNK)
+        } else {
+            1
+        }
+    }
+
+    /// A NUMA hinting fault under `stable` by thread `t` on CPU `cpu` at `page` of its
+    /// region `ri`: the core classifies it and updates the page's record; a placement to
+    /// another node migrates the page (when the memory policy is the default and the
+    /// cpuset allows the node). Returns its CPU ns, the migration included.
+    pub(super) fn stable_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        let pidx = self.threads[t].proc;
+        let obj = self.procs[pidx].regions[ri].obj;
+        let o = &mut self.objects[obj];
+        let head = o.head(page);
+        if !o.is_prot(head) {
+            return 0.0;
+        }
+        o.clear_prot(head);
+        let Some(nid) = o.node_of(head) else {
+            return 0.0;
+        };
+        let nr = self.nr_at(obj, head);
+        let thisnid = self.m.cpus[cpu].node;
+        self.m_.numa_hint_faults += 1;
+        if nid == thisnid {
+            self.m_.numa_hint_faults_local += 1;
+        }
+        let f = HintFault {
+            pid: Pid(pidx as u32 + 1),
+            tid: Tid(t as u32 + 1),
+            node: thisnid,
+            page_node: nid,
+        };
+        let st = self.stable.as_mut().expect("stable model");
+        let mut rec = st.recs[obj][head as usize];
+        let tr = st.core.on_hint_fault(&mut rec, f);
+        st.recs[obj][head as usize] = rec;
+        let mut cost = self.m.spec.costs.hint_fault_ns;
+        if let Placement::Migrate(dst) = tr.placement
+            && dst != nid
+            && self
+                .alloc_policy_ref(t, ri, head, self.phase_policy(t))
+                .is_none_or(|p| *p == MemPolicy::Default)
+            && self.procs[pidx].cpuset_mems.contains(dst)
+        {
+            match self.migrate_page(obj, head, dst) {
+                Some(c) => {
+                    cost += c;
+                    self.m_.numa_pages_migrated += nr;
+                    let st = self.st();
+                    st.core.on_page_migrated(&rec, nid, dst);
+                    st.stats.pages_migrated_fault += nr;
+                }
+                None => self.st().stats.pages_migrate_failed += nr,
+            }
+        }
+        cost
+    }
+
+    /// What `stable` reports beyond the shared counters.
+    pub(super) fn stable_report(&self) -> Option<StableReport> {
+        let st = self.stable.as_ref()?;
+        let mut stats = st.stats.clone();
+        for recs in &st.recs {
+            for r in recs {
+                if *r == PageRecord::NEW {
+                    continue;
+                }
+                *stats.page_states.entry(r.state().to_string()).or_insert(0) += 1;
+            }
+        }
+        Some(StableReport {
+            scan_cpu_s: st.scan_ns / NS,
+            stats,
+        })
+    }
+}
+
+/// `stable`'s report in the run result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StableReport {
+    /// CPU seconds of scanning.
+    pub scan_cpu_s: f64,
+    /// Counters.
+    pub stats: StableStats,
+}
