@@ -4,6 +4,7 @@
 
 mod fsresolver;
 mod output;
+mod suite;
 
 use clap::{Args, Parser, Subcommand};
 use fsresolver::FsResolver;
@@ -32,6 +33,9 @@ enum Cmd {
     Sim(SimArgs),
     /// Run several policies over several seeds and compare them.
     Compare(CompareArgs),
+    /// Run a suite (several workloads) under several policies and seeds: a table per
+    /// workload and geometric means over the workloads.
+    Suite(SuiteArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -79,6 +83,32 @@ struct CompareArgs {
     /// First seed.
     #[arg(long, default_value_t = 1)]
     first_seed: u64,
+    /// Runs in parallel (default: one per core).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Write the machine-readable result here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct SuiteArgs {
+    /// Suite: a preset name (see `numabal list`) or a TOML file.
+    #[arg(value_name = "SUITE")]
+    suite: String,
+    /// Machine: a preset name (see `numabal list`) or a TOML file.
+    #[arg(long, short = 'm')]
+    machine: String,
+    /// Comma-separated policies (default: the suite's); the first is the baseline of the
+    /// ratios.
+    #[arg(long, value_delimiter = ',')]
+    policies: Vec<String>,
+    /// Seeds per policy and workload: seeds 1..=N (default: the suite's).
+    #[arg(long)]
+    seeds: Option<u64>,
+    /// Override a field of every run, after the suite's `[set]` (see `numabal sim --help`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
     /// Runs in parallel (default: one per core).
     #[arg(long)]
     jobs: Option<usize>,
@@ -139,6 +169,7 @@ fn main() -> ExitCode {
         }
         Some(Cmd::Sim(a)) => sim(&a),
         Some(Cmd::Compare(a)) => compare(&a),
+        Some(Cmd::Suite(a)) => suite::suite(&a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -154,6 +185,15 @@ fn main() -> ExitCode {
 }
 
 fn build(s: &ScenarioArgs, policy: Option<String>, seed: Option<u64>) -> Result<Scenario, Failure> {
+    Ok(build_checked(s, policy, seed)?)
+}
+
+/// A scenario whose policy has been validated too.
+fn build_checked(
+    s: &ScenarioArgs,
+    policy: Option<String>,
+    seed: Option<u64>,
+) -> Result<Scenario, InputError> {
     let input = ScenarioInput {
         scenario: s.scenario.clone(),
         machine: s.machine.clone(),

@@ -3,7 +3,8 @@
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
 use numabal_model::{Scenario, presets};
-use numabal_sim::{CompareResult, RunResult};
+use numabal_sim::suite::{GEOMEAN_METRICS, Geomean};
+use numabal_sim::{CompareResult, RunResult, SuiteResult};
 use std::io::Write;
 use std::path::Path;
 
@@ -33,6 +34,11 @@ pub fn print_list() {
     println!("Policies (--policy NAME):");
     for p in numabal_sim::policies::all() {
         println!("  {:<22} {}", p.name, p.summary);
+    }
+    println!();
+    println!("Suites (numabal suite NAME -m MACHINE, or a TOML file):");
+    for (n, t) in presets::SUITES {
+        println!("  {n:<22} {}", desc(t));
     }
 }
 
@@ -247,9 +253,229 @@ pub fn print_compare(r: &CompareResult) {
     }
 }
 
+/// A per-workload value or a geometric mean of the suite figure `key`, as printed.
+fn fmt_figure(key: &str, v: f64) -> String {
+    match key {
+        "runtime_s" => format!("{v:.2}"),
+        "runtime_cv" | "runtime_nmmd" => format!("{v:.4}"),
+        "local_access_ratio" => format!("{v:.3}"),
+        "numa_hint_faults_per_s" => format!("{v:.1}"),
+        "numa_pages_migrated" => format!("{v:.0}"),
+        _ => format!("{v:.3}"),
+    }
+}
+
+/// A ratio cell: `0.523x`, or `-` where it is undefined (the baseline is 0).
+fn fmt_ratio(r: Option<f64>) -> String {
+    r.map(|r| format!("{r:.3}x")).unwrap_or_else(|| "-".into())
+}
+
+fn table(header: Vec<String>) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY);
+    t.set_header(header);
+    t
+}
+
+fn right_align(t: &mut Table, columns: usize) {
+    for i in 1..columns {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// The summary tables of `numabal suite`: geometric means per policy and their ratios to
+/// the first policy.
+pub fn suite_summary(r: &SuiteResult) -> String {
+    let mut header = vec!["policy".to_string()];
+    header.extend(GEOMEAN_METRICS.iter().map(|m| m.label.to_string()));
+    let mut means = table(header.clone());
+    let mut ratios = table(header);
+    let n = r.workload_order.len();
+    for p in &r.policy_order {
+        let g = |k: &str| r.geomean.get(p).and_then(|m| m.get(k));
+        let mut row = vec![p.clone()];
+        let mut rrow = vec![p.clone()];
+        for m in GEOMEAN_METRICS {
+            match g(m.key) {
+                Some(Geomean {
+                    value,
+                    ratio,
+                    zeros,
+                }) => {
+                    let zeros = if *zeros > 0 {
+                        format!(" [{zeros}/{n} are 0]")
+                    } else {
+                        String::new()
+                    };
+                    row.push(format!("{}{zeros}", fmt_figure(m.key, *value)));
+                    rrow.push(fmt_ratio(*ratio));
+                }
+                None => {
+                    row.push("-".into());
+                    rrow.push("-".into());
+                }
+            }
+        }
+        means.add_row(row);
+        ratios.add_row(rrow);
+    }
+    right_align(&mut means, GEOMEAN_METRICS.len() + 1);
+    right_align(&mut ratios, GEOMEAN_METRICS.len() + 1);
+    let first = r.policy_order.first().cloned().unwrap_or_default();
+    format!(
+        "Geometric means over the {n} workloads\n{means}\nRatio to `{first}`\n{ratios}\n\
+         (geometric mean: exactly 0 when any workload's value is 0, [k/n are 0] counts them; \
+         a ratio to a mean of 0 is -; CV = sample standard deviation / mean; \
+         NMMD = (max - min) / mean)\n"
+    )
+}
+
+/// `numabal suite`'s report: a table per workload, then the summary.
+pub fn print_suite(r: &SuiteResult) {
+    println!(
+        "suite {} on {}: {} workload(s) x {} polic{} ({}) x {} seed(s)",
+        r.suite,
+        r.machine,
+        r.workload_order.len(),
+        r.policy_order.len(),
+        if r.policy_order.len() == 1 {
+            "y"
+        } else {
+            "ies"
+        },
+        r.policy_order.join(", "),
+        r.seeds.len()
+    );
+    if !r.overrides.is_empty() {
+        println!("every run with --set {}", r.overrides.join(" --set "));
+    }
+    for w in &r.workload_order {
+        let c = &r.workloads[w];
+        println!();
+        println!("{w}");
+        let mut t = table(
+            [
+                "policy",
+                "runtime mean (s)",
+                "CV",
+                "NMMD",
+                "q1 / median / q3 (s)",
+                "local ratio",
+                "hint faults/s",
+                "pages migrated",
+                "inter-node migr./s",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        let base = c
+            .policy_order
+            .first()
+            .and_then(|p| c.policies.get(p))
+            .map(|p| p.runtime_s.mean);
+        for name in &c.policy_order {
+            let p = &c.policies[name];
+            let g = |k: &str| p.metrics.get(k).copied().unwrap_or(f64::NAN);
+            let s = &p.runtime_s;
+            let rel = base
+                .and_then(|b| numabal_sim::suite::ratio(s.mean, b))
+                .map(|x| format!(" ({x:.2}x)"))
+                .unwrap_or_default();
+            t.add_row(vec![
+                name.clone(),
+                format!("{:.2}{rel}", s.mean),
+                format!("{:.4}", s.cv),
+                format!("{:.4}", s.nmmd),
+                format!("{:.2} / {:.2} / {:.2}", s.q1, s.median, s.q3),
+                format!("{:.3}", g("local_access_ratio")),
+                format!("{:.1}", g("numa_hint_faults_per_s")),
+                format!("{:.0}", g("numa_pages_migrated")),
+                format!("{:.3}", g("thread_migrations_internode_per_s")),
+            ]);
+        }
+        right_align(&mut t, 9);
+        println!("{t}");
+    }
+    println!();
+    print!("{}", suite_summary(r));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ratio table: the first policy is 1.000x, a ratio to a mean of 0 is `-`, and a
+    /// mean of 0 says how many workloads made it 0.
+    #[test]
+    fn suite_summary_ratio_column() {
+        use numabal_sim::compare::{PolicyRuns, Stats};
+        let runs = |rt: f64, migrated: f64| PolicyRuns {
+            runtime_s: Stats::of(&[rt * 0.9, rt * 1.1]),
+            metrics: [
+                ("local_access_ratio", 0.5),
+                ("numa_hint_faults_per_s", migrated),
+                ("numa_pages_migrated", migrated),
+                ("thread_migrations_internode_per_s", 1.0),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+            runs: Vec::new(),
+        };
+        let cmp = |w: &str, a: PolicyRuns, b: PolicyRuns| CompareResult {
+            numabal_version: "x".into(),
+            machine: "m".into(),
+            workload: w.into(),
+            seeds: vec![1, 2],
+            policy_order: vec!["none".into(), "auto".into()],
+            policies: [("none".to_string(), a), ("auto".to_string(), b)]
+                .into_iter()
+                .collect(),
+        };
+        let r = SuiteResult::from_compares(
+            "s",
+            "",
+            Vec::new(),
+            vec![
+                cmp("a", runs(10.0, 0.0), runs(5.0, 100.0)),
+                cmp("b", runs(40.0, 0.0), runs(20.0, 400.0)),
+            ],
+        );
+        let text = suite_summary(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        let row = |table: usize, policy: &str| -> Vec<String> {
+            lines
+                .iter()
+                .filter(|l| l.starts_with(&format!("│ {policy} ")))
+                .nth(table)
+                .unwrap_or_else(|| panic!("{policy} row {table} in {text}"))
+                .trim_matches('│')
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        };
+        // Means: runtime sqrt(10 * 40) = 20 and sqrt(5 * 20) = 10; none migrates nothing.
+        assert_eq!(row(0, "none")[1], "20.00");
+        assert_eq!(row(0, "auto")[1], "10.00");
+        assert!(text.contains("0 [2/2 are 0]"), "{text}");
+        assert_eq!(row(0, "auto")[6], "200", "sqrt(100 * 400)");
+        // Ratios to `none`: runtime 0.5, CV and local ratio 1, counters against 0: `-`.
+        assert_eq!(
+            row(1, "none"),
+            [
+                "none", "1.000x", "1.000x", "1.000x", "1.000x", "-", "-", "1.000x"
+            ]
+        );
+        assert_eq!(
+            row(1, "auto"),
+            [
+                "auto", "0.500x", "1.000x", "1.000x", "1.000x", "-", "-", "1.000x"
+            ]
+        );
+        assert!(text.contains("Ratio to `none`"), "{text}");
+    }
 
     #[test]
     fn numastat_layout_matches_numastat() {

@@ -529,3 +529,237 @@ fn bad_input_numbers_and_references() {
         &j,
     );
 }
+
+/// A small suite over existing workloads, shrunk by the suite's own `[set]`, with a
+/// workload file next to the suite file named by a relative path.
+fn small_suite(dir: &Path) -> String {
+    let numa02 = include_str!("../../../presets/workloads/numa02.toml")
+        .replace("name = \"numa02\"", "name = \"numa02_small\"")
+        .replace("passes = 800", "passes = 200");
+    std::fs::create_dir_all(dir.join("w")).unwrap();
+    write(&dir.join("w"), "numa02_small.toml", &numa02);
+    write(
+        dir,
+        "small.toml",
+        "name = \"small\"\ndescription = \"test suite\"\n\
+         workloads = [\"numa02\", \"numa01_thread_alloc\", \"w/numa02_small.toml\"]\n\
+         policies = [\"none\", \"autonuma\"]\nseeds = 2\n\
+         [set]\n\"workload.process.0.region.0.size\" = \"128MiB\"\n",
+    )
+}
+
+#[test]
+fn suite_runs_every_workload_and_reports_geomeans() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = small_suite(d.path());
+    let (v, stdout) = run_json(&["suite", &suite, "-m", "tiny-2n4"], d.path());
+    assert_eq!(v["suite"], "small");
+    assert_eq!(v["machine"], "tiny-2n4");
+    assert_eq!(v["seeds"], serde_json::json!([1, 2]));
+    assert_eq!(v["policy_order"], serde_json::json!(["none", "autonuma"]));
+    let order = serde_json::json!(["numa02", "numa01_thread_alloc", "numa02_small"]);
+    assert_eq!(v["workload_order"], order);
+    assert_eq!(
+        v["overrides"],
+        serde_json::json!(["workload.process.0.region.0.size=\"128MiB\""])
+    );
+    // Per workload, the compare shape.
+    for w in order.as_array().unwrap() {
+        let c = &v["workloads"][w.as_str().unwrap()];
+        assert_eq!(&c["workload"], w);
+        for p in ["none", "autonuma"] {
+            for k in ["mean", "cv", "min", "max", "nmmd", "q1", "median", "q3"] {
+                assert!(c["policies"][p]["runtime_s"][k].is_number(), "{w}.{p}.{k}");
+            }
+            assert!(c["policies"][p]["metrics"]["numa_hint_faults_per_s"].is_number());
+            let runs = c["policies"][p]["runs"].as_array().unwrap();
+            assert_eq!(runs.len(), 2);
+            assert_eq!(
+                runs[0]["scenario"]["overrides"][0],
+                "workload.process.0.region.0.size=\"128MiB\""
+            );
+        }
+        assert!(
+            stdout.contains(&format!("\n{}\n", w.as_str().unwrap())),
+            "{stdout}"
+        );
+    }
+    // Geometric means per policy, with ratios to the first policy.
+    let g = &v["geomean"];
+    for p in ["none", "autonuma"] {
+        for k in [
+            "runtime_s",
+            "runtime_cv",
+            "runtime_nmmd",
+            "local_access_ratio",
+            "numa_hint_faults_per_s",
+            "numa_pages_migrated",
+            "thread_migrations_internode_per_s",
+        ] {
+            assert!(g[p][k]["value"].is_number(), "geomean.{p}.{k}");
+            assert!(g[p][k]["zeros"].is_number(), "geomean.{p}.{k}");
+        }
+    }
+    assert_eq!(g["none"]["runtime_s"]["ratio"], 1.0);
+    let rt = |p: &str| g[p]["runtime_s"]["value"].as_f64().unwrap();
+    let wl_mean = |w: &str, p: &str| {
+        v["workloads"][w]["policies"][p]["runtime_s"]["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    let expect = (wl_mean("numa02", "autonuma")
+        * wl_mean("numa01_thread_alloc", "autonuma")
+        * wl_mean("numa02_small", "autonuma"))
+    .powf(1.0 / 3.0);
+    assert!((rt("autonuma") - expect).abs() < 1e-9 * expect);
+    let ratio = g["autonuma"]["runtime_s"]["ratio"].as_f64().unwrap();
+    assert!((ratio - rt("autonuma") / rt("none")).abs() < 1e-12);
+    // `none` migrates nothing: a geometric mean of 0 and no ratio to it.
+    assert_eq!(g["none"]["numa_pages_migrated"]["value"], 0.0);
+    assert_eq!(g["none"]["numa_pages_migrated"]["zeros"], 3);
+    assert!(g["autonuma"]["numa_pages_migrated"]["ratio"].is_null());
+    assert!(
+        g["autonuma"]["numa_pages_migrated"]["value"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(
+        stdout.contains("Geometric means over the 3 workloads"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Ratio to `none`"), "{stdout}");
+
+    // --policies and --seeds replace the suite's; --set comes after the suite's [set].
+    let (v, _) = run_json(
+        &[
+            "suite",
+            &suite,
+            "-m",
+            "tiny-2n4",
+            "--policies",
+            "bind,none",
+            "--seeds",
+            "1",
+            "--set",
+            "sim.tick_ms=2",
+        ],
+        d.path(),
+    );
+    assert_eq!(v["policy_order"], serde_json::json!(["bind", "none"]));
+    assert_eq!(v["seeds"], serde_json::json!([1]));
+    assert_eq!(v["overrides"][1], "sim.tick_ms=2");
+    assert_eq!(v["geomean"]["bind"]["runtime_s"]["ratio"], 1.0);
+}
+
+#[test]
+fn suite_is_deterministic_whatever_the_thread_count() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = small_suite(d.path());
+    let mut outs = Vec::new();
+    for jobs in ["2", "2", "1"] {
+        let json = d.path().join(format!("r{}.json", outs.len()));
+        let out = numabal()
+            .args(["suite", &suite, "-m", "tiny-2n4", "--jobs", jobs, "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        outs.push((std::fs::read(&json).unwrap(), out.stdout));
+    }
+    assert!(outs[0] == outs[1], "same command, same JSON and stdout");
+    assert!(
+        outs[0] == outs[2],
+        "one thread or two, same JSON and stdout"
+    );
+}
+
+#[test]
+fn suite_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("o.json");
+    let js = j.to_str().unwrap();
+    let ok = "name = \"x\"\nworkloads = [\"numa02\"]\npolicies = [\"none\"]\nseeds = 2\n";
+    // An unknown field names the file, the field and the allowed fields.
+    let s = write(d.path(), "b1.toml", &format!("{ok}workload = \"numa01\"\n"));
+    bad(
+        &["suite", &s, "-m", "tiny-2n4", "--json", js],
+        &[
+            "b1.toml",
+            "unknown field `workload`",
+            "workloads",
+            "policies",
+            "seeds",
+            "set",
+        ],
+        &j,
+    );
+    // An unknown suite name lists the presets.
+    bad(
+        &["suite", "nosuch", "-m", "tiny-2n4", "--json", js],
+        &["unknown suite `nosuch`", "allowed: hpc"],
+        &j,
+    );
+    // A workload or policy of the suite that does not exist: the file and the entry.
+    let s = write(
+        d.path(),
+        "b2.toml",
+        &ok.replace("[\"numa02\"]", "[\"numa02\", \"numa99\"]"),
+    );
+    bad(
+        &["suite", &s, "-m", "tiny-2n4", "--json", js],
+        &[
+            "b2.toml",
+            "workloads[1]",
+            "unknown workload `numa99`",
+            "numa02",
+        ],
+        &j,
+    );
+    let s = write(
+        d.path(),
+        "b3.toml",
+        &ok.replace("[\"none\"]", "[\"none\", \"nope\"]"),
+    );
+    bad(
+        &["suite", &s, "-m", "tiny-2n4", "--json", js],
+        &[
+            "b3.toml",
+            "policies[1]",
+            "unknown policy `nope`",
+            "autonuma",
+        ],
+        &j,
+    );
+    // A bad [set] value is reported against the suite file.
+    let s = write(
+        d.path(),
+        "b4.toml",
+        &format!("{ok}[set]\n\"sim.transparent_hugepage\" = \"off\"\n"),
+    );
+    bad(
+        &["suite", &s, "-m", "tiny-2n4", "--json", js],
+        &["b4.toml", "set.sim.transparent_hugepage", "never"],
+        &j,
+    );
+    let s = write(d.path(), "b5.toml", &ok.replace("seeds = 2", "seeds = 0"));
+    bad(
+        &["suite", &s, "-m", "tiny-2n4", "--json", js],
+        &["b5.toml", "seeds", "allowed: 1-10000"],
+        &j,
+    );
+    let s = write(d.path(), "ok.toml", ok);
+    bad(
+        &["suite", &s, "-m", "tiny-2n4", "--seeds", "0", "--json", js],
+        &["--seeds", "allowed: 1-10000"],
+        &j,
+    );
+}
+
+#[test]
+fn list_names_the_suites() {
+    let out = numabal().arg("list").output().unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("Suites (numabal suite NAME"), "{s}");
+    assert!(s.contains("hpc"), "{s}");
+}

@@ -18,6 +18,7 @@ pub mod mask;
 pub mod mempolicy;
 pub mod presets;
 pub mod scenario;
+pub mod suite;
 pub mod units;
 pub mod workload;
 
@@ -27,6 +28,7 @@ pub use machine::{Machine, MachineSpec};
 pub use mask::Mask;
 pub use mempolicy::MemPolicy;
 pub use scenario::{Scenario, ScenarioInput, SimSettings};
+pub use suite::SuiteSpec;
 pub use workload::{Workload, WorkloadSpec};
 
 /// Size of a base page (x86-64).

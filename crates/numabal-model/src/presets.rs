@@ -1,5 +1,5 @@
-//! Built-in machines and workloads: the TOML files under `presets/`, compiled in so the
-//! binary works from any directory.
+//! Built-in machines, workloads and suites: the TOML files under `presets/`, compiled in so
+//! the binary works from any directory.
 
 /// (name, TOML text) of every machine preset.
 pub const MACHINES: &[(&str, &str)] = &[
@@ -81,6 +81,9 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ),
 ];
 
+/// (name, TOML text) of every suite preset (`numabal suite NAME`).
+pub const SUITES: &[(&str, &str)] = &[("hpc", include_str!("../../../presets/suites/hpc.toml"))];
+
 /// Text of a machine preset.
 pub fn machine(name: &str) -> Option<&'static str> {
     MACHINES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
@@ -89,4 +92,9 @@ pub fn machine(name: &str) -> Option<&'static str> {
 /// Text of a workload preset.
 pub fn workload(name: &str) -> Option<&'static str> {
     WORKLOADS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Text of a suite preset.
+pub fn suite(name: &str) -> Option<&'static str> {
+    SUITES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }

@@ -23,6 +23,8 @@ pub enum Kind {
     Policy,
     /// A scenario file.
     Scenario,
+    /// A suite preset or file (`numabal suite`).
+    Suite,
 }
 
 impl Kind {
@@ -33,6 +35,7 @@ impl Kind {
             Kind::Workload => "workload",
             Kind::Policy => "policy",
             Kind::Scenario => "scenario",
+            Kind::Suite => "suite",
         }
     }
 }
@@ -67,6 +70,7 @@ pub fn preset_source(kind: Kind, name: &str) -> Option<Source> {
     let text = match kind {
         Kind::Machine => presets::machine(name),
         Kind::Workload => presets::workload(name),
+        Kind::Suite => presets::suite(name),
         _ => None,
     }?;
     Some(Source {
@@ -80,6 +84,7 @@ pub fn unknown_name(kind: Kind, name: &str, files_allowed: bool) -> InputError {
     let names: Vec<&str> = match kind {
         Kind::Machine => presets::MACHINES.iter().map(|(n, _)| *n).collect(),
         Kind::Workload => presets::WORKLOADS.iter().map(|(n, _)| *n).collect(),
+        Kind::Suite => presets::SUITES.iter().map(|(n, _)| *n).collect(),
         _ => Vec::new(),
     };
     let files = if files_allowed {
@@ -87,8 +92,13 @@ pub fn unknown_name(kind: Kind, name: &str, files_allowed: bool) -> InputError {
     } else {
         ""
     };
+    // A suite is named by `numabal suite`'s first argument, not by an option.
+    let source = match kind {
+        Kind::Suite => "numabal suite".to_string(),
+        _ => format!("--{}", kind.as_str()),
+    };
     InputError::new(
-        format!("--{}", kind.as_str()),
+        source,
         "",
         format!(
             "unknown {} `{name}` (allowed: {}{files})",

@@ -115,25 +115,52 @@ pub fn compare(
     let work: Vec<(usize, u64)> = (0..policies.len())
         .flat_map(|p| seeds.iter().map(move |&s| (p, s)))
         .collect();
-    let one = |&(p, seed): &(usize, u64)| -> Result<RunResult, SimError> {
-        let mut sc = base.clone();
-        sc.policy = policies[p].clone();
-        sc.sim.seed = seed;
-        run(&sc)
-    };
+    let runs = run_all(work.len(), jobs, |i| {
+        let (p, seed) = work[i];
+        run_one(base, &policies[p], seed)
+    })?;
+    Ok(summarise(base, policies, seeds, runs))
+}
+
+/// One run of `base` under `policy` with `seed`.
+pub(crate) fn run_one(
+    base: &Scenario,
+    policy: &PolicySpec,
+    seed: u64,
+) -> Result<RunResult, SimError> {
+    let mut sc = base.clone();
+    sc.policy = policy.clone();
+    sc.sim.seed = seed;
+    run(&sc)
+}
+
+/// Runs `one(0)`, ..., `one(n - 1)`, in parallel unless `jobs` is 1, and returns their
+/// results in index order (so the output does not depend on the number of threads). All
+/// runs are made; the first error in index order is returned.
+pub(crate) fn run_all<F>(n: usize, jobs: Option<usize>, one: F) -> Result<Vec<RunResult>, SimError>
+where
+    F: Fn(usize) -> Result<RunResult, SimError> + Sync + Send,
+{
+    let idx: Vec<usize> = (0..n).collect();
     let results: Vec<Result<RunResult, SimError>> = match jobs {
-        Some(1) => work.iter().map(one).collect(),
-        Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
+        Some(1) => idx.iter().map(|&i| one(i)).collect(),
+        Some(t) => rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
             .build()
-            .map_err(|e| SimError::Invariant(format!("cannot start {n} worker threads: {e}")))?
-            .install(|| work.par_iter().map(one).collect()),
-        None => work.par_iter().map(one).collect(),
+            .map_err(|e| SimError::Invariant(format!("cannot start {t} worker threads: {e}")))?
+            .install(|| idx.par_iter().map(|&i| one(i)).collect()),
+        None => idx.par_iter().map(|&i| one(i)).collect(),
     };
-    let mut runs: Vec<RunResult> = Vec::with_capacity(results.len());
-    for r in results {
-        runs.push(r?);
-    }
+    results.into_iter().collect()
+}
+
+/// The comparison of `runs`: policy-major, `seeds.len()` runs per policy in seed order.
+pub(crate) fn summarise(
+    base: &Scenario,
+    policies: &[PolicySpec],
+    seeds: &[u64],
+    runs: Vec<RunResult>,
+) -> CompareResult {
     let mut out = BTreeMap::new();
     let mut order = Vec::new();
     for (pi, chunk) in runs.chunks(seeds.len().max(1)).enumerate() {
@@ -171,14 +198,14 @@ pub fn compare(
             },
         );
     }
-    Ok(CompareResult {
+    CompareResult {
         numabal_version: env!("CARGO_PKG_VERSION").to_string(),
         machine: base.machine.name().to_string(),
         workload: base.workload.name().to_string(),
         seeds: seeds.to_vec(),
         policy_order: order,
         policies: out,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,9 @@ pub mod memory;
 pub mod policies;
 pub mod result;
 pub mod sched;
+pub mod suite;
 
 pub use compare::{CompareResult, compare};
 pub use engine::{SimError, run, run_with};
 pub use result::RunResult;
+pub use suite::{SuiteResult, suite};
