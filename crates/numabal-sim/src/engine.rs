@@ -891,7 +891,10 @@ impl<'a> Sim<'a> {
             self.policy.on_thread_start(self.m, &info, &mut out);
             self.apply_actions(&out)?;
             self.actions = out;
-            self.sched.wake_new(tid as u32, creator_cpu);
+            let cpu = self.sched.wake_new(tid as u32, creator_cpu);
+            if self.stable.is_some() {
+                self.stable_new_task(tid, cpu);
+            }
             self.note_runnable(tid, at);
         }
         Ok(())

@@ -39,7 +39,7 @@ pub use page_state::{
 };
 pub use shared::{SharedCounts, SharedMove, shared_balance};
 pub use tables::{EMA_FACTOR, ThreadTables};
-pub use tunables::{EmaStart, Tunables};
+pub use tunables::{EmaStart, JoinAt, Tunables};
 
 use crate::api::MigrateVerdict;
 use numabal_model::{Pid, Tid};

@@ -17,6 +17,18 @@ pub enum EmaStart {
     Zero,
 }
 
+/// When a thread joins its root group (§IV-B: "whenever a thread first joins a root group",
+/// without saying when that is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JoinAt {
+    /// When profiling of its address space starts: the threads alive at the process's
+    /// first scan window join then, later threads as they are created.
+    FirstScan,
+    /// At the thread's first NUMA hinting fault.
+    FirstFault,
+}
+
 /// Tunables of `stable`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -33,6 +45,10 @@ pub struct Tunables {
     pub bypass_base_scans: u32,
     /// Start of the thread-node and thread-thread EMAs.
     pub ema_start: EmaStart,
+    /// When a thread joins its root group (from then on the load balancer keeps it inside
+    /// its node). Read by a backend; the core joins a thread at its first fault at the
+    /// latest.
+    pub join_at: JoinAt,
     /// "The load of the source sub-group is sufficiently higher than the destination
     /// sub-group": at least this many more runnable threads.
     pub move_load_margin: u32,
@@ -54,6 +70,7 @@ impl Default for Tunables {
             scan_size_mb: 256,
             bypass_base_scans: 1,
             ema_start: EmaStart::FirstSample,
+            join_at: JoinAt::FirstScan,
             move_load_margin: 2,
             imbalance_pct: 117,
             swap_threshold: 1.5,
@@ -68,6 +85,7 @@ pub const TUNABLES: &[&str] = &[
     "scan_size_mb",
     "bypass_base_scans",
     "ema_start",
+    "join_at",
     "move_load_margin",
     "imbalance_pct",
     "swap_threshold",

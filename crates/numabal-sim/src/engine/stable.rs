@@ -13,7 +13,7 @@ use crate::memory::CHUNK;
 use crate::sched::Cause;
 use numabal_model::{MemPolicy, Pid, Tid};
 use numabal_policy::stable::{
-    ClusterDecision, HintFault, PageRecord, PageState, Placement, StableNuma, Tunables,
+    ClusterDecision, HintFault, JoinAt, PageRecord, PageState, Placement, StableNuma, Tunables,
 };
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,8 @@ struct MmScan {
     /// Completed scan sequences (the bypass counters' clock).
     seq: u64,
     alive: bool,
+    /// Profiling has started (`join_at = first_scan`: its threads have joined).
+    profiling: bool,
 }
 
 /// Counters of the `stable` model.
@@ -126,8 +128,42 @@ impl Sim<'_> {
             offset: (0, 0),
             seq: 0,
             alive: true,
+            profiling: false,
         };
         st.core.set_allowed_nodes(Pid(pidx as u32 + 1), &allowed);
+    }
+
+    /// A thread of process `pidx` was created on `cpu`: with `join_at = first_scan` it
+    /// joins at once if its process is being profiled already.
+    pub(super) fn stable_new_task(&mut self, t: usize, cpu: usize) {
+        let pidx = self.threads[t].proc;
+        let node = self.m.cpus[cpu].node;
+        let st = self.st();
+        if st.tun.join_at == JoinAt::FirstScan && st.mms.get(pidx).is_some_and(|m| m.profiling) {
+            st.core.join(Pid(pidx as u32 + 1), Tid(t as u32 + 1), node);
+        }
+    }
+
+    /// The first scan window of `pidx` (`join_at = first_scan`): every live thread joins
+    /// the sub-group of the node it runs on (or last ran on).
+    fn stable_start_profiling(&mut self, pidx: usize) {
+        self.st().mms[pidx].profiling = true;
+        if self.st().tun.join_at != JoinAt::FirstScan {
+            return;
+        }
+        let threads: Vec<usize> = self.procs[pidx]
+            .groups
+            .iter()
+            .flat_map(|g| g.threads.iter().copied())
+            .filter(|&t| self.threads[t].state != TState::Done)
+            .collect();
+        for t in threads {
+            let task = &self.sched.tasks[t];
+            let node = self.m.cpus[task.cpu.unwrap_or(task.prev_cpu)].node;
+            self.st()
+                .core
+                .join(Pid(pidx as u32 + 1), Tid(t as u32 + 1), node);
+        }
     }
 
     /// A thread exited: it leaves its sub-group.
@@ -196,6 +232,9 @@ impl Sim<'_> {
             let period = self.st().tun.scan_period_ms * MS;
             let now = self.now;
             self.st().mms[pidx].next_scan = now + period;
+            if !self.st().mms[pidx].profiling {
+                self.stable_start_profiling(pidx);
+            }
             let cost = self.stable_scan_window(pidx, t);
             self.st().scan_ns += cost;
             self.charge_kernel(t, cost);

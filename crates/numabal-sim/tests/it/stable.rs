@@ -79,6 +79,40 @@ fn pairs_split_across_nodes_are_swapped_together() {
     assert_eq!(st.processes[0].thread_nodes, vec![2, 2]);
 }
 
+/// Four threads on tiny-2n4 sweep their own 16 MiB for 10 s; at 3 s two daemon hogs
+/// pinned to node 0's CPUs start. Without Stable-NUMA the load balancer moves a thread to
+/// node 1, away from its memory; under `stable` the threads joined their sub-groups at the
+/// first scan window (1 s) and the balancer keeps them inside their nodes.
+#[test]
+fn joined_threads_are_not_balanced_across_nodes() {
+    let hog = "name = \"hog\"\n[[process]]\nname = \"job\"\n\
+               [[process.region]]\nname = \"m\"\nsize = \"64MiB\"\n\
+               [[process.group]]\nname = \"w\"\nthreads = 4\n\
+               [[process.group.phase]]\nkind = \"access\"\nregion = \"m\"\nslice = \"thread\"\n\
+               seconds = 10\n\
+               [[process]]\nname = \"hog\"\ndaemon = true\nstart_s = 3\naffinity = \"0-1\"\n\
+               [[process.group]]\nname = \"h\"\nthreads = 2\n\
+               [[process.group.phase]]\nkind = \"compute\"\nseconds = 100\n";
+    let r = Inline(vec![("hog", hog.to_string())]);
+    let none = run(&scenario_with(&r, "tiny-2n4", "hog", "none", 1, &[]));
+    assert_eq!(none.thread_migrations_by_class["load_balance"], 1);
+    assert_eq!(none.processes[0].thread_nodes, vec![1, 3]);
+    let st = run(&scenario_with(&r, "tiny-2n4", "hog", "stable", 1, &[]));
+    assert_eq!(st.metrics.thread_migrations_internode, 0);
+    assert_eq!(st.processes[0].thread_nodes, vec![2, 2]);
+    assert_eq!(st.metrics.local_access_ratio, 1.0);
+    // Joining at the first fault instead leaves the balancer free until then.
+    let late = run(&scenario_with(
+        &r,
+        "tiny-2n4",
+        "hog",
+        "stable",
+        1,
+        &["policy.join_at=first_fault", "policy.scan_period_ms=5000"],
+    ));
+    assert_eq!(late.thread_migrations_by_class["load_balance"], 1);
+}
+
 #[test]
 fn stable_runs_are_byte_identical() {
     let r = Inline(vec![("pairs", pairs())]);
