@@ -2049,6 +2049,30 @@ impl<'a> Sim<'a> {
     /// Threads blocked in joins or barriers with nothing left that could wake them (no
     /// runnable or sleeping thread, no process or group still to start) never finish:
     /// report it instead of ticking until `max_time_s`.
+    /// The start of every hinting fault at `page` of object `obj`: the PTE (or the THP's
+    /// PMD) is made present again. Returns the entry's first page, its node and its size in
+    /// base pages; `None` if it was not PROT_NONE or holds no page.
+    fn take_hint(&mut self, obj: usize, page: u64) -> Option<(u64, usize, u64)> {
+        let o = &mut self.objects[obj];
+        let head = o.head(page);
+        if !o.is_prot(head) {
+            return None;
+        }
+        o.clear_prot(head);
+        let nid = o.node_of(head)?;
+        Some((head, nid, self.entry_pages(obj, head)))
+    }
+
+    /// Base pages of the entry starting at `head` (a THP's 512, else 1).
+    fn entry_pages(&self, obj: usize, head: u64) -> u64 {
+        let o = &self.objects[obj];
+        if o.is_huge(head / CHUNK) {
+            o.chunk_len(head / CHUNK)
+        } else {
+            1
+        }
+    }
+
     /// A NUMA hinting fault, to whichever model unmapped the page.
     fn hint_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
         if self.stable.is_some() {

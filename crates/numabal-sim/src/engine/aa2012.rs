@@ -433,19 +433,8 @@ impl Sim<'_> {
     pub(super) fn aa_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
         let pidx = self.threads[t].proc;
         let obj = self.procs[pidx].regions[ri].obj;
-        let o = &mut self.objects[obj];
-        let head = o.head(page);
-        if !o.is_prot(head) {
+        let Some((head, nid, nr)) = self.take_hint(obj, page) else {
             return 0.0;
-        }
-        o.clear_prot(head);
-        let Some(nid) = o.node_of(head) else {
-            return 0.0;
-        };
-        let nr = if o.is_huge(head / CHUNK) {
-            o.chunk_len(head / CHUNK)
-        } else {
-            1
         };
         let thisnid = self.m.cpus[cpu].node;
         self.m_.numa_hint_faults += 1;

@@ -740,19 +740,8 @@ impl Sim<'_> {
             let r = &self.procs[pidx].regions[ri];
             (r.obj, r.file_ro, r.vm_shared && self.obj_refs[r.obj] > 1)
         };
-        let o = &mut self.objects[obj];
-        let head = o.head(page);
-        if !o.is_prot(head) {
+        let Some((head, nid, nr)) = self.take_hint(obj, page) else {
             return 0.0;
-        }
-        o.clear_prot(head);
-        let Some(nid) = o.node_of(head) else {
-            return 0.0;
-        };
-        let nr = if o.is_huge(head / CHUNK) {
-            o.chunk_len(head / CHUNK)
-        } else {
-            1
         };
         let pid = t as u32 + 1;
         let thisnid = self.m.cpus[cpu].node;

@@ -396,7 +396,7 @@ impl Sim<'_> {
                     .collect()
             };
             for p in pages {
-                let nr = self.nr_at(obj, p);
+                let nr = self.entry_pages(obj, p);
                 match self.migrate_page(obj, p, node) {
                     Some(c) => {
                         cost += c;
@@ -437,7 +437,7 @@ impl Sim<'_> {
                     .collect()
             };
             for p in cand {
-                let nr = self.nr_at(obj, p);
+                let nr = self.entry_pages(obj, p);
                 match self.migrate_page(obj, p, to) {
                     Some(c) => {
                         cost += c;
@@ -458,15 +458,6 @@ impl Sim<'_> {
         cost
     }
 
-    fn nr_at(&self, obj: usize, head: u64) -> u64 {
-        let o = &self.objects[obj];
-        if o.is_huge(head / CHUNK) {
-            o.chunk_len(head / CHUNK)
-        } else {
-            1
-        }
-    }
-
     /// A NUMA hinting fault under `stable` by thread `t` on CPU `cpu` at `page` of its
     /// region `ri`: the core classifies it and updates the page's record; a placement to
     /// another node migrates the page (when the memory policy is the default and the
@@ -474,16 +465,9 @@ impl Sim<'_> {
     pub(super) fn stable_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
         let pidx = self.threads[t].proc;
         let obj = self.procs[pidx].regions[ri].obj;
-        let o = &mut self.objects[obj];
-        let head = o.head(page);
-        if !o.is_prot(head) {
-            return 0.0;
-        }
-        o.clear_prot(head);
-        let Some(nid) = o.node_of(head) else {
+        let Some((head, nid, nr)) = self.take_hint(obj, page) else {
             return 0.0;
         };
-        let nr = self.nr_at(obj, head);
         let thisnid = self.m.cpus[cpu].node;
         self.m_.numa_hint_faults += 1;
         if nid == thisnid {
