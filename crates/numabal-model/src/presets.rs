@@ -79,6 +79,51 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "os_noise",
         include_str!("../../../presets/workloads/os_noise.toml"),
     ),
+    (
+        "npb_sp",
+        include_str!("../../../presets/workloads/npb_sp.toml"),
+    ),
+    (
+        "npb_lu",
+        include_str!("../../../presets/workloads/npb_lu.toml"),
+    ),
+    (
+        "npb_bt",
+        include_str!("../../../presets/workloads/npb_bt.toml"),
+    ),
+    (
+        "npb_mg",
+        include_str!("../../../presets/workloads/npb_mg.toml"),
+    ),
+    (
+        "npb_cg",
+        include_str!("../../../presets/workloads/npb_cg.toml"),
+    ),
+    (
+        "npb_ft",
+        include_str!("../../../presets/workloads/npb_ft.toml"),
+    ),
+    (
+        "npb_is",
+        include_str!("../../../presets/workloads/npb_is.toml"),
+    ),
+    (
+        "npb_ep",
+        include_str!("../../../presets/workloads/npb_ep.toml"),
+    ),
+    (
+        "npb_ua",
+        include_str!("../../../presets/workloads/npb_ua.toml"),
+    ),
+    (
+        "xsbench",
+        include_str!("../../../presets/workloads/xsbench.toml"),
+    ),
+    (
+        "graph500",
+        include_str!("../../../presets/workloads/graph500.toml"),
+    ),
+    ("hpl", include_str!("../../../presets/workloads/hpl.toml")),
 ];
 
 /// (name, TOML text) of every suite preset (`numabal suite NAME`).
