@@ -94,7 +94,8 @@ impl Sim<'_> {
     }
 
     /// A process started: records for its mappings, its scanner's first window one scan
-    /// period from now, its root group's allowed nodes (those its cpuset has CPUs on).
+    /// period from now, its root group's allowed nodes (those its cpuset has CPUs on). A
+    /// process with no mappings is never scanned and its threads never join.
     pub(super) fn stable_new_process(&mut self, pidx: usize) {
         let objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
         let nn = self.m.nr_nodes();
@@ -123,11 +124,14 @@ impl Sim<'_> {
         if st.mms.len() <= pidx {
             st.mms.resize(pidx + 1, MmScan::default());
         }
+        // A process without mappings stands for kernel threads (OS noise): no mm, so no
+        // scanning and no root group, as `task_numa_work` skips tasks without an mm.
+        let has_mm = !objs.is_empty();
         st.mms[pidx] = MmScan {
             next_scan: now + period,
             offset: (0, 0),
             seq: 0,
-            alive: true,
+            alive: has_mm,
             profiling: false,
         };
         st.core.set_allowed_nodes(Pid(pidx as u32 + 1), &allowed);
@@ -139,7 +143,9 @@ impl Sim<'_> {
         let pidx = self.threads[t].proc;
         let node = self.m.cpus[cpu].node;
         let st = self.st();
-        if st.tun.join_at == JoinAt::FirstScan && st.mms.get(pidx).is_some_and(|m| m.profiling) {
+        if st.tun.join_at == JoinAt::FirstScan
+            && st.mms.get(pidx).is_some_and(|m| m.alive && m.profiling)
+        {
             st.core.join(Pid(pidx as u32 + 1), Tid(t as u32 + 1), node);
         }
     }
