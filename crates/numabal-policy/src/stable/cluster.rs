@@ -230,6 +230,52 @@ pub fn pick_victim(
     })
 }
 
+/// Load balancing between the sub-groups, which Stable-NUMA takes over from the kernel's
+/// balancer once threads join (the paper gives no rule for it; `rebalance` tunable): when
+/// the busiest allowed sub-group's load is at least `move_load_margin` above the idlest's,
+/// the runnable thread of the busiest that loses the fewest local pages by the move (the
+/// largest `thread-node(idlest) - thread-node(busiest)`; ties to the lower slot) moves to the
+/// idlest. Ties between sub-groups go to the lower node.
+pub fn rebalance(
+    slots: &[SlotView],
+    tables: &ThreadTables,
+    allowed: &[bool],
+    p: &ClusterParams,
+) -> Option<Candidate<usize>> {
+    let load = |n: usize| {
+        slots
+            .iter()
+            .filter(|s| s.node == Some(n) && s.runnable)
+            .count() as u32
+    };
+    let nodes: Vec<usize> = (0..allowed.len()).filter(|&n| allowed[n]).collect();
+    let busiest = *nodes
+        .iter()
+        .max_by(|&&a, &&b| load(a).cmp(&load(b)).then(b.cmp(&a)))?;
+    let idlest = *nodes
+        .iter()
+        .min_by(|&&a, &&b| load(a).cmp(&load(b)).then(a.cmp(&b)))?;
+    if u64::from(load(busiest)) < u64::from(load(idlest)) + u64::from(p.move_load_margin) {
+        return None;
+    }
+    let mut best: Option<Candidate<usize>> = None;
+    for (i, s) in slots.iter().enumerate() {
+        if s.node != Some(busiest) || !s.runnable {
+            continue;
+        }
+        let gain = tables.node_pages(i, idlest) - tables.node_pages(i, busiest);
+        if best.is_none_or(|b| gain > b.gain) {
+            best = Some(Candidate {
+                thread: i,
+                from: busiest,
+                to: idlest,
+                gain,
+            });
+        }
+    }
+    best
+}
+
 /// The clustering decision for one root group. `allowed[n]`: the group may run on node `n`
 /// (its cpuset); loads count the runnable members of each sub-group.
 pub fn decide(
@@ -294,6 +340,49 @@ mod tests {
         move_load_margin: 2,
         swap_threshold: 1.5,
     };
+
+    #[test]
+    fn rebalance_moves_the_cheapest_thread_from_the_busiest_to_the_idlest() {
+        let mut t = ThreadTables::new(3);
+        for _ in 0..5 {
+            t.add_thread();
+        }
+        // Threads 0-3 on node 0, thread 4 on node 1, node 2 empty: 4 vs 0.
+        for (slot, node, n) in [
+            (0, 0, 10),
+            (1, 0, 10),
+            (1, 2, 6),
+            (2, 0, 10),
+            (2, 2, 2),
+            (3, 0, 10),
+        ] {
+            for _ in 0..n {
+                t.record_access(slot, node);
+            }
+        }
+        t.end_sequence(EmaStart::FirstSample);
+        let on = |n| SlotView {
+            node: Some(n),
+            runnable: true,
+        };
+        let slots = [on(0), on(0), on(0), on(0), on(1)];
+        let c = rebalance(&slots, &t, &[true; 3], &PARAMS).expect("4 vs 0");
+        // Thread 1 has the most pages on node 2 (6 - 10 = -4 beats 2 - 10 and 0 - 10).
+        assert_eq!((c.thread, c.from, c.to, c.gain), (1, 0, 2, -4.0));
+        // Node 2 not allowed: 4 vs 1 still moves, to node 1.
+        let c = rebalance(&slots, &t, &[true, true, false], &PARAMS).expect("4 vs 1");
+        assert_eq!((c.from, c.to), (0, 1));
+        // Within the margin: 2 vs 1 vs 1 does not move.
+        let slots = [on(0), on(0), on(1), on(2)];
+        assert_eq!(rebalance(&slots, &t, &[true; 3], &PARAMS), None);
+        // Threads that are not runnable neither count nor move.
+        let idle = SlotView {
+            node: Some(0),
+            runnable: false,
+        };
+        let slots = [on(0), idle, idle, on(1), on(2)];
+        assert_eq!(rebalance(&slots, &t, &[true; 3], &PARAMS), None);
+    }
 
     #[test]
     fn load_rule() {

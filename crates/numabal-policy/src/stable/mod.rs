@@ -66,6 +66,10 @@ pub struct SequenceEnd {
     /// each moved thread to a CPU of its new node and the thread's thread-private pages
     /// (records whose [`PageRecord::private_owner`] is the thread) to that node.
     pub cluster: Option<ClusterOutcome<Tid>>,
+    /// The `Move` in `cluster` is the load balancing of `cluster::rebalance` (the paper's
+    /// rule moved nothing and the sub-groups' loads were too far apart), not a locality
+    /// move.
+    pub rebalanced: bool,
     /// System-shared pages to move (any process's), reported back page by page with
     /// [`StableNuma::on_page_migrated`].
     pub shared: Option<SharedMove>,
@@ -239,6 +243,8 @@ impl StableNuma {
             swap_threshold: self.tunables.swap_threshold,
         };
         let start = self.tunables.ema_start;
+        let rebalance_on = self.tunables.rebalance;
+        let mut rebalanced = false;
         let cluster = self.roots.get_mut(&pid).map(|r| {
             r.tables.end_sequence(start);
             let slots: Vec<SlotView> = r
@@ -249,7 +255,21 @@ impl StableNuma {
                     runnable: m.node.is_some() && runnable(m.tid),
                 })
                 .collect();
-            let out = cluster::decide(&slots, &r.tables, &r.allowed, &params);
+            let mut out = cluster::decide(&slots, &r.tables, &r.allowed, &params);
+            if let (ClusterDecision::Nothing(_), true) = (out.decision, rebalance_on)
+                && let Some(c) = cluster::rebalance(&slots, &r.tables, &r.allowed, &params)
+            {
+                rebalanced = true;
+                out = ClusterOutcome {
+                    candidate: Some(c),
+                    victim: None,
+                    decision: ClusterDecision::Move {
+                        thread: c.thread,
+                        from: c.from,
+                        to: c.to,
+                    },
+                };
+            }
             match out.decision {
                 ClusterDecision::Nothing(_) => {}
                 ClusterDecision::Move { thread, to, .. } => r.members[thread].node = Some(to),
@@ -267,6 +287,7 @@ impl StableNuma {
         });
         SequenceEnd {
             cluster,
+            rebalanced,
             shared: self.shared.balance(self.tunables.shared_balance_pct),
         }
     }

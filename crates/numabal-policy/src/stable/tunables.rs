@@ -22,6 +22,10 @@ pub enum EmaStart {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JoinAt {
+    /// When the thread is created (`clone`, or the process's first thread at `exec`): the
+    /// root group is the address space, and the thread is in it from the start, in the
+    /// sub-group of the node fork balancing put it on.
+    Creation,
     /// When profiling of its address space starts: the threads alive at the process's
     /// first scan window join then, later threads as they are created.
     FirstScan,
@@ -45,6 +49,9 @@ pub struct Tunables {
     pub bypass_base_scans: u32,
     /// Start of the thread-node and thread-thread EMAs.
     pub ema_start: EmaStart,
+    /// Stable-NUMA's own load balancing between sub-groups (`cluster::rebalance`) at a
+    /// sequence end where the paper's rule moves nothing.
+    pub rebalance: bool,
     /// When a thread joins its root group (from then on the load balancer keeps it inside
     /// its node). Read by a backend; the core joins a thread at its first fault at the
     /// latest.
@@ -71,6 +78,7 @@ impl Default for Tunables {
             bypass_base_scans: 1,
             ema_start: EmaStart::FirstSample,
             join_at: JoinAt::FirstScan,
+            rebalance: true,
             move_load_margin: 2,
             imbalance_pct: 117,
             swap_threshold: 1.5,
@@ -86,6 +94,7 @@ pub const TUNABLES: &[&str] = &[
     "bypass_base_scans",
     "ema_start",
     "join_at",
+    "rebalance",
     "move_load_margin",
     "imbalance_pct",
     "swap_threshold",

@@ -45,8 +45,10 @@ pub struct StableStats {
     pub pages_scanned: u64,
     /// Pages the scanner left mapped because of their bypass counter.
     pub pages_bypassed: u64,
-    /// Thread moves decided by the clustering.
+    /// Thread moves decided by the clustering (locality moves and rebalancing).
     pub thread_moves: u64,
+    /// Of them, moves of the sub-group load balancing (`rebalance`).
+    pub thread_rebalances: u64,
     /// Thread swaps decided by the clustering.
     pub thread_swaps: u64,
     /// Pages migrated at a hinting fault (thread-private to the owner, node-private to
@@ -137,15 +139,20 @@ impl Sim<'_> {
         st.core.set_allowed_nodes(Pid(pidx as u32 + 1), &allowed);
     }
 
-    /// A thread of process `pidx` was created on `cpu`: with `join_at = first_scan` it
-    /// joins at once if its process is being profiled already.
+    /// A thread of process `pidx` was created on `cpu`: it joins its root group now with
+    /// `join_at = creation`, or with `first_scan` if its process is being profiled
+    /// already.
     pub(super) fn stable_new_task(&mut self, t: usize, cpu: usize) {
         let pidx = self.threads[t].proc;
         let node = self.m.cpus[cpu].node;
         let st = self.st();
-        if st.tun.join_at == JoinAt::FirstScan
-            && st.mms.get(pidx).is_some_and(|m| m.alive && m.profiling)
-        {
+        let has_mm = st.mms.get(pidx).is_some_and(|m| m.alive);
+        let join = match st.tun.join_at {
+            JoinAt::Creation => has_mm,
+            JoinAt::FirstScan => has_mm && st.mms[pidx].profiling,
+            JoinAt::FirstFault => false,
+        };
+        if join {
             st.core.join(Pid(pidx as u32 + 1), Tid(t as u32 + 1), node);
         }
     }
@@ -351,6 +358,7 @@ impl Sim<'_> {
                 ClusterDecision::Move { thread, to, .. } => {
                     let t = thread.idx() - 1;
                     self.st().stats.thread_moves += 1;
+                    self.st().stats.thread_rebalances += u64::from(out.rebalanced);
                     self.sched.policy_move(t as u32, to, Cause::Policy, now);
                     moved.push((t, to));
                 }
