@@ -408,7 +408,13 @@ impl<'a> Sim<'a> {
 
     /// Run Stable-NUMA (`stable`): its scanner, hinting faults and thread clustering.
     pub fn enable_stable(&mut self, tun: numabal_policy::stable::Tunables) {
-        self.stable = Some(stable::StableRt::new(self.m.nr_nodes(), tun));
+        let node_cpus: Vec<u32> = self
+            .m
+            .nodes
+            .iter()
+            .map(|n| n.cpus.iter().count() as u32)
+            .collect();
+        self.stable = Some(stable::StableRt::new(&node_cpus, tun));
     }
 
     /// The load balancer's question: the policy's veto, then NUMA locality.

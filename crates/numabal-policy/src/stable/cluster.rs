@@ -156,10 +156,21 @@ impl<T: Copy> ClusterOutcome<T> {
 /// the busier of the two is within the kernel's threshold of the other, `100 * busier <=
 /// imbalance_pct * idler` (the test `find_busiest_group` applies to a NUMA domain's groups).
 pub fn move_allowed(src: u32, dst: u32, moving: u32, p: &ClusterParams) -> bool {
+    move_allowed_cap(src, dst, moving, u32::MAX, p)
+}
+
+/// [`move_allowed`] on a destination node of `dst_cpus` CPUs: rule (2) also needs the
+/// destination to stay within its CPUs (`dst + moving <= dst_cpus`). The kernel's
+/// `find_busiest_group` applies `imbalance_pct` between groups of one kind; a group with
+/// spare CPUs is never made to take more tasks than it has CPUs while it balances (an
+/// overloaded group is always the busiest). Without this, on a 14-CPU node the 117% rule
+/// would let a move make 15 vs 13 threads: one CPU shared for good.
+pub fn move_allowed_cap(src: u32, dst: u32, moving: u32, dst_cpus: u32, p: &ClusterParams) -> bool {
     let sufficiently_higher = u64::from(src) >= u64::from(dst) + u64::from(p.move_load_margin);
     let a = u64::from(src.saturating_sub(moving));
     let b = u64::from(dst) + u64::from(moving);
-    let within = 100 * a.max(b) <= u64::from(p.imbalance_pct) * a.min(b);
+    let within =
+        100 * a.max(b) <= u64::from(p.imbalance_pct) * a.min(b) && b <= u64::from(dst_cpus);
     sufficiently_higher || within
 }
 
@@ -233,13 +244,15 @@ pub fn pick_victim(
 /// Load balancing between the sub-groups, which Stable-NUMA takes over from the kernel's
 /// balancer once threads join (the paper gives no rule for it; `rebalance` tunable): when
 /// the busiest allowed sub-group's load is at least `move_load_margin` above the idlest's,
-/// the runnable thread of the busiest that loses the fewest local pages by the move (the
+/// or the busiest has more runnable threads than its node has CPUs (`cpus[node]`) while the
+/// idlest has fewer, the runnable thread of the busiest that loses the fewest local pages by the move (the
 /// largest `thread-node(idlest) - thread-node(busiest)`; ties to the lower slot) moves to the
 /// idlest. Ties between sub-groups go to the lower node.
 pub fn rebalance(
     slots: &[SlotView],
     tables: &ThreadTables,
     allowed: &[bool],
+    cpus: &[u32],
     p: &ClusterParams,
 ) -> Option<Candidate<usize>> {
     let load = |n: usize| {
@@ -255,7 +268,9 @@ pub fn rebalance(
     let idlest = *nodes
         .iter()
         .min_by(|&&a, &&b| load(a).cmp(&load(b)).then(a.cmp(&b)))?;
-    if u64::from(load(busiest)) < u64::from(load(idlest)) + u64::from(p.move_load_margin) {
+    let (lb, li) = (load(busiest), load(idlest));
+    let overloaded = lb > cpus[busiest] && li < cpus[idlest];
+    if u64::from(lb) < u64::from(li) + u64::from(p.move_load_margin) && !overloaded {
         return None;
     }
     let mut best: Option<Candidate<usize>> = None;
@@ -282,6 +297,7 @@ pub fn decide(
     slots: &[SlotView],
     tables: &ThreadTables,
     allowed: &[bool],
+    cpus: &[u32],
     p: &ClusterParams,
 ) -> ClusterOutcome<usize> {
     let Some(c) = pick_candidate(slots, tables, allowed) else {
@@ -298,7 +314,7 @@ pub fn decide(
             .count() as u32
     };
     let moving = u32::from(slots[c.thread].runnable);
-    if move_allowed(load(c.from), load(c.to), moving, p) {
+    if move_allowed_cap(load(c.from), load(c.to), moving, cpus[c.to], p) {
         return ClusterOutcome {
             candidate: Some(c),
             victim: None,
@@ -335,6 +351,9 @@ mod tests {
     use super::*;
     use crate::stable::tunables::EmaStart;
 
+    /// No CPU limit on any node (the paper's rules alone).
+    const NOCAP: [u32; 8] = [u32::MAX; 8];
+
     const PARAMS: ClusterParams = ClusterParams {
         imbalance_pct: 117,
         move_load_margin: 2,
@@ -366,22 +385,36 @@ mod tests {
             runnable: true,
         };
         let slots = [on(0), on(0), on(0), on(0), on(1)];
-        let c = rebalance(&slots, &t, &[true; 3], &PARAMS).expect("4 vs 0");
+        let c = rebalance(&slots, &t, &[true; 3], &NOCAP, &PARAMS).expect("4 vs 0");
         // Thread 1 has the most pages on node 2 (6 - 10 = -4 beats 2 - 10 and 0 - 10).
         assert_eq!((c.thread, c.from, c.to, c.gain), (1, 0, 2, -4.0));
         // Node 2 not allowed: 4 vs 1 still moves, to node 1.
-        let c = rebalance(&slots, &t, &[true, true, false], &PARAMS).expect("4 vs 1");
+        let c = rebalance(&slots, &t, &[true, true, false], &NOCAP, &PARAMS).expect("4 vs 1");
         assert_eq!((c.from, c.to), (0, 1));
-        // Within the margin: 2 vs 1 vs 1 does not move.
+        // Within the margin: 2 vs 1 vs 1 does not move...
         let slots = [on(0), on(0), on(1), on(2)];
-        assert_eq!(rebalance(&slots, &t, &[true; 3], &PARAMS), None);
+        assert_eq!(rebalance(&slots, &t, &[true; 3], &NOCAP, &PARAMS), None);
+        // ...unless node 0 has one CPU and node 1 or 2 a spare one.
+        let c = rebalance(&slots, &t, &[true; 3], &[1, 2, 2], &PARAMS).expect("overloaded");
+        assert_eq!((c.from, c.to), (0, 1));
+        assert_eq!(rebalance(&slots, &t, &[true; 3], &[1, 1, 1], &PARAMS), None);
         // Threads that are not runnable neither count nor move.
         let idle = SlotView {
             node: Some(0),
             runnable: false,
         };
         let slots = [on(0), idle, idle, on(1), on(2)];
-        assert_eq!(rebalance(&slots, &t, &[true; 3], &PARAMS), None);
+        assert_eq!(rebalance(&slots, &t, &[true; 3], &NOCAP, &PARAMS), None);
+    }
+
+    #[test]
+    fn the_threshold_rule_does_not_overload_a_node() {
+        // 14 vs 14 on 14-CPU nodes: 13 vs 15 is within 117% but fills node 1 past its CPUs.
+        assert!(move_allowed(14, 14, 1, &PARAMS));
+        assert!(!move_allowed_cap(14, 14, 1, 14, &PARAMS));
+        assert!(move_allowed_cap(14, 13, 1, 14, &PARAMS));
+        // Sufficiently higher still moves into a node already over its CPUs.
+        assert!(move_allowed_cap(17, 15, 1, 14, &PARAMS));
     }
 
     #[test]
@@ -474,7 +507,7 @@ mod tests {
         let (slots, t) = figure_8();
         assert_eq!(t.node_pages(1, 0), 44.0);
         assert_eq!(t.shared_pages(2, 1), 11.0);
-        let out = decide(&slots, &t, &[true, true], &PARAMS);
+        let out = decide(&slots, &t, &[true, true], &NOCAP, &PARAMS);
         // Gains: T0 10-50 = -40, T1 44-12 = 32, T2 30-20 = 10, T3 8-40 = -32: T1 to node 0.
         assert_eq!(
             out.candidate,
@@ -525,7 +558,7 @@ mod tests {
             swap_threshold: 6.0,
             ..PARAMS
         };
-        let out = decide(&slots, &t, &both, &strict);
+        let out = decide(&slots, &t, &both, &NOCAP, &strict);
         assert_eq!(
             out.decision,
             ClusterDecision::Nothing(Why::BelowSwapThreshold)
@@ -534,7 +567,7 @@ mod tests {
         // With T0 and T2 asleep, node 0's load is 0: 2 >= 0 + 2, T1 simply moves.
         slots[0].runnable = false;
         slots[2].runnable = false;
-        let out = decide(&slots, &t, &both, &PARAMS);
+        let out = decide(&slots, &t, &both, &NOCAP, &PARAMS);
         assert_eq!(
             out.decision,
             ClusterDecision::Move {
@@ -547,7 +580,7 @@ mod tests {
         // An exited thread is no candidate and no victim.
         let (mut slots, t) = figure_8();
         slots[2].node = None;
-        let out = decide(&slots, &t, &both, &PARAMS);
+        let out = decide(&slots, &t, &both, &NOCAP, &PARAMS);
         // T1 to node 0: loads 2 (T1, T3) vs 1 (T0): 1 vs 2 after, 200 > 117; victim T0
         // (the only one); the rest is empty: 0 > 1.5 * 0 fails.
         assert_eq!(
@@ -579,7 +612,7 @@ mod tests {
             node: Some(node),
             runnable: true,
         };
-        let out = decide(&[on(0), on(1)], &t, &[true, true], &PARAMS);
+        let out = decide(&[on(0), on(1)], &t, &[true, true], &NOCAP, &PARAMS);
         assert_eq!(out.candidate, None);
         assert_eq!(out.decision, ClusterDecision::Nothing(Why::NoGain));
         // One thread alone on node 0, its pages on node 1: 1 vs 0 would be 0 vs 1 (not
@@ -603,6 +636,7 @@ mod tests {
                 t
             },
             &[true, true],
+            &NOCAP,
             &PARAMS,
         );
         assert_eq!(out.candidate.map(|c| (c.thread, c.to)), Some((0, 1)));
@@ -639,7 +673,7 @@ mod tests {
             ..PARAMS
         };
         // Node 2 would gain 8 but is not allowed: node 1 (gain 4); loads 1 vs 0, margin 1.
-        let out = decide(&slots, &t, &[true, true, false], &margin_1);
+        let out = decide(&slots, &t, &[true, true, false], &NOCAP, &margin_1);
         assert_eq!(out.candidate.map(|c| (c.to, c.gain)), Some((1, 4.0)));
         assert_eq!(
             out.decision,
@@ -650,7 +684,7 @@ mod tests {
             }
         );
         // Everything allowed: node 2 (gain 8), empty sub-group, 1 vs 0 is a move.
-        let out = decide(&slots, &t, &[true; 3], &margin_1);
+        let out = decide(&slots, &t, &[true; 3], &NOCAP, &margin_1);
         assert_eq!(
             out.decision,
             ClusterDecision::Move {
@@ -668,7 +702,7 @@ mod tests {
                 runnable: true,
             },
         ];
-        let out = decide(&slots, &t, &[false, true, false], &PARAMS);
+        let out = decide(&slots, &t, &[false, true, false], &NOCAP, &PARAMS);
         assert_eq!(out.candidate.map(|c| (c.thread, c.to)), Some((0, 1)));
         assert_eq!(out.decision, ClusterDecision::Nothing(Why::NoVictim));
     }

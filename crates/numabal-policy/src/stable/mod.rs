@@ -99,6 +99,8 @@ pub struct StableNuma {
     /// Each joined, live thread: its root group and slot.
     threads: BTreeMap<Tid, (Pid, usize)>,
     shared: SharedCounts,
+    /// CPUs per node (`u32::MAX`: no limit, the paper's rules alone).
+    node_cpus: Vec<u32>,
 }
 
 impl StableNuma {
@@ -110,6 +112,16 @@ impl StableNuma {
             roots: BTreeMap::new(),
             threads: BTreeMap::new(),
             shared: SharedCounts::new(nodes),
+            node_cpus: vec![u32::MAX; nodes],
+        }
+    }
+
+    /// The number of CPUs of each node: a locality move by the threshold rule never puts
+    /// more runnable threads of a root group on a node than it has CPUs, and `rebalance`
+    /// moves a thread off a node that has more (see `cluster::move_allowed_cap`).
+    pub fn set_node_cpus(&mut self, cpus: &[u32]) {
+        for (n, c) in self.node_cpus.iter_mut().enumerate() {
+            *c = cpus.get(n).copied().unwrap_or(u32::MAX);
         }
     }
 
@@ -244,6 +256,7 @@ impl StableNuma {
         };
         let start = self.tunables.ema_start;
         let rebalance_on = self.tunables.rebalance;
+        let cpus = &self.node_cpus;
         let mut rebalanced = false;
         let cluster = self.roots.get_mut(&pid).map(|r| {
             r.tables.end_sequence(start);
@@ -255,9 +268,9 @@ impl StableNuma {
                     runnable: m.node.is_some() && runnable(m.tid),
                 })
                 .collect();
-            let mut out = cluster::decide(&slots, &r.tables, &r.allowed, &params);
+            let mut out = cluster::decide(&slots, &r.tables, &r.allowed, cpus, &params);
             if let (ClusterDecision::Nothing(_), true) = (out.decision, rebalance_on)
-                && let Some(c) = cluster::rebalance(&slots, &r.tables, &r.allowed, &params)
+                && let Some(c) = cluster::rebalance(&slots, &r.tables, &r.allowed, cpus, &params)
             {
                 rebalanced = true;
                 out = ClusterOutcome {

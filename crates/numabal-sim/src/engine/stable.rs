@@ -78,9 +78,11 @@ pub(crate) struct StableRt {
 }
 
 impl StableRt {
-    pub fn new(nr_nodes: usize, tun: Tunables) -> StableRt {
+    pub fn new(node_cpus: &[u32], tun: Tunables) -> StableRt {
+        let mut core = StableNuma::new(node_cpus.len(), tun.clone());
+        core.set_node_cpus(node_cpus);
         StableRt {
-            core: StableNuma::new(nr_nodes, tun.clone()),
+            core,
             tun,
             recs: Vec::new(),
             mms: Vec::new(),
