@@ -234,6 +234,15 @@ impl Slot {
     }
 }
 
+/// A hinting fault's page: its first page, node and base pages, and the faulting CPU's node.
+#[derive(Debug, Clone, Copy)]
+struct HintAt {
+    head: u64,
+    nid: usize,
+    nr: u64,
+    thisnid: usize,
+}
+
 /// A simulation in progress.
 pub struct Sim<'a> {
     sc: &'a Scenario,
@@ -2055,10 +2064,12 @@ impl<'a> Sim<'a> {
     /// Threads blocked in joins or barriers with nothing left that could wake them (no
     /// runnable or sleeping thread, no process or group still to start) never finish:
     /// report it instead of ticking until `max_time_s`.
-    /// The start of every hinting fault at `page` of object `obj`: the PTE (or the THP's
-    /// PMD) is made present again. Returns the entry's first page, its node and its size in
-    /// base pages; `None` if it was not PROT_NONE or holds no page.
-    fn take_hint(&mut self, obj: usize, page: u64) -> Option<(u64, usize, u64)> {
+    /// The start of every hinting fault at `page` of object `obj` on CPU `cpu`: the PTE (or
+    /// the THP's PMD) is made present again and the fault counted (`numa_hint_faults`, and
+    /// `_local` when the page is on the CPU's node). Returns the entry's first page, its
+    /// node, its size in base pages and the CPU's node; `None` if it was not PROT_NONE or
+    /// holds no page.
+    fn take_hint(&mut self, obj: usize, page: u64, cpu: usize) -> Option<HintAt> {
         let o = &mut self.objects[obj];
         let head = o.head(page);
         if !o.is_prot(head) {
@@ -2066,7 +2077,17 @@ impl<'a> Sim<'a> {
         }
         o.clear_prot(head);
         let nid = o.node_of(head)?;
-        Some((head, nid, self.entry_pages(obj, head)))
+        let thisnid = self.m.cpus[cpu].node;
+        self.m_.numa_hint_faults += 1;
+        if nid == thisnid {
+            self.m_.numa_hint_faults_local += 1;
+        }
+        Some(HintAt {
+            head,
+            nid,
+            nr: self.entry_pages(obj, head),
+            thisnid,
+        })
     }
 
     /// Base pages of the entry starting at `head` (a THP's 512, else 1).

@@ -150,6 +150,29 @@ impl<T: Copy> ClusterOutcome<T> {
     }
 }
 
+/// A sub-group's load: its runnable members.
+fn load_of(slots: &[SlotView], node: usize) -> u32 {
+    slots
+        .iter()
+        .filter(|s| s.node == Some(node) && s.runnable)
+        .count() as u32
+}
+
+impl<T: Copy> ClusterOutcome<T> {
+    /// The outcome of moving candidate `c`.
+    pub fn moving(c: Candidate<T>) -> ClusterOutcome<T> {
+        ClusterOutcome {
+            candidate: Some(c),
+            victim: None,
+            decision: ClusterDecision::Move {
+                thread: c.thread,
+                from: c.from,
+                to: c.to,
+            },
+        }
+    }
+}
+
 /// The load rule: may a thread contributing `moving` (1 if runnable, else 0) to its
 /// sub-group's load move from a sub-group of load `src` to one of load `dst`? Yes when (1)
 /// the source is sufficiently higher, `src >= dst + move_load_margin`, or (2) after the move
@@ -255,12 +278,7 @@ pub fn rebalance(
     cpus: &[u32],
     p: &ClusterParams,
 ) -> Option<Candidate<usize>> {
-    let load = |n: usize| {
-        slots
-            .iter()
-            .filter(|s| s.node == Some(n) && s.runnable)
-            .count() as u32
-    };
+    let load = |n: usize| load_of(slots, n);
     let nodes: Vec<usize> = (0..allowed.len()).filter(|&n| allowed[n]).collect();
     let busiest = *nodes
         .iter()
@@ -307,23 +325,10 @@ pub fn decide(
             decision: ClusterDecision::Nothing(Why::NoGain),
         };
     };
-    let load = |n: usize| {
-        slots
-            .iter()
-            .filter(|s| s.node == Some(n) && s.runnable)
-            .count() as u32
-    };
+    let load = |n: usize| load_of(slots, n);
     let moving = u32::from(slots[c.thread].runnable);
     if move_allowed_cap(load(c.from), load(c.to), moving, cpus[c.to], p) {
-        return ClusterOutcome {
-            candidate: Some(c),
-            victim: None,
-            decision: ClusterDecision::Move {
-                thread: c.thread,
-                from: c.from,
-                to: c.to,
-            },
-        };
+        return ClusterOutcome::moving(c);
     }
     // The victim would go to the candidate's node: none may if the group's cpuset no
     // longer allows that node.

@@ -273,15 +273,7 @@ impl StableNuma {
                 && let Some(c) = cluster::rebalance(&slots, &r.tables, &r.allowed, cpus, &params)
             {
                 rebalanced = true;
-                out = ClusterOutcome {
-                    candidate: Some(c),
-                    victim: None,
-                    decision: ClusterDecision::Move {
-                        thread: c.thread,
-                        from: c.from,
-                        to: c.to,
-                    },
-                };
+                out = ClusterOutcome::moving(c);
             }
             match out.decision {
                 ClusterDecision::Nothing(_) => {}

@@ -433,14 +433,15 @@ impl Sim<'_> {
     pub(super) fn aa_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
         let pidx = self.threads[t].proc;
         let obj = self.procs[pidx].regions[ri].obj;
-        let Some((head, nid, nr)) = self.take_hint(obj, page) else {
+        let Some(super::HintAt {
+            head,
+            nid,
+            nr,
+            thisnid,
+        }) = self.take_hint(obj, page, cpu)
+        else {
             return 0.0;
         };
-        let thisnid = self.m.cpus[cpu].node;
-        self.m_.numa_hint_faults += 1;
-        if nid == thisnid {
-            self.m_.numa_hint_faults_local += 1;
-        }
         let cost = self.m.spec.costs.hint_fault_ns;
         // numa_hinting_fault acts only for tasks without a memory policy.
         if self

@@ -740,11 +740,16 @@ impl Sim<'_> {
             let r = &self.procs[pidx].regions[ri];
             (r.obj, r.file_ro, r.vm_shared && self.obj_refs[r.obj] > 1)
         };
-        let Some((head, nid, nr)) = self.take_hint(obj, page) else {
+        let Some(super::HintAt {
+            head,
+            nid,
+            nr,
+            thisnid,
+        }) = self.take_hint(obj, page, cpu)
+        else {
             return 0.0;
         };
         let pid = t as u32 + 1;
-        let thisnid = self.m.cpus[cpu].node;
         let mut flags = 0;
         if file_ro {
             flags |= TNF_NO_GROUP;
@@ -767,9 +772,7 @@ impl Sim<'_> {
                 });
             }
         }
-        self.m_.numa_hint_faults += 1;
         if nid == thisnid {
-            self.m_.numa_hint_faults_local += 1;
             flags |= TNF_FAULT_LOCAL;
         }
         // mpol_misplaced: only the default (MPOL_PREFERRED local, MOF|MORON) policy
