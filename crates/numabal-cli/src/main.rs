@@ -36,6 +36,24 @@ enum Cmd {
     /// Run a suite (several workloads) under several policies and seeds: a table per
     /// workload and geometric means over the workloads.
     Suite(SuiteArgs),
+    /// Print a machine's NUMA layout like `numactl --hardware`: nodes, CPUs, size, free
+    /// memory on an idle machine, SLIT distances.
+    Topology(TopologyArgs),
+}
+
+#[derive(Args, Debug)]
+struct TopologyArgs {
+    /// Machine: a preset name or a TOML file.
+    #[arg(long, short = 'm')]
+    machine: String,
+    /// Override a machine field, e.g. `--set machine.topology.memory_per_node=32GiB`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// `rhel7`: the layout of the RHEL memory brief's Figure 4 (numactl 2.0.9: `node  0  1`,
+    /// ` 0:  10  21`); `current`: numactl 2.0.14+ (`node   0   1 `, `  0:  10  21 `, with the
+    /// trailing spaces).
+    #[arg(long, value_enum, default_value = "rhel7")]
+    style: output::NumactlStyle,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -147,6 +165,12 @@ impl From<SimError> for Failure {
     }
 }
 
+fn topology(a: &TopologyArgs) -> Result<(), Failure> {
+    let m = numabal_model::scenario::load_machine(&a.machine, &a.sets, &FsResolver)?;
+    print!("{}", output::numactl_hardware(&m, a.style));
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -170,6 +194,7 @@ fn main() -> ExitCode {
         Some(Cmd::Sim(a)) => sim(&a),
         Some(Cmd::Compare(a)) => compare(&a),
         Some(Cmd::Suite(a)) => suite::suite(&a),
+        Some(Cmd::Topology(a)) => topology(&a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -495,3 +495,68 @@ mod tests {
         );
     }
 }
+
+/// Which `numactl --hardware` layout `numabal topology` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NumactlStyle {
+    /// numactl 2.0.9 as in the RHEL 7 memory brief's Figure 4.
+    Rhel7,
+    /// numactl 2.0.14 and later (three-wide ids, trailing spaces).
+    Current,
+}
+
+/// `numactl --hardware` for a machine at rest: every node's CPUs, its size (MemTotal) and
+/// free memory (what workloads may use: size less the node's reserved memory), then the
+/// SLIT. Memory in MB is bytes >> 20, as libnuma's `numa_node_size64`.
+pub fn numactl_hardware(m: &numabal_model::Machine, style: NumactlStyle) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let n = m.nr_nodes();
+    let all = numabal_model::Mask::full(n);
+    let _ = writeln!(o, "available: {n} nodes ({all})");
+    for (i, node) in m.nodes.iter().enumerate() {
+        let _ = write!(o, "node {i} cpus:");
+        for c in node.cpus.iter() {
+            let _ = write!(o, " {c}");
+        }
+        o.push('\n');
+        let _ = writeln!(o, "node {i} size: {} MB", node.memory_bytes >> 20);
+        let _ = writeln!(
+            o,
+            "node {i} free: {} MB",
+            (node.memory_bytes - node.reserved_bytes) >> 20
+        );
+    }
+    o.push_str("node distances:\n");
+    match style {
+        NumactlStyle::Rhel7 => {
+            o.push_str("node");
+            for i in 0..n {
+                let _ = write!(o, "{i:>3}");
+            }
+            o.push('\n');
+            for (i, row) in m.distance.iter().enumerate() {
+                let _ = write!(o, "{i:>2}:");
+                for d in row {
+                    let _ = write!(o, "{d:>4}");
+                }
+                o.push('\n');
+            }
+        }
+        NumactlStyle::Current => {
+            o.push_str("node ");
+            for i in 0..n {
+                let _ = write!(o, "{i:>3} ");
+            }
+            o.push('\n');
+            for (i, row) in m.distance.iter().enumerate() {
+                let _ = write!(o, "{i:>3}: ");
+                for d in row {
+                    let _ = write!(o, "{d:>3} ");
+                }
+                o.push('\n');
+            }
+        }
+    }
+    o
+}

@@ -763,3 +763,86 @@ fn list_names_the_suites() {
     assert!(s.contains("Suites (numabal suite NAME"), "{s}");
     assert!(s.contains("hpc"), "{s}");
 }
+
+/// Seed 004 (RHEL memory brief), Figure 4: `numactl --hardware` on the 4-node machine
+/// `rhel-4n40` models.
+const RHEL_FIGURE_4: &str = "available: 4 nodes (0-3)
+node 0 cpus: 0 4 8 12 16 20 24 28 32 36
+node 0 size: 65415 MB
+node 0 free: 22313 MB
+node 1 cpus: 2 6 10 14 18 22 26 30 34 38
+node 1 size: 65536 MB
+node 1 free: 14312 MB
+node 2 cpus: 1 5 9 13 17 21 25 29 33 37
+node 2 size: 65536 MB
+node 2 free: 16755 MB
+node 3 cpus: 3 7 11 15 19 23 27 31 35 39
+node 3 size: 65536 MB
+node 3 free: 22055 MB
+node distances:
+node  0  1  2  3
+ 0:  10  21  21  21
+ 1:  21  10  21  21
+ 2:  21  21  10  21
+ 3:  21  21  21  10
+";
+
+/// Every line but the numbers of `size:` and `free:` lines.
+fn layout(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| match l.find(" size: ").or(l.find(" free: ")) {
+            Some(i) => format!("{} <MB> MB", &l[..i + 6]),
+            None => l.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn topology_matches_the_rhel_brief_line_for_line() {
+    let out = numabal()
+        .args(["topology", "--machine", "rhel-4n40"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(layout(&out), layout(RHEL_FIGURE_4));
+    // Sizes: 64 GiB per node; free is what workloads may use (1 GiB reserved per node).
+    assert!(
+        out.contains("node 2 size: 65536 MB\nnode 2 free: 64512 MB\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn topology_current_numactl_style_and_bad_input() {
+    // numactl 2.0.14+ as captured in a 2-node guest (trailing spaces included).
+    let out = numabal()
+        .args(["topology", "-m", "tiny-2n4", "--style", "current"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.starts_with("available: 2 nodes (0-1)\nnode 0 cpus: 0 1\n"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("node distances:\nnode   0   1 \n  0:  10  20 \n  1:  20  10 \n"),
+        "{out}"
+    );
+    for (args, needle) in [
+        (vec!["topology", "-m", "nope"], "unknown machine `nope`"),
+        (
+            vec!["topology", "-m", "tiny-2n4", "--set", "sim.tick_ms=1"],
+            "only machine.*",
+        ),
+    ] {
+        let a = numabal().args(&args).assert().code(2);
+        let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+        assert!(err.contains(needle) && err.lines().count() == 1, "{err}");
+    }
+}

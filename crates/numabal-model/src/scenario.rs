@@ -443,6 +443,36 @@ fn relabel(mut e: InputError, section: &str, ovs: &[Override]) -> InputError {
     e
 }
 
+/// Load a machine by preset name or file, with `machine.*` overrides (`--set`).
+pub fn load_machine(
+    name: &str,
+    sets: &[String],
+    resolver: &dyn Resolver,
+) -> Result<Machine, InputError> {
+    let ovs: Vec<Override> = sets
+        .iter()
+        .map(|s| parse_override(s))
+        .collect::<Result<_, _>>()?;
+    if let Some(o) = ovs.iter().find(|o| o.section != "machine") {
+        return Err(InputError::new(
+            format!("--set {}", o.raw),
+            &o.section,
+            "only machine.* fields apply here (allowed: machine.<field>=<value>)",
+        ));
+    }
+    let (mut mtable, mlabel) = section_source(
+        resolver,
+        Kind::Machine,
+        toml::Value::String(name.to_string()),
+        "",
+    )?;
+    for ov in &ovs {
+        apply_override(&mut mtable, ov)?;
+    }
+    let mspec: MachineSpec = typed(&mlabel, "machine", mtable, &ovs)?;
+    Machine::from_spec(mspec, &mlabel).map_err(|e| relabel_checked(e, "machine", &ovs))
+}
+
 /// Load a workload by name, flattening `include`s.
 pub fn load_workload_spec(
     resolver: &dyn Resolver,
