@@ -86,6 +86,14 @@ struct SimArgs {
     /// Write the machine-readable result here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Print `numastat -p` tables over the run: at 1 s (start: after the first
+    /// allocations), every `--numastat-every` seconds if given, and at the end.
+    #[arg(long)]
+    numastat: bool,
+    /// With `--numastat`: also every this many simulated seconds
+    /// (`--set sim.numastat_every_s=S`).
+    #[arg(long, value_name = "S", requires = "numastat")]
+    numastat_every: Option<f64>,
 }
 
 #[derive(Args, Debug)]
@@ -234,8 +242,15 @@ fn build_checked(
 }
 
 fn sim(a: &SimArgs) -> Result<(), Failure> {
+    let mut scenario = a.scenario.clone();
+    if a.numastat {
+        scenario.sets.push("sim.numastat_at_s=[1.0]".into());
+    }
+    if let Some(s) = a.numastat_every {
+        scenario.sets.push(format!("sim.numastat_every_s={s}"));
+    }
     let sc = build(
-        &a.scenario,
+        &scenario,
         a.policy
             .clone()
             .or_else(|| a.scenario.scenario.is_none().then(|| "none".into())),
@@ -246,6 +261,9 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
         output::write_json_atomic(path, &r)?;
     }
     output::print_run(&sc, &r);
+    if a.numastat {
+        output::print_numastat_samples(&r, sc.machine.nr_nodes());
+    }
     Ok(())
 }
 

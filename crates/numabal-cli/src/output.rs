@@ -560,3 +560,17 @@ pub fn numactl_hardware(m: &numabal_model::Machine, style: NumactlStyle) -> Stri
     }
     o
 }
+
+/// The `numastat -p` samples of a run (`--numastat`), oldest first.
+pub fn print_numastat_samples(r: &RunResult, nr_nodes: usize) {
+    for smp in &r.numastat {
+        println!();
+        println!("numastat -p at {:.2} s", smp.t_s);
+        let rows: Vec<(String, Vec<f64>)> = smp
+            .processes
+            .iter()
+            .map(|p| (format!("{} ({})", p.pid, p.name), p.node_mb.clone()))
+            .collect();
+        print!("{}", numastat_table(&rows, nr_nodes));
+    }
+}

@@ -846,3 +846,52 @@ fn topology_current_numactl_style_and_bad_input() {
         assert!(err.contains(needle) && err.lines().count() == 1, "{err}");
     }
 }
+
+#[test]
+fn sim_numastat_prints_tables_over_the_run() {
+    let out = numabal()
+        .args([
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "-p",
+            "autonuma",
+            "--numastat",
+            "--numastat-every",
+            "50",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    let at: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("numastat -p at"))
+        .collect();
+    assert_eq!(
+        at,
+        [
+            "numastat -p at 1.00 s",
+            "numastat -p at 50.00 s",
+            "numastat -p at 100.00 s"
+        ]
+    );
+    assert!(out.contains("1 (numa02)                 512.00          512.00         1024.00"));
+    numabal()
+        .args([
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--numastat",
+            "--numastat-every",
+            "0.001",
+        ])
+        .assert()
+        .code(2);
+}

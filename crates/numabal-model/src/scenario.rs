@@ -174,6 +174,17 @@ pub struct SimSettings {
     /// Check every invariant (pages on one node, node capacity, affinity) at every tick.
     #[serde(default)]
     pub check_invariants: bool,
+    /// Record each live process's memory per node (`numastat -p`) at these times, seconds
+    /// (each rounded up to a tick, so sampling never changes the run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub numastat_at_s: Vec<f64>,
+    /// ...and every this many seconds (0: not periodically).
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub numastat_every_s: f64,
+}
+
+fn is_zero_f(x: &f64) -> bool {
+    *x == 0.0
 }
 
 fn d_seed() -> u64 {
@@ -194,6 +205,8 @@ impl Default for SimSettings {
             max_time_s: d_max_time(),
             transparent_hugepage: Thp::default(),
             check_invariants: false,
+            numastat_at_s: Vec::new(),
+            numastat_every_s: 0.0,
         }
     }
 }
@@ -203,14 +216,36 @@ impl SimSettings {
         if !(self.tick_ms >= 0.1 && self.tick_ms <= 100.0) {
             return Err(InputError::new(
                 label,
-                "sim.tick_ms",
+                "tick_ms",
                 format!("is {} (allowed: 0.1 to 100)", self.tick_ms),
+            ));
+        }
+        if let Some(t) = self
+            .numastat_at_s
+            .iter()
+            .find(|t| !(**t >= 0.0 && **t <= 1e7))
+        {
+            return Err(InputError::new(
+                label,
+                "numastat_at_s",
+                format!("has {t} (allowed: times from 0 to 10000000 s)"),
+            ));
+        }
+        let e = self.numastat_every_s;
+        if !(e == 0.0 || (e >= self.tick_ms / 1e3 && e <= 1e7)) {
+            return Err(InputError::new(
+                label,
+                "numastat_every_s",
+                format!(
+                    "is {e} (allowed: 0, or a tick ({} s) to 10000000)",
+                    self.tick_ms / 1e3
+                ),
             ));
         }
         if !(self.max_time_s > 0.0 && self.max_time_s <= 1e7) {
             return Err(InputError::new(
                 label,
-                "sim.max_time_s",
+                "max_time_s",
                 format!("is {} (allowed: > 0 and <= 10000000)", self.max_time_s),
             ));
         }

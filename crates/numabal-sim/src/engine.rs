@@ -293,6 +293,8 @@ pub struct Sim<'a> {
     /// Stable-NUMA's mechanism and policy core, when the policy is `stable`.
     stable: Option<stable::StableRt>,
     stalls: StallHistogram,
+    /// `numastat -p` samples (`sim.numastat_at_s`, `sim.numastat_every_s`).
+    numastat: Vec<crate::result::NumastatSample>,
     /// Per `[[process]]`: the next instance to start (`jobs`).
     next_instance: Vec<u32>,
 }
@@ -392,6 +394,7 @@ impl<'a> Sim<'a> {
             numab: None,
             stable: None,
             stalls: StallHistogram::default(),
+            numastat: Vec::new(),
             next_instance: Vec::new(),
         }
     }
@@ -479,6 +482,9 @@ impl<'a> Sim<'a> {
             }
         }
         self.events.push(self.tick_ns, EventKind::Tick);
+        for t in self.numastat_times() {
+            self.events.push(t, EventKind::NumastatSample);
+        }
         if let Some(i) = self.policy.tick_interval_ns() {
             self.events.push(i.max(1), EventKind::PolicyTick);
         }
@@ -551,6 +557,7 @@ impl<'a> Sim<'a> {
                 self.check_deadlock()?;
                 self.events.push(self.now + self.tick_ns, EventKind::Tick);
             }
+            EventKind::NumastatSample => self.numastat_sample(),
             EventKind::PolicyTick => {
                 let obs: Vec<ThreadObs> = self
                     .threads
@@ -585,6 +592,60 @@ impl<'a> Sim<'a> {
             }
         }
         Ok(())
+    }
+
+    /// `t` seconds rounded up to a tick (a tick is an event already, so a sample there adds
+    /// no step to the run and cannot change it).
+    fn on_tick(&self, t: f64) -> u64 {
+        ((t * NS) as u64).div_ceil(self.tick_ns).max(1) * self.tick_ns
+    }
+
+    /// When `numastat -p` is recorded first: each of `sim.numastat_at_s`, and the first
+    /// multiple of `numastat_every_s` (each periodic sample schedules the next).
+    fn numastat_times(&self) -> Vec<u64> {
+        let s = &self.sc.sim;
+        let mut ns: Vec<u64> = s.numastat_at_s.iter().map(|&t| self.on_tick(t)).collect();
+        if s.numastat_every_s > 0.0 {
+            ns.push(self.on_tick(s.numastat_every_s));
+        }
+        ns.sort_unstable();
+        ns.dedup();
+        ns
+    }
+
+    /// Record every live process's memory per node now; a periodic sample schedules the
+    /// next one.
+    fn numastat_sample(&mut self) {
+        let every = self.sc.sim.numastat_every_s;
+        if every > 0.0
+            && self
+                .numastat
+                .last()
+                .is_none_or(|l| l.t_s * NS < self.now as f64)
+        {
+            let k = (self.now as f64 / NS / every).round() + 1.0;
+            let next = self.on_tick(k * every).max(self.now + self.tick_ns);
+            self.events.push(next, EventKind::NumastatSample);
+        }
+        if self
+            .numastat
+            .last()
+            .is_some_and(|l| l.t_s == self.now as f64 / NS)
+        {
+            return;
+        }
+        let processes = (0..self.procs.len())
+            .filter(|&i| self.procs[i].end_ns.is_none() && !self.procs[i].regions.is_empty())
+            .map(|i| crate::result::NumastatProcess {
+                pid: i as u32 + 1,
+                name: self.procs[i].name.clone(),
+                node_mb: self.process_node_mb(i),
+            })
+            .collect();
+        self.numastat.push(crate::result::NumastatSample {
+            t_s: self.now as f64 / NS,
+            processes,
+        });
     }
 
     /// Every process has started and every thread of a non-daemon process is done.
@@ -2297,6 +2358,7 @@ impl<'a> Sim<'a> {
                 nb.report(&pids)
             }),
             stable: self.stable_report(),
+            numastat: self.numastat.clone(),
         }
     }
 }

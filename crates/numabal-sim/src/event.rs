@@ -31,6 +31,8 @@ pub enum EventKind {
     Tick,
     /// The policy's periodic callback.
     PolicyTick,
+    /// Record `numastat -p` (per-process memory per node).
+    NumastatSample,
 }
 
 /// An event with its ordering key.

@@ -143,6 +143,29 @@ pub struct RunResult {
     /// `stable`'s counters (absent under other policies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stable: Option<crate::engine::StableReport>,
+    /// `numastat -p` samples over the run (`sim.numastat_at_s`, `sim.numastat_every_s`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub numastat: Vec<NumastatSample>,
+}
+
+/// Each live process's memory per node at one moment, as `numastat -p` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumastatSample {
+    /// Simulated time, seconds.
+    pub t_s: f64,
+    /// Live processes with mappings.
+    pub processes: Vec<NumastatProcess>,
+}
+
+/// One process in a [`NumastatSample`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumastatProcess {
+    /// Process id.
+    pub pid: u32,
+    /// Its name.
+    pub name: String,
+    /// MB per node.
+    pub node_mb: Vec<f64>,
 }
 
 /// What the kernel model reports beyond `/proc/vmstat`.

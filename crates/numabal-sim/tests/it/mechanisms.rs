@@ -416,3 +416,32 @@ fn random_first_touches_are_accounted_where_they_land() {
     );
     assert!(r.processes[0].node_mb[1] > 0.0);
 }
+
+/// `numastat -p` samples: at the times asked for and periodically, rounded to ticks, and
+/// the run is the same with or without them.
+#[test]
+fn numastat_samples_do_not_change_the_run() {
+    let r = Inline(Vec::new());
+    let plain = run(&scenario_with(&r, "tiny-2n4", "numa02", "autonuma", 1, &[]));
+    let sampled = run(&scenario_with(
+        &r,
+        "tiny-2n4",
+        "numa02",
+        "autonuma",
+        1,
+        &["sim.numastat_at_s=[1.0]", "sim.numastat_every_s=50"],
+    ));
+    assert!(plain.numastat.is_empty());
+    assert_eq!(
+        serde_json::to_value(&plain.metrics).unwrap(),
+        serde_json::to_value(&sampled.metrics).unwrap()
+    );
+    let t: Vec<f64> = sampled.numastat.iter().map(|s| s.t_s).collect();
+    assert_eq!(t, vec![1.0, 50.0, 100.0]);
+    // numa02's main thread first-touches the whole 1 GiB on one node; by 50 s the threads
+    // on the other node have pulled their half over.
+    let first = &sampled.numastat[0].processes[0].node_mb;
+    assert_eq!(first.iter().sum::<f64>(), 1024.0);
+    assert!(first.contains(&1024.0), "{first:?}");
+    assert_eq!(sampled.numastat[1].processes[0].node_mb, vec![512.0, 512.0]);
+}
