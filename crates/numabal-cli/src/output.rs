@@ -121,6 +121,12 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
     );
     println!();
     println!("  runtime                {:.2} s", m.runtime_s);
+    if m.work_units > 0.0 {
+        println!(
+            "  throughput             {:.2} work units/s ({:.0} units)",
+            m.throughput_per_s, m.work_units
+        );
+    }
     println!("  local access ratio     {:.3}", m.local_access_ratio);
     println!(
         "  memory accessed        {:.1} GiB ({:.2} GiB/s)",

@@ -147,6 +147,10 @@ pub struct GroupSpec {
     /// How many times the phase list runs.
     #[serde(default = "one_u64")]
     pub iterations: u64,
+    /// Work units each thread completes with each pass over the phase list (a benchmark's
+    /// transactions or operations): the run reports work done and throughput. 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub work_per_iteration: f64,
     /// CPU affinity (`sched_setaffinity`) of the group's threads, cpulist syntax.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<String>,
@@ -574,6 +578,15 @@ impl Workload {
                     ));
                 }
                 tcounts.push(n as u32);
+                if !(g.work_per_iteration >= 0.0 && g.work_per_iteration.is_finite()) {
+                    return Err(err(
+                        gf("work_per_iteration"),
+                        format!(
+                            "is {} (allowed: a finite number >= 0)",
+                            g.work_per_iteration
+                        ),
+                    ));
+                }
                 if g.iterations == 0 {
                     return Err(err(gf("iterations"), "must be >= 1".into()));
                 }

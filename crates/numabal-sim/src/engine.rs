@@ -159,6 +159,8 @@ struct Proc {
     node_mb_end: Option<Vec<f64>>,
     bytes_local: f64,
     bytes_remote: f64,
+    /// Work units completed (`work_per_iteration`).
+    work_units: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -843,6 +845,7 @@ impl<'a> Sim<'a> {
             node_mb_end: None,
             bytes_local: 0.0,
             bytes_remote: 0.0,
+            work_units: 0.0,
         });
 
         if self.numab.is_some() {
@@ -1740,6 +1743,10 @@ impl<'a> Sim<'a> {
             let phase_idx = self.threads[t].phase;
             let grp = &self.procs[pidx].groups[g];
             if phase_idx >= grp.phases.len() {
+                let work = self.sc.workload.spec.processes[self.procs[pidx].spec].groups[g]
+                    .work_per_iteration;
+                self.procs[pidx].work_units += work;
+                let grp = &self.procs[pidx].groups[g];
                 let th = &mut self.threads[t];
                 th.iter += 1;
                 if th.iter < grp.iterations {
@@ -2290,6 +2297,13 @@ impl<'a> Sim<'a> {
         m.numa_hint_faults_per_s = per_s(m.numa_hint_faults as f64);
         m.page_migrations_per_s = per_s(m.pgmigrate_success as f64);
         m.thread_migrations_internode_per_s = per_s(m.thread_migrations_internode as f64);
+        m.work_units = self
+            .procs
+            .iter()
+            .filter(|p| !p.daemon)
+            .map(|p| p.work_units)
+            .sum();
+        m.throughput_per_s = per_s(m.work_units);
         m.migrate_tlb_shootdowns = self.migrate_shootdowns;
         m.migrate_tlb_shootdown_s =
             self.migrate_shootdowns as f64 * self.m.spec.costs.tlb_shootdown_ns / NS;
@@ -2310,6 +2324,7 @@ impl<'a> Sim<'a> {
                     .clone()
                     .unwrap_or_else(|| self.process_node_mb(i));
                 let tot = p.bytes_local + p.bytes_remote;
+                let runtime_s = (p.end_ns.unwrap_or(self.now) - p.start_ns) as f64 / NS;
                 let mut thread_nodes = vec![0u32; self.m.nr_nodes()];
                 for g in &p.groups {
                     for &t in &g.threads {
@@ -2322,7 +2337,13 @@ impl<'a> Sim<'a> {
                     pid: i as u32 + 1,
                     name: p.name.clone(),
                     node_mb,
-                    runtime_s: (p.end_ns.unwrap_or(self.now) - p.start_ns) as f64 / NS,
+                    runtime_s,
+                    work_units: p.work_units,
+                    throughput_per_s: if runtime_s > 0.0 {
+                        p.work_units / runtime_s
+                    } else {
+                        0.0
+                    },
                     threads: p.threads,
                     local_access_ratio: if tot > 0.0 { p.bytes_local / tot } else { 1.0 },
                 }

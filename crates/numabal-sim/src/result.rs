@@ -88,6 +88,11 @@ pub struct Metrics {
     /// Inter-node round trips: a thread returned to a node it had left (intervals in
     /// `ping_pong`).
     pub thread_ping_pong_round_trips: u64,
+    /// Work units completed by the workload's threads (`work_per_iteration`; daemons not
+    /// counted): what an open-ended benchmark reports.
+    pub work_units: f64,
+    /// `work_units` per second of runtime.
+    pub throughput_per_s: f64,
 }
 
 /// One process at the end.
@@ -107,6 +112,10 @@ pub struct ProcessResult {
     pub local_access_ratio: f64,
     /// Per node: its threads whose last CPU was there (at the end of the run).
     pub thread_nodes: Vec<u32>,
+    /// Work units it completed (`work_per_iteration`).
+    pub work_units: f64,
+    /// `work_units` per second of its runtime.
+    pub throughput_per_s: f64,
 }
 
 /// The result of one run.

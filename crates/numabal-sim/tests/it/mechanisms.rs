@@ -445,3 +445,28 @@ fn numastat_samples_do_not_change_the_run() {
     assert!(first.contains(&1024.0), "{first:?}");
     assert_eq!(sampled.numastat[1].processes[0].node_mb, vec![512.0, 512.0]);
 }
+
+/// Work units: each thread's completed passes over its phase list times
+/// `work_per_iteration`; daemons' work is not the workload's.
+#[test]
+fn throughput_counts_completed_iterations() {
+    let text = "name = \"w\"\n[[process]]\nname = \"job\"\n\
+                [[process.group]]\nname = \"g\"\nthreads = 3\niterations = 5\n\
+                work_per_iteration = 2\n\
+                [[process.group.phase]]\nkind = \"compute\"\nseconds = 0.1\n\
+                [[process]]\nname = \"bg\"\ndaemon = true\n\
+                [[process.group]]\nname = \"d\"\nthreads = 1\niterations = 1000000\n\
+                work_per_iteration = 1\n\
+                [[process.group.phase]]\nkind = \"sleep\"\nseconds = 0.01\n";
+    let r = Inline(vec![("w", text.to_string())]);
+    let res = run(&scenario_with(&r, "tiny-2n4", "w", "none", 1, &[]));
+    let m = &res.metrics;
+    assert_eq!(m.work_units, 30.0);
+    // Five 0.1 s passes each, at least 0.5 s.
+    assert!((0.5..0.7).contains(&m.runtime_s), "{}", m.runtime_s);
+    assert!((m.throughput_per_s - 30.0 / m.runtime_s).abs() < 1e-9);
+    let job = res.processes.iter().find(|p| p.name == "job").unwrap();
+    assert_eq!(job.work_units, 30.0);
+    let bg = res.processes.iter().find(|p| p.name == "bg").unwrap();
+    assert!(bg.work_units >= 40.0, "{}", bg.work_units);
+}
