@@ -534,35 +534,22 @@ pub fn numactl_hardware(m: &numabal_model::Machine, style: NumactlStyle) -> Stri
         );
     }
     o.push_str("node distances:\n");
-    match style {
-        NumactlStyle::Rhel7 => {
-            o.push_str("node");
-            for i in 0..n {
-                let _ = write!(o, "{i:>3}");
-            }
-            o.push('\n');
-            for (i, row) in m.distance.iter().enumerate() {
-                let _ = write!(o, "{i:>2}:");
-                for d in row {
-                    let _ = write!(o, "{d:>4}");
-                }
-                o.push('\n');
-            }
+    // (header start, id width, row label width, label end, cell width, after each field)
+    let (head, id_w, row_w, sep, cell_w, trail) = match style {
+        NumactlStyle::Rhel7 => ("node", 3, 2, ":", 4, ""),
+        NumactlStyle::Current => ("node ", 3, 3, ": ", 3, " "),
+    };
+    o.push_str(head);
+    for i in 0..n {
+        let _ = write!(o, "{i:>id_w$}{trail}");
+    }
+    o.push('\n');
+    for (i, row) in m.distance.iter().enumerate() {
+        let _ = write!(o, "{i:>row_w$}{sep}");
+        for d in row {
+            let _ = write!(o, "{d:>cell_w$}{trail}");
         }
-        NumactlStyle::Current => {
-            o.push_str("node ");
-            for i in 0..n {
-                let _ = write!(o, "{i:>3} ");
-            }
-            o.push('\n');
-            for (i, row) in m.distance.iter().enumerate() {
-                let _ = write!(o, "{i:>3}: ");
-                for d in row {
-                    let _ = write!(o, "{d:>3} ");
-                }
-                o.push('\n');
-            }
-        }
+        o.push('\n');
     }
     o
 }
