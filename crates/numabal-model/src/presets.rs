@@ -76,6 +76,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         include_str!("../../../presets/workloads/kvm_guests_build.toml"),
     ),
     (
+        "kvm_guests",
+        include_str!("../../../presets/workloads/kvm_guests.toml"),
+    ),
+    (
         "os_noise",
         include_str!("../../../presets/workloads/os_noise.toml"),
     ),

@@ -7,5 +7,6 @@ mod determinism;
 mod hpc;
 mod invariants;
 mod mechanisms;
+mod operators;
 mod stable;
 mod util;
