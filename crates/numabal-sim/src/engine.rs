@@ -125,6 +125,8 @@ struct GroupRt {
     placement: Placement,
     phases: Vec<PhaseRt>,
     iterations: u64,
+    /// Work units per completed pass over the phases (per thread).
+    work_per_iteration: f64,
     affinity: Option<Mask>,
     spawned: bool,
     start_s: f64,
@@ -236,9 +238,12 @@ impl Slot {
     }
 }
 
-/// A hinting fault's page: its first page, node and base pages, and the faulting CPU's node.
+/// A hinting fault's page: the faulting thread's process, the mapping object, the entry's
+/// first page, node and base pages, and the faulting CPU's node.
 #[derive(Debug, Clone, Copy)]
 struct HintAt {
+    pidx: usize,
+    obj: usize,
     head: u64,
     nid: usize,
     nr: u64,
@@ -303,21 +308,25 @@ pub struct Sim<'a> {
 
 /// Run a scenario to completion.
 pub fn run(sc: &Scenario) -> Result<RunResult, SimError> {
-    match crate::policies::build(&sc.policy)? {
-        crate::policies::Built::Core(p) => run_with(sc, p),
-        crate::policies::Built::Kernel(flavour, tun) => {
-            let mut sim = Sim::new(sc, Box::new(numabal_policy::static_policies::NoPolicy));
+    use crate::policies::Built;
+    // The simulator's own models (kernel NUMA balancing, Stable-NUMA's mechanism) run
+    // beside no core policy.
+    let none = || Box::new(numabal_policy::static_policies::NoPolicy);
+    let mut sim = match crate::policies::build(&sc.policy)? {
+        Built::Core(p) => Sim::new(sc, p),
+        Built::Kernel(flavour, tun) => {
+            let mut sim = Sim::new(sc, none());
             sim.enable_kernel_numa(flavour, tun);
-            sim.run()?;
-            Ok(sim.result())
+            sim
         }
-        crate::policies::Built::Stable(tun) => {
-            let mut sim = Sim::new(sc, Box::new(numabal_policy::static_policies::NoPolicy));
+        Built::Stable(tun) => {
+            let mut sim = Sim::new(sc, none());
             sim.enable_stable(tun);
-            sim.run()?;
-            Ok(sim.result())
+            sim
         }
-    }
+    };
+    sim.run()?;
+    Ok(sim.result())
 }
 
 /// Run a scenario under a policy object (for policies not in the registry, e.g. tests).
@@ -484,8 +493,23 @@ impl<'a> Sim<'a> {
             }
         }
         self.events.push(self.tick_ns, EventKind::Tick);
-        for t in self.numastat_times() {
-            self.events.push(t, EventKind::NumastatSample);
+        let at: Vec<u64> = self
+            .sc
+            .sim
+            .numastat_at_s
+            .iter()
+            .map(|&t| self.on_tick(t))
+            .collect();
+        for t in at {
+            self.events
+                .push(t, EventKind::NumastatSample { periodic: false });
+        }
+        let every = self.sc.sim.numastat_every_s;
+        if every > 0.0 {
+            self.events.push(
+                self.on_tick(every),
+                EventKind::NumastatSample { periodic: true },
+            );
         }
         if let Some(i) = self.policy.tick_interval_ns() {
             self.events.push(i.max(1), EventKind::PolicyTick);
@@ -559,7 +583,7 @@ impl<'a> Sim<'a> {
                 self.check_deadlock()?;
                 self.events.push(self.now + self.tick_ns, EventKind::Tick);
             }
-            EventKind::NumastatSample => self.numastat_sample(),
+            EventKind::NumastatSample { periodic } => self.numastat_sample(periodic),
             EventKind::PolicyTick => {
                 let obs: Vec<ThreadObs> = self
                     .threads
@@ -602,32 +626,16 @@ impl<'a> Sim<'a> {
         ((t * NS) as u64).div_ceil(self.tick_ns).max(1) * self.tick_ns
     }
 
-    /// When `numastat -p` is recorded first: each of `sim.numastat_at_s`, and the first
-    /// multiple of `numastat_every_s` (each periodic sample schedules the next).
-    fn numastat_times(&self) -> Vec<u64> {
-        let s = &self.sc.sim;
-        let mut ns: Vec<u64> = s.numastat_at_s.iter().map(|&t| self.on_tick(t)).collect();
-        if s.numastat_every_s > 0.0 {
-            ns.push(self.on_tick(s.numastat_every_s));
-        }
-        ns.sort_unstable();
-        ns.dedup();
-        ns
-    }
-
-    /// Record every live process's memory per node now; a periodic sample schedules the
-    /// next one.
-    fn numastat_sample(&mut self) {
-        let every = self.sc.sim.numastat_every_s;
-        if every > 0.0
-            && self
-                .numastat
-                .last()
-                .is_none_or(|l| l.t_s * NS < self.now as f64)
-        {
+    /// Record every live process's memory per node now (once per instant, when samples
+    /// coincide); a periodic sample schedules the next multiple of `numastat_every_s`
+    /// (counted from 0, so rounding to ticks does not drift).
+    fn numastat_sample(&mut self, periodic: bool) {
+        if periodic {
+            let every = self.sc.sim.numastat_every_s;
             let k = (self.now as f64 / NS / every).round() + 1.0;
             let next = self.on_tick(k * every).max(self.now + self.tick_ns);
-            self.events.push(next, EventKind::NumastatSample);
+            self.events
+                .push(next, EventKind::NumastatSample { periodic: true });
         }
         if self
             .numastat
@@ -806,6 +814,7 @@ impl<'a> Sim<'a> {
                 placement: g.placement,
                 phases,
                 iterations: g.iterations,
+                work_per_iteration: g.work_per_iteration,
                 affinity: wl.group_affinity[spec][gi].clone(),
                 spawned,
                 start_s: g.start_s,
@@ -1743,9 +1752,7 @@ impl<'a> Sim<'a> {
             let phase_idx = self.threads[t].phase;
             let grp = &self.procs[pidx].groups[g];
             if phase_idx >= grp.phases.len() {
-                let work = self.sc.workload.spec.processes[self.procs[pidx].spec].groups[g]
-                    .work_per_iteration;
-                self.procs[pidx].work_units += work;
+                self.procs[pidx].work_units += grp.work_per_iteration;
                 let grp = &self.procs[pidx].groups[g];
                 let th = &mut self.threads[t];
                 th.iter += 1;
@@ -2099,7 +2106,7 @@ impl<'a> Sim<'a> {
         if (self.numab.is_some() || self.stable.is_some())
             && self.objects[obj].prot_in(slice.0, slice.1) > 0
         {
-            self.numab_random_faults(t, a, slice, bytes);
+            self.random_hint_faults(t, a, slice, bytes);
         }
         for (n, &f) in mix.iter().enumerate() {
             if f > 0.0 {
@@ -2132,12 +2139,73 @@ impl<'a> Sim<'a> {
     /// Threads blocked in joins or barriers with nothing left that could wake them (no
     /// runnable or sleeping thread, no process or group still to start) never finish:
     /// report it instead of ticking until `max_time_s`.
-    /// The start of every hinting fault at `page` of object `obj` on CPU `cpu`: the PTE (or
-    /// the THP's PMD) is made present again and the fault counted (`numa_hint_faults`, and
-    /// `_local` when the page is on the CPU's node). Returns the entry's first page, its
-    /// node, its size in base pages and the CPU's node; `None` if it was not PROT_NONE or
-    /// holds no page.
-    fn take_hint(&mut self, obj: usize, page: u64, cpu: usize) -> Option<HintAt> {
+    /// Hinting faults of a random-access phase that touched `bytes` in `slice` during the
+    /// interval: per range of the pattern, each protected entry is touched with
+    /// probability `1 - exp(-lines * weight / pages)` (per 4 KiB page, or per THP); the
+    /// expected number of them fault, taken from a random point of the range onwards.
+    /// Which of the equally likely pages fault does not matter beyond their node and
+    /// `last_cpupid`, which the walk reads from the pages themselves.
+    fn random_hint_faults(&mut self, t: usize, a: &AccessRt, slice: (u64, u64), bytes: f64) {
+        use rand::RngExt;
+        let Some(cpu) = self.sched.tasks[t].cpu else {
+            return;
+        };
+        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
+        let lines = bytes / 64.0;
+        let per_entry = if self.objects[obj].thp {
+            CHUNK as f64
+        } else {
+            1.0
+        };
+        for (a0, b0, w) in pattern_ranges(a, slice) {
+            let prot = self.objects[obj].prot_in(a0, b0);
+            if prot == 0 || w <= 0.0 || b0 <= a0 {
+                continue;
+            }
+            let n = (b0 - a0) as f64;
+            let expect = prot as f64 * (1.0 - (-lines * w * per_entry / n).exp());
+            let th = &mut self.threads[t];
+            th.prog.fault_carry += expect;
+            let mut k = th.prog.fault_carry.floor() as u64;
+            th.prog.fault_carry -= k as f64;
+            if k == 0 {
+                continue;
+            }
+            let mut p = self.rng.random_range(a0..b0);
+            let mut wrapped = false;
+            while k > 0 {
+                let next = self.objects[obj].next_prot(p, b0);
+                let q = match next {
+                    Some(q) => q,
+                    None if !wrapped => {
+                        wrapped = true;
+                        p = a0;
+                        continue;
+                    }
+                    None => break,
+                };
+                let cost = self.hint_fault(t, cpu, a.region, q);
+                self.charge_kernel(t, cost);
+                k -= 1;
+                p = q + 1;
+                if p >= b0 {
+                    if wrapped {
+                        break;
+                    }
+                    wrapped = true;
+                    p = a0;
+                }
+            }
+        }
+    }
+
+    /// The start of every hinting fault, by thread `t` on CPU `cpu` at `page` of its region
+    /// `ri`: the PTE (or the THP's PMD) is made present again and the fault counted
+    /// (`numa_hint_faults`, and `_local` when the page is on the CPU's node). `None` if it
+    /// was not PROT_NONE or holds no page.
+    fn take_hint(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> Option<HintAt> {
+        let pidx = self.threads[t].proc;
+        let obj = self.procs[pidx].regions[ri].obj;
         let o = &mut self.objects[obj];
         let head = o.head(page);
         if !o.is_prot(head) {
@@ -2151,6 +2219,8 @@ impl<'a> Sim<'a> {
             self.m_.numa_hint_faults_local += 1;
         }
         Some(HintAt {
+            pidx,
+            obj,
             head,
             nid,
             nr: self.entry_pages(obj, head),
@@ -2172,6 +2242,8 @@ impl<'a> Sim<'a> {
     fn hint_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
         if self.stable.is_some() {
             self.stable_fault(t, cpu, ri, page)
+        } else if self.numab.as_ref().is_some_and(|n| n.aa.is_some()) {
+            self.aa_fault(t, cpu, ri, page)
         } else {
             self.numab_fault(t, cpu, ri, page)
         }

@@ -32,7 +32,11 @@ pub enum EventKind {
     /// The policy's periodic callback.
     PolicyTick,
     /// Record `numastat -p` (per-process memory per node).
-    NumastatSample,
+    NumastatSample {
+        /// The `numastat_every_s` series (it schedules its next sample), not one of
+        /// `numastat_at_s`.
+        periodic: bool,
+    },
 }
 
 /// An event with its ordering key.

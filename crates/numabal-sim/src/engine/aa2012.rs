@@ -431,14 +431,14 @@ impl Sim<'_> {
     /// (`__pte_numa_fixup` / the huge PMD path, then `numa_hinting_fault`). Returns its CPU
     /// ns (migration is knuma_migrated's work, not the task's).
     pub(super) fn aa_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
-        let pidx = self.threads[t].proc;
-        let obj = self.procs[pidx].regions[ri].obj;
         let Some(super::HintAt {
+            pidx,
+            obj,
             head,
             nid,
             nr,
             thisnid,
-        }) = self.take_hint(obj, page, cpu)
+        }) = self.take_hint(t, cpu, ri, page)
         else {
             return 0.0;
         };

@@ -732,22 +732,20 @@ impl Sim<'_> {
     /// (`do_numa_page` / `do_huge_pmd_numa_page`). Returns its CPU ns, the migration
     /// included (one block of kernel work in the faulting thread).
     pub(super) fn numab_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
-        if self.nb().aa.is_some() {
-            return self.aa_fault(t, cpu, ri, page);
-        }
-        let pidx = self.threads[t].proc;
-        let (obj, file_ro, vm_shared) = {
-            let r = &self.procs[pidx].regions[ri];
-            (r.obj, r.file_ro, r.vm_shared && self.obj_refs[r.obj] > 1)
-        };
         let Some(super::HintAt {
+            pidx,
+            obj,
             head,
             nid,
             nr,
             thisnid,
-        }) = self.take_hint(obj, page, cpu)
+        }) = self.take_hint(t, cpu, ri, page)
         else {
             return 0.0;
+        };
+        let (file_ro, vm_shared) = {
+            let r = &self.procs[pidx].regions[ri];
+            (r.file_ro, r.vm_shared && self.obj_refs[obj] > 1)
         };
         let pid = t as u32 + 1;
         let mut flags = 0;
@@ -826,72 +824,6 @@ impl Sim<'_> {
         }
         self.task_numa_fault(t, cpu, last, mem_node, nr, flags, now);
         cost
-    }
-
-    /// Hinting faults of a random-access phase that touched `bytes` in `slice` during the
-    /// interval: per range of the pattern, each protected entry is touched with
-    /// probability `1 - exp(-lines * weight / pages)` (per 4 KiB page, or per THP); the
-    /// expected number of them fault, taken from a random point of the range onwards.
-    /// Which of the equally likely pages fault does not matter beyond their node and
-    /// `last_cpupid`, which the walk reads from the pages themselves.
-    pub(super) fn numab_random_faults(
-        &mut self,
-        t: usize,
-        a: &super::AccessRt,
-        slice: (u64, u64),
-        bytes: f64,
-    ) {
-        use rand::RngExt;
-        let Some(cpu) = self.sched.tasks[t].cpu else {
-            return;
-        };
-        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
-        let lines = bytes / 64.0;
-        let per_entry = if self.objects[obj].thp {
-            CHUNK as f64
-        } else {
-            1.0
-        };
-        for (a0, b0, w) in super::pattern_ranges(a, slice) {
-            let prot = self.objects[obj].prot_in(a0, b0);
-            if prot == 0 || w <= 0.0 || b0 <= a0 {
-                continue;
-            }
-            let n = (b0 - a0) as f64;
-            let expect = prot as f64 * (1.0 - (-lines * w * per_entry / n).exp());
-            let th = &mut self.threads[t];
-            th.prog.fault_carry += expect;
-            let mut k = th.prog.fault_carry.floor() as u64;
-            th.prog.fault_carry -= k as f64;
-            if k == 0 {
-                continue;
-            }
-            let mut p = self.rng.random_range(a0..b0);
-            let mut wrapped = false;
-            while k > 0 {
-                let next = self.objects[obj].next_prot(p, b0);
-                let q = match next {
-                    Some(q) => q,
-                    None if !wrapped => {
-                        wrapped = true;
-                        p = a0;
-                        continue;
-                    }
-                    None => break,
-                };
-                let cost = self.hint_fault(t, cpu, a.region, q);
-                self.charge_kernel(t, cost);
-                k -= 1;
-                p = q + 1;
-                if p >= b0 {
-                    if wrapped {
-                        break;
-                    }
-                    wrapped = true;
-                    p = a0;
-                }
-            }
-        }
     }
 
     /// `task_numa_fault(last_cpupid, mem_node, pages, flags)`.

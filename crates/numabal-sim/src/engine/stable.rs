@@ -68,7 +68,6 @@ pub struct StableStats {
 /// The model's state.
 pub(crate) struct StableRt {
     core: StableNuma,
-    tun: Tunables,
     /// Per mapping object: a record per base page (a THP's on its first page); empty until
     /// a process mapping it starts.
     recs: Vec<Vec<PageRecord>>,
@@ -79,11 +78,10 @@ pub(crate) struct StableRt {
 
 impl StableRt {
     pub fn new(node_cpus: &[u32], tun: Tunables) -> StableRt {
-        let mut core = StableNuma::new(node_cpus.len(), tun.clone());
+        let mut core = StableNuma::new(node_cpus.len(), tun);
         core.set_node_cpus(node_cpus);
         StableRt {
             core,
-            tun,
             recs: Vec::new(),
             mms: Vec::new(),
             stats: StableStats::default(),
@@ -112,7 +110,7 @@ impl Sim<'_> {
             })
             .collect();
         let now = self.now;
-        let period = self.st().tun.scan_period_ms * MS;
+        let period = self.st().core.tunables().scan_period_ms * MS;
         for &o in &objs {
             self.objects[o].enable_hinting();
             let pages = self.objects[o].pages as usize;
@@ -149,7 +147,7 @@ impl Sim<'_> {
         let node = self.m.cpus[cpu].node;
         let st = self.st();
         let has_mm = st.mms.get(pidx).is_some_and(|m| m.alive);
-        let join = match st.tun.join_at {
+        let join = match st.core.tunables().join_at {
             JoinAt::Creation => has_mm,
             JoinAt::FirstScan => has_mm && st.mms[pidx].profiling,
             JoinAt::FirstFault => false,
@@ -163,7 +161,7 @@ impl Sim<'_> {
     /// the sub-group of the node it runs on (or last ran on).
     fn stable_start_profiling(&mut self, pidx: usize) {
         self.st().mms[pidx].profiling = true;
-        if self.st().tun.join_at != JoinAt::FirstScan {
+        if self.st().core.tunables().join_at != JoinAt::FirstScan {
             return;
         }
         let threads: Vec<usize> = self.procs[pidx]
@@ -244,7 +242,7 @@ impl Sim<'_> {
                 continue;
             }
             let t = running[self.rng.random_range(0..running.len())];
-            let period = self.st().tun.scan_period_ms * MS;
+            let period = self.st().core.tunables().scan_period_ms * MS;
             let now = self.now;
             self.st().mms[pidx].next_scan = now + period;
             if !self.st().mms[pidx].profiling {
@@ -261,7 +259,7 @@ impl Sim<'_> {
     /// made PROT_NONE. At the end of the address space the scan sequence ends. Returns the
     /// CPU ns (PTEs visited, plus any migrations the sequence end does).
     fn stable_scan_window(&mut self, pidx: usize, t: usize) -> f64 {
-        let budget = self.st().tun.scan_size_mb << 8;
+        let budget = self.st().core.tunables().scan_size_mb << 8;
         let pte_ns = self.m.spec.costs.pte_update_ns;
         let (mut ri, mut page) = self.st().mms[pidx].offset;
         let seq = self.st().mms[pidx].seq;
@@ -479,14 +477,14 @@ impl Sim<'_> {
     /// another node migrates the page (when the memory policy is the default and the
     /// cpuset allows the node). Returns its CPU ns, the migration included.
     pub(super) fn stable_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
-        let pidx = self.threads[t].proc;
-        let obj = self.procs[pidx].regions[ri].obj;
         let Some(super::HintAt {
+            pidx,
+            obj,
             head,
             nid,
             nr,
             thisnid,
-        }) = self.take_hint(obj, page, cpu)
+        }) = self.take_hint(t, cpu, ri, page)
         else {
             return 0.0;
         };
