@@ -2,6 +2,7 @@
 //! library, formats results, and turns errors into one line and an exit status
 //! (2 for bad input, 1 for internal errors).
 
+mod advise;
 mod fsresolver;
 mod output;
 mod suite;
@@ -39,6 +40,9 @@ enum Cmd {
     /// Print a machine's NUMA layout like `numactl --hardware`: nodes, CPUs, size, free
     /// memory on an idle machine, SLIT distances.
     Topology(TopologyArgs),
+    /// Pre-placement advice like `numad -w CPUS:MB`: the nodes a new process should use, on
+    /// an idle machine or on the state a run ended in (`--state run.json`).
+    Advise(advise::AdviseArgs),
 }
 
 #[derive(Args, Debug)]
@@ -203,6 +207,7 @@ fn main() -> ExitCode {
         Some(Cmd::Compare(a)) => compare(&a),
         Some(Cmd::Suite(a)) => suite::suite(&a),
         Some(Cmd::Topology(a)) => topology(&a),
+        Some(Cmd::Advise(a)) => advise::advise(&a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -895,3 +895,115 @@ fn sim_numastat_prints_tables_over_the_run() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn advise_like_numad_w_on_an_idle_machine_and_on_a_run_state() {
+    let advise = |args: &[&str]| -> String {
+        let out = numabal().arg("advise").args(args).assert().success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    // Idle rhel-4n40: a guest of 10 CPUs and 44730 MB fits node 0; 25 CPUs take three
+    // nodes, nearest first.
+    assert_eq!(
+        advise(&["-m", "rhel-4n40", "--cpus", "10", "--mem-mb", "44730"]),
+        "0\n"
+    );
+    assert_eq!(
+        advise(&["-m", "rhel-4n40", "--cpus", "25", "--mem-mb", "4000"]),
+        "0-2\n"
+    );
+    // A run that keeps node 0's CPUs busy and fills 1 GiB of its memory: advice moves to
+    // node 1.
+    let dir = tempfile::tempdir().unwrap();
+    let w = write(
+        dir.path(),
+        "busy0.toml",
+        r#"
+name = "busy0"
+[[process]]
+name = "busy"
+affinity = "0,1"
+mempolicy = "bind:0"
+[[process.region]]
+name = "heap"
+size = "1GiB"
+[[process.group]]
+name = "main"
+threads = 2
+[[process.group.phase]]
+kind = "access"
+region = "heap"
+pattern = "uniform"
+seconds = 30
+"#,
+    );
+    let (state, _) = run_json(
+        &[
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            &w,
+            "-p",
+            "none",
+            "--set",
+            "sim.max_time_s=5",
+        ],
+        dir.path(),
+    );
+    assert_eq!(state["node_state"]["nodes"].as_array().unwrap().len(), 2);
+    let st = dir.path().join("result.json").display().to_string();
+    assert_eq!(
+        advise(&["-m", "tiny-2n4", "--cpus", "1", "--mem-mb", "500"]),
+        "0\n"
+    );
+    assert_eq!(
+        advise(&[
+            "-m", "tiny-2n4", "--cpus", "1", "--mem-mb", "500", "--state", &st
+        ]),
+        "1\n"
+    );
+    let out = advise(&[
+        "-m", "tiny-2n4", "--cpus", "1.5", "--mem-mb", "500", "--state", &st, "-v",
+    ]);
+    assert_eq!(
+        out,
+        "Node 0: MBs_total 2048, MBs_free 1024, CPUs_total 200, CPUs_free 0\n\
+         Node 1: MBs_total 2048, MBs_free 2048, CPUs_total 200, CPUs_free 200\n1\n"
+    );
+    let json = dir.path().join("none.json");
+    bad(
+        &[
+            "advise",
+            "-m",
+            "rhel-4n40",
+            "--cpus",
+            "1",
+            "--mem-mb",
+            "5",
+            "--state",
+            &st,
+        ],
+        &["result.json: scenario.machine: is `tiny-2n4` (allowed: `rhel-4n40`"],
+        &json,
+    );
+    bad(
+        &[
+            "advise", "-m", "tiny-2n4", "--cpus", "1.555", "--mem-mb", "5",
+        ],
+        &["--cpus: is `1.555` (allowed: a number of CPUs > 0 with at most 2 decimals"],
+        &json,
+    );
+    bad(
+        &["advise", "-m", "tiny-2n4", "--cpus", "1", "--mem-mb", "0"],
+        &["--mem-mb: is 0"],
+        &json,
+    );
+    bad(
+        &[
+            "advise", "-m", "tiny-2n4", "--cpus", "1", "--mem-mb", "5", "--state", &w,
+        ],
+        &["busy0.toml: node_state: not the JSON of `numabal sim --json`"],
+        &json,
+    );
+}

@@ -120,6 +120,25 @@ pub enum Action {
         /// Destination node.
         node: usize,
     },
+    /// `migrate_pages(pid, {from}, {to})`: move every page of the process on node `from`
+    /// to node `to` (pages that do not fit stay). The call is synchronous in the caller:
+    /// a backend runs the actions of one callback in order and the caller's next callback
+    /// comes after the last page has moved.
+    MigrateProcessPages {
+        /// Process.
+        pid: Pid,
+        /// Source node.
+        from: usize,
+        /// Destination node.
+        to: usize,
+    },
+    /// A line for the decision log (a daemon's log, the run's JSON `policy_log`).
+    Log {
+        /// The process the decision is about.
+        pid: Pid,
+        /// What was decided, in the policy's own words.
+        message: String,
+    },
 }
 
 /// One thread as the backend sees it at a periodic callback.
@@ -135,14 +154,55 @@ pub struct ThreadObs {
     pub node: Option<usize>,
 }
 
-/// What the backend observed, passed to [`Policy::on_tick`]. Later policies extend it
-/// (fault samples, per-node memory); a backend fills what it can observe.
+/// One process as `/proc/PID/{stat,status,numa_maps,cmdline}` show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessObs {
+    /// Its pid.
+    pub pid: Pid,
+    /// `comm`.
+    pub comm: String,
+    /// Live threads.
+    pub num_threads: u32,
+    /// `utime + stime` of every thread, ns (cumulative).
+    pub cpu_time_ns: u64,
+    /// Virtual size (`vsize`), bytes.
+    pub vsize_bytes: u64,
+    /// Resident memory, bytes.
+    pub rss_bytes: u64,
+    /// Resident memory per node (`numa_maps` `N<n>=` summed), bytes.
+    pub node_bytes: Vec<u64>,
+    /// Some mapping has an interleave policy (`numa_maps` shows `interleave`).
+    pub interleaved: bool,
+    /// `Mems_allowed` (the cpuset's mems).
+    pub mems_allowed: Mask,
+    /// For a `qemu-kvm` process, the guest's vCPU count (`-smp` on its command line).
+    pub kvm_vcpus: Option<u32>,
+}
+
+/// One node as `/sys/devices/system/node/nodeN/meminfo` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeObs {
+    /// `MemTotal`, bytes.
+    pub mem_total_bytes: u64,
+    /// `MemFree` (plus `Inactive(file)`, which a backend without a page cache leaves out),
+    /// bytes.
+    pub mem_free_bytes: u64,
+}
+
+/// What the backend observed, passed to [`Policy::on_tick`]. A backend fills what it can
+/// observe; a policy reads what it needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation<'a> {
     /// Time of the observation, ns since the start (the only clock a policy sees).
     pub now_ns: u64,
     /// Every live thread.
     pub threads: &'a [ThreadObs],
+    /// Every live user process with memory (`/proc/PID`).
+    pub processes: &'a [ProcessObs],
+    /// Every node, by node id.
+    pub nodes: &'a [NodeObs],
+    /// Idle time of every CPU since the start, ns (`/proc/stat` `idle`), by CPU id.
+    pub cpu_idle_ns: &'a [u64],
 }
 
 /// Answer to "may the load balancer move this thread between these nodes?".

@@ -16,12 +16,13 @@
 //! how threads are scheduled) lives in the backends; policy (what should move where) here.
 
 pub mod api;
+pub mod numad;
 pub mod registry;
 pub mod stable;
 pub mod static_policies;
 
 pub use api::{
-    Action, GroupInfo, MigrateVerdict, Observation, Policy, ProcessInfo, RegionInfo, ThreadInfo,
-    ThreadObs,
+    Action, GroupInfo, MigrateVerdict, NodeObs, Observation, Policy, ProcessInfo, ProcessObs,
+    RegionInfo, ThreadInfo, ThreadObs,
 };
 pub use registry::{POLICIES, PolicyInfo, build};

@@ -1,6 +1,7 @@
 //! Policies by name, with their tunables.
 
 use crate::api::Policy;
+use crate::numad::{Numad, Tunables as NumadTunables};
 use crate::static_policies::{Bind, Interleave, NoPolicy};
 use numabal_model::InputError;
 use numabal_model::scenario::PolicySpec;
@@ -31,6 +32,10 @@ pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "interleave",
         summary: "numactl --interleave=all: memory round robin over the allowed nodes",
+    },
+    PolicyInfo {
+        name: "numad",
+        summary: "numad 20150602 (RHEL 6/7): whole processes bound to the nodes with the most free CPU and memory, sched_setaffinity + migrate_pages; options u, m, i, t, K",
     },
 ];
 
@@ -63,6 +68,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, InputError> {
             no_tunables("interleave")?;
             Ok(Box::new(Interleave))
         }
+        "numad" => Ok(Box::new(Numad::new(NumadTunables::from_spec(spec)?))),
         other => {
             let names: Vec<&str> = POLICIES.iter().map(|p| p.name).collect();
             Err(InputError::new(

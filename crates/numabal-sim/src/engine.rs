@@ -22,8 +22,7 @@ use numabal_model::workload::{
 };
 use numabal_model::{InputError, Machine, Mask, MemPolicy, Pid, Scenario, Tid};
 use numabal_policy::{
-    Action, GroupInfo, MigrateVerdict, Observation, Policy, ProcessInfo, RegionInfo, ThreadInfo,
-    ThreadObs,
+    Action, GroupInfo, MigrateVerdict, Policy, ProcessInfo, RegionInfo, ThreadInfo,
 };
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -56,9 +55,12 @@ impl From<InputError> for SimError {
 }
 
 mod aa2012;
+mod daemon;
 mod numab;
 mod stable;
+
 pub use aa2012::{Aa2012Report, Aa2012Stats, MmAutonumaReport, TaskAutonumaReport};
+pub use daemon::{NodeState, NodeStateAtEnd, PolicyLogEntry};
 use numab::Numab;
 pub use numab::{NumabStats, TraceEvent};
 pub use stable::{StableReport, StableStats};
@@ -163,6 +165,9 @@ struct Proc {
     bytes_remote: f64,
     /// Work units completed (`work_per_iteration`).
     work_units: f64,
+    /// CPU mask a policy set on its threads while it ran (`sched_setaffinity` by a daemon):
+    /// threads it creates later inherit it.
+    inherited_affinity: Option<Mask>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,6 +309,12 @@ pub struct Sim<'a> {
     numastat: Vec<crate::result::NumastatSample>,
     /// Per `[[process]]`: the next instance to start (`jobs`).
     next_instance: Vec<u32>,
+    /// Per CPU: time it has run threads, ns (its idle time is the rest).
+    cpu_busy_ns: Vec<f64>,
+    /// Per-CPU busy time at whole seconds (the last few), for the node state at the end.
+    busy_snapshots: std::collections::VecDeque<(u64, Vec<f64>)>,
+    /// A user-space daemon's queued `migrate_pages` calls and decision log.
+    daemon: daemon::DaemonRt,
 }
 
 /// Run a scenario to completion.
@@ -407,6 +418,9 @@ impl<'a> Sim<'a> {
             stalls: StallHistogram::default(),
             numastat: Vec::new(),
             next_instance: Vec::new(),
+            cpu_busy_ns: vec![0.0; m.nr_cpus()],
+            busy_snapshots: std::collections::VecDeque::new(),
+            daemon: daemon::DaemonRt::default(),
         }
     }
 
@@ -581,41 +595,14 @@ impl<'a> Sim<'a> {
                     self.check_invariants()?;
                 }
                 self.check_deadlock()?;
+                if self.daemon.has_jobs() {
+                    self.run_migrate_pages();
+                }
+                self.snapshot_busy();
                 self.events.push(self.now + self.tick_ns, EventKind::Tick);
             }
             EventKind::NumastatSample { periodic } => self.numastat_sample(periodic),
-            EventKind::PolicyTick => {
-                let obs: Vec<ThreadObs> = self
-                    .threads
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, th)| th.state != TState::Done)
-                    .map(|(t, th)| {
-                        let cpu = self.sched.tasks[t].cpu;
-                        ThreadObs {
-                            tid: Tid(t as u32 + 1),
-                            pid: Pid(th.proc as u32 + 1),
-                            cpu,
-                            node: cpu.map(|c| self.m.cpus[c].node),
-                        }
-                    })
-                    .collect();
-                let mut out = std::mem::take(&mut self.actions);
-                out.clear();
-                self.policy.on_tick(
-                    self.m,
-                    &Observation {
-                        now_ns: self.now,
-                        threads: &obs,
-                    },
-                    &mut out,
-                );
-                self.apply_actions(&out)?;
-                self.actions = out;
-                if let Some(i) = self.policy.tick_interval_ns() {
-                    self.events.push(self.now + i.max(1), EventKind::PolicyTick);
-                }
-            }
+            EventKind::PolicyTick => self.policy_tick()?,
         }
         Ok(())
     }
@@ -855,6 +842,7 @@ impl<'a> Sim<'a> {
             bytes_local: 0.0,
             bytes_remote: 0.0,
             work_units: 0.0,
+            inherited_affinity: None,
         });
 
         if self.numab.is_some() {
@@ -943,7 +931,11 @@ impl<'a> Sim<'a> {
     ) -> Result<(), SimError> {
         let n = self.procs[pidx].groups[g].nthreads;
         let p = &self.procs[pidx];
-        let base = p.affinity.clone().unwrap_or_else(|| p.cpuset_cpus.clone());
+        let base = p
+            .inherited_affinity
+            .clone()
+            .or_else(|| p.affinity.clone())
+            .unwrap_or_else(|| p.cpuset_cpus.clone());
         let base = p.groups[g]
             .affinity
             .clone()
@@ -1095,6 +1087,10 @@ impl<'a> Sim<'a> {
                 Action::MoveThread { tid, node } => {
                     self.sched.move_to_node(tid.0 - 1, *node, self.now);
                 }
+                Action::MigrateProcessPages { pid, from, to } => {
+                    self.queue_migrate_pages(*pid, *from, *to)
+                }
+                Action::Log { pid, message } => self.policy_log(*pid, message),
             }
         }
         Ok(())
@@ -1725,6 +1721,7 @@ impl<'a> Sim<'a> {
         let wall = |used: f64| slot.wall(used);
         let mut tau_valid = tau_known;
         let mut bytes_this = 0.0;
+        let exec0 = self.threads[t].sum_exec_ns;
         // Steps that neither spend time nor move the program on mean a simulator bug.
         let mut guard = 0u64;
         let mut last = (budget, self.threads[t].phase, self.threads[t].iter);
@@ -1889,6 +1886,7 @@ impl<'a> Sim<'a> {
             }
         }
         self.threads[t].window_bytes = bytes_this;
+        self.cpu_busy_ns[c] += (self.threads[t].sum_exec_ns - exec0).max(0.0);
         Ok(())
     }
 
@@ -2452,6 +2450,8 @@ impl<'a> Sim<'a> {
             }),
             stable: self.stable_report(),
             numastat: self.numastat.clone(),
+            policy_log: self.daemon.log.clone(),
+            node_state: self.node_state_at_end(),
         }
     }
 }

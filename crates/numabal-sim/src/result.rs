@@ -155,6 +155,12 @@ pub struct RunResult {
     /// `numastat -p` samples over the run (`sim.numastat_at_s`, `sim.numastat_every_s`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub numastat: Vec<NumastatSample>,
+    /// A policy's decision log (numad's `Advising pid ...` and `PID ... moved` lines).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy_log: Vec<crate::engine::PolicyLogEntry>,
+    /// Every node at the end (memory, CPU idle over the last 2 s), for placement advice on
+    /// the state a run left (`numabal advise --state`).
+    pub node_state: crate::engine::NodeStateAtEnd,
 }
 
 /// Each live process's memory per node at one moment, as `numastat -p` shows it.

@@ -7,6 +7,7 @@ mod determinism;
 mod hpc;
 mod invariants;
 mod mechanisms;
+mod numad;
 mod operators;
 mod stable;
 mod util;

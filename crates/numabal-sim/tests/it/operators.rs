@@ -19,7 +19,7 @@ fn kvm_guests_memory_starts_and_stays_dispersed_without_balancing() {
     assert_eq!(guests.len(), 4);
     for g in guests {
         let total: f64 = g.node_mb.iter().sum();
-        assert!((total - 41.6 * 1024.0).abs() < 1.0, "{total}");
+        assert!((total - 44730.0).abs() < 1.0, "{total}");
         for &mb in &g.node_mb {
             assert!((mb / total - 0.25).abs() < 0.01, "{:?}", g.node_mb);
         }

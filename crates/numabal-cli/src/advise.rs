@@ -1,0 +1,160 @@
+//! `numabal advise`: pre-placement advice like `numad -w CPUS:MB`, on an idle machine or on
+//! the node state a simulated run ended in (`numabal sim --json`'s `node_state`).
+
+use crate::Failure;
+use crate::fsresolver::FsResolver;
+use clap::Args;
+use numabal_model::{InputError, Machine};
+use numabal_policy::numad::{self, NodeRes};
+use numabal_sim::RunResult;
+
+#[derive(Args, Debug)]
+pub struct AdviseArgs {
+    /// Machine: a preset name or a TOML file.
+    #[arg(long, short = 'm')]
+    machine: String,
+    /// Override a machine field (`machine.*`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// The JSON of a run (`numabal sim --json FILE`) on this machine: advise on the memory
+    /// and CPU use it ended with (stop a run early with `--set sim.max_time_s=S`).
+    /// Without it, the machine is idle.
+    #[arg(long, value_name = "FILE")]
+    state: Option<String>,
+    /// CPUs the new process needs (decimals allowed: `1.5`).
+    #[arg(long)]
+    cpus: String,
+    /// Memory it needs, MB.
+    #[arg(long = "mem-mb")]
+    mem_mb: u64,
+    /// Print each node's free memory and CPU (numad's units) before the advice.
+    #[arg(long, short = 'v')]
+    verbose: bool,
+}
+
+/// `--cpus` in hundredths, read like numad reads `-w` (two implied decimals).
+fn parse_cpus(s: &str) -> Result<i64, InputError> {
+    let bad = || {
+        InputError::new(
+            "command line",
+            "--cpus",
+            format!(
+                "is `{s}` (allowed: a number of CPUs > 0 with at most 2 decimals, e.g. 5 or 1.5)"
+            ),
+        )
+    };
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() && frac.is_empty() || frac.len() > 2 {
+        return Err(bad());
+    }
+    let i: i64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| bad())?
+    };
+    let f: i64 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<2}").parse().map_err(|_| bad())?
+    };
+    if !(0..=1_000_000).contains(&i) || frac.starts_with(['+', '-']) {
+        return Err(bad());
+    }
+    let v = i * 100 + f;
+    if v <= 0 {
+        return Err(bad());
+    }
+    Ok(v)
+}
+
+/// An idle machine as numad sees it: all CPUs free, all memory but the kernel's free.
+fn idle_nodes(m: &Machine, htt: u32) -> Vec<NodeRes> {
+    let totals = numad::node_cpus_total(m, htt);
+    m.nodes
+        .iter()
+        .enumerate()
+        .map(|(n, nd)| NodeRes {
+            mbs_total: (nd.memory_bytes / numad::MEGABYTE) as i64,
+            mbs_free: (m.node_usable_pages(n) * 4096 / numad::MEGABYTE) as i64,
+            cpus_total: totals[n],
+            cpus_free: totals[n],
+        })
+        .collect()
+}
+
+/// The nodes as a run left them.
+fn state_nodes(m: &Machine, path: &str, htt: u32) -> Result<Vec<NodeRes>, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, "file", format!("cannot read: {e}")))?;
+    let r: RunResult = serde_json::from_str(&text).map_err(|e| {
+        InputError::new(
+            path,
+            "node_state",
+            format!("not the JSON of `numabal sim --json` ({e})"),
+        )
+    })?;
+    if r.scenario.machine != m.name() {
+        return Err(InputError::new(
+            path,
+            "scenario.machine",
+            format!(
+                "is `{}` (allowed: `{}`, the --machine given)",
+                r.scenario.machine,
+                m.name()
+            ),
+        ));
+    }
+    let st = &r.node_state;
+    if st.nodes.len() != m.nr_nodes() {
+        return Err(InputError::new(
+            path,
+            "node_state.nodes",
+            format!(
+                "has {} nodes (allowed: {}, the nodes of {})",
+                st.nodes.len(),
+                m.nr_nodes(),
+                m.name()
+            ),
+        ));
+    }
+    let totals = numad::node_cpus_total(m, htt);
+    Ok(st
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(n, s)| NodeRes {
+            mbs_total: (s.mem_total_bytes / numad::MEGABYTE) as i64,
+            mbs_free: (s.mem_free_bytes / numad::MEGABYTE) as i64,
+            cpus_total: totals[n],
+            cpus_free: if st.window_ns == 0 {
+                totals[n]
+            } else {
+                numad::node_cpus_free(m, n, s.cpu_idle_ns, st.window_ns, htt, totals[n])
+            },
+        })
+        .collect())
+}
+
+pub fn advise(a: &AdviseArgs) -> Result<(), Failure> {
+    let m = numabal_model::scenario::load_machine(&a.machine, &a.sets, &FsResolver)?;
+    let cpus = parse_cpus(&a.cpus)?;
+    if a.mem_mb == 0 {
+        return Err(InputError::new("command line", "--mem-mb", "is 0 (allowed: MB > 0)").into());
+    }
+    let htt = numad::Tunables::default().t;
+    let nodes = match &a.state {
+        Some(p) => state_nodes(&m, p, htt)?,
+        None => idle_nodes(&m, htt),
+    };
+    if a.verbose {
+        for (n, nd) in nodes.iter().enumerate() {
+            println!(
+                "Node {n}: MBs_total {}, MBs_free {}, CPUs_total {}, CPUs_free {}",
+                nd.mbs_total, nd.mbs_free, nd.cpus_total, nd.cpus_free
+            );
+        }
+    }
+    let target = numad::advise(&nodes, &m.distance, cpus, a.mem_mb as i64);
+    println!("{}", target.to_list_string());
+    Ok(())
+}
