@@ -8,5 +8,6 @@ mod hpc;
 mod invariants;
 mod mechanisms;
 mod operators;
+mod rhel;
 mod stable;
 mod util;
