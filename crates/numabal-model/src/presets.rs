@@ -12,6 +12,10 @@ pub const MACHINES: &[(&str, &str)] = &[
         include_str!("../../../presets/machines/rhel-4n40.toml"),
     ),
     (
+        "rhel-8n",
+        include_str!("../../../presets/machines/rhel-8n.toml"),
+    ),
+    (
         "xeon-2n104",
         include_str!("../../../presets/machines/xeon-2n104.toml"),
     ),
@@ -78,6 +82,11 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     (
         "kvm_guests",
         include_str!("../../../presets/workloads/kvm_guests.toml"),
+    ),
+    ("pig", include_str!("../../../presets/workloads/pig.toml")),
+    (
+        "specjbb",
+        include_str!("../../../presets/workloads/specjbb.toml"),
     ),
     (
         "os_noise",

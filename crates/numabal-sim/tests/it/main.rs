@@ -9,5 +9,6 @@ mod invariants;
 mod mechanisms;
 mod numad;
 mod operators;
+mod rhel;
 mod stable;
 mod util;
