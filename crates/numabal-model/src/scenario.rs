@@ -181,10 +181,28 @@ pub struct SimSettings {
     /// ...and every this many seconds (0: not periodically).
     #[serde(default, skip_serializing_if = "is_zero_f")]
     pub numastat_every_s: f64,
+    /// The scheduler lets a NUMA node run a few more tasks than its neighbours before it
+    /// balances (Linux 5.7+: `adjust_numa_imbalance`, sized by `imb_numa_nr` since 5.16),
+    /// at fork and in load balancing. `false`: kernels before 5.7 (RHEL 6's 2.6.32, RHEL
+    /// 7's 3.10), which send a new task to the idlest node and balance nodes without it.
+    #[serde(default = "d_true", skip_serializing_if = "is_true")]
+    pub allow_numa_imbalance: bool,
+    /// Work done before this time is left out of `throughput_per_s` (a benchmark's ramp-up,
+    /// as SPECjbb's 30 s before each measurement); 0 counts the whole run.
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub warmup_s: f64,
 }
 
 fn is_zero_f(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn d_true() -> bool {
+    true
+}
+
+fn is_true(x: &bool) -> bool {
+    *x
 }
 
 fn d_seed() -> u64 {
@@ -207,6 +225,8 @@ impl Default for SimSettings {
             check_invariants: false,
             numastat_at_s: Vec::new(),
             numastat_every_s: 0.0,
+            allow_numa_imbalance: true,
+            warmup_s: 0.0,
         }
     }
 }
@@ -247,6 +267,16 @@ impl SimSettings {
                 label,
                 "max_time_s",
                 format!("is {} (allowed: > 0 and <= 10000000)", self.max_time_s),
+            ));
+        }
+        if !(self.warmup_s >= 0.0 && self.warmup_s < self.max_time_s) {
+            return Err(InputError::new(
+                label,
+                "warmup_s",
+                format!(
+                    "is {} (allowed: >= 0 and below max_time_s, {})",
+                    self.warmup_s, self.max_time_s
+                ),
             ));
         }
         Ok(())

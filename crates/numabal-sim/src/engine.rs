@@ -165,6 +165,8 @@ struct Proc {
     bytes_remote: f64,
     /// Work units completed (`work_per_iteration`).
     work_units: f64,
+    /// ... of which after `sim.warmup_s`.
+    work_units_warm: f64,
     /// CPU mask a policy set on its threads while it ran (`sched_setaffinity` by a daemon):
     /// threads it creates later inherit it.
     inherited_affinity: Option<Mask>,
@@ -382,7 +384,13 @@ impl<'a> Sim<'a> {
             tick_ns,
             max_ns: (sc.sim.max_time_s * NS) as u64,
             events: EventQueue::default(),
-            sched: Sched::new(m),
+            sched: {
+                let mut s = Sched::new(m);
+                if !sc.sim.allow_numa_imbalance {
+                    s.disallow_numa_imbalance();
+                }
+                s
+            },
             cost: CostModel::new(m),
             objects: Vec::new(),
             obj_refs: Vec::new(),
@@ -842,6 +850,7 @@ impl<'a> Sim<'a> {
             bytes_local: 0.0,
             bytes_remote: 0.0,
             work_units: 0.0,
+            work_units_warm: 0.0,
             inherited_affinity: None,
         });
 
@@ -1749,7 +1758,11 @@ impl<'a> Sim<'a> {
             let phase_idx = self.threads[t].phase;
             let grp = &self.procs[pidx].groups[g];
             if phase_idx >= grp.phases.len() {
-                self.procs[pidx].work_units += grp.work_per_iteration;
+                let w = grp.work_per_iteration;
+                self.procs[pidx].work_units += w;
+                if wall(total - budget) as f64 >= self.sc.sim.warmup_s * NS {
+                    self.procs[pidx].work_units_warm += w;
+                }
                 let grp = &self.procs[pidx].groups[g];
                 let th = &mut self.threads[t];
                 th.iter += 1;
@@ -2373,7 +2386,19 @@ impl<'a> Sim<'a> {
             .filter(|p| !p.daemon)
             .map(|p| p.work_units)
             .sum();
-        m.throughput_per_s = per_s(m.work_units);
+        // Throughput over the measured part of the run (after `sim.warmup_s`).
+        let warmup_s = self.sc.sim.warmup_s;
+        let warm: f64 = self
+            .procs
+            .iter()
+            .filter(|p| !p.daemon)
+            .map(|p| p.work_units_warm)
+            .sum();
+        m.throughput_per_s = if m.runtime_s > warmup_s {
+            warm / (m.runtime_s - warmup_s)
+        } else {
+            0.0
+        };
         m.migrate_tlb_shootdowns = self.migrate_shootdowns;
         m.migrate_tlb_shootdown_s =
             self.migrate_shootdowns as f64 * self.m.spec.costs.tlb_shootdown_ns / NS;
@@ -2409,10 +2434,14 @@ impl<'a> Sim<'a> {
                     node_mb,
                     runtime_s,
                     work_units: p.work_units,
-                    throughput_per_s: if runtime_s > 0.0 {
-                        p.work_units / runtime_s
-                    } else {
-                        0.0
+                    throughput_per_s: {
+                        let from = (p.start_ns as f64 / NS).max(self.sc.sim.warmup_s);
+                        let to = p.end_ns.unwrap_or(self.now) as f64 / NS;
+                        if to > from {
+                            p.work_units_warm / (to - from)
+                        } else {
+                            0.0
+                        }
                     },
                     threads: p.threads,
                     local_access_ratio: if tot > 0.0 { p.bytes_local / tot } else { 1.0 },

@@ -91,7 +91,8 @@ pub struct Metrics {
     /// Work units completed by the workload's threads (`work_per_iteration`; daemons not
     /// counted): what an open-ended benchmark reports.
     pub work_units: f64,
-    /// `work_units` per second of runtime.
+    /// `work_units` per second of runtime (after `sim.warmup_s`: the work done after it
+    /// over the time after it).
     pub throughput_per_s: f64,
 }
 
@@ -114,7 +115,7 @@ pub struct ProcessResult {
     pub thread_nodes: Vec<u32>,
     /// Work units it completed (`work_per_iteration`).
     pub work_units: f64,
-    /// `work_units` per second of its runtime.
+    /// `work_units` per second of its runtime (after `sim.warmup_s`, as above).
     pub throughput_per_s: f64,
 }
 

@@ -513,6 +513,17 @@ impl Sched {
             .map(|l| l.spans[0].imb_numa_nr)
     }
 
+    /// Kernels before 5.7: no NUMA imbalance allowance (`sim.allow_numa_imbalance =
+    /// false`): fork balancing sends a new task to the idlest node and load balancing
+    /// evens nodes out without letting a node keep a few extra tasks.
+    pub fn disallow_numa_imbalance(&mut self) {
+        for l in &mut self.levels {
+            for s in &mut l.spans {
+                s.imb_numa_nr = 0;
+            }
+        }
+    }
+
     /// Register a task (not yet runnable).
     pub fn add_task(&mut self, allowed: Mask, parent_cpu: usize) -> u32 {
         self.tasks.push(Task {
@@ -1591,6 +1602,29 @@ mod tests {
         let n0 = cpus.iter().filter(|&&c| m.cpus[c].node == 0).count();
         assert_eq!(n0, 6, "{cpus:?}");
         s.check().unwrap();
+    }
+
+    /// xeon-2n104 (imb_numa_nr 6): Linux 6.x keeps new tasks on the parent's node while
+    /// the nodes' idle counts differ by at most 2 (`adjust_numa_imbalance`); without the
+    /// allowance (kernels before 5.7) the second task already goes to the idler node.
+    #[test]
+    fn fork_numa_imbalance_allowance() {
+        let m = machine("xeon-2n104");
+        let place = |allow: bool| -> Vec<usize> {
+            let mut s = Sched::new(&m);
+            if !allow {
+                s.disallow_numa_imbalance();
+                assert_eq!(s.imb_numa_nr(), Some(0));
+            }
+            (0..4)
+                .map(|_| {
+                    let t = s.add_task(Mask::full(104), 0);
+                    m.cpus[s.wake_new(t, 0)].node
+                })
+                .collect()
+        };
+        assert_eq!(place(true), vec![0, 0, 0, 1]);
+        assert_eq!(place(false), vec![0, 1, 0, 1]);
     }
 
     #[test]

@@ -470,3 +470,46 @@ fn throughput_counts_completed_iterations() {
     let bg = res.processes.iter().find(|p| p.name == "bg").unwrap();
     assert!(bg.work_units >= 40.0, "{}", bg.work_units);
 }
+
+/// `sim.warmup_s`: throughput counts the work done after the warm-up, over the time after
+/// it; the work itself is all counted.
+#[test]
+fn throughput_after_a_warmup() {
+    let w = r#"
+name = "steady"
+[[process]]
+name = "steady"
+[[process.group]]
+name = "main"
+threads = 1
+iterations = 100
+work_per_iteration = 1
+[[process.group.phase]]
+kind = "compute"
+seconds = 0.1
+"#;
+    let r = Inline(vec![("steady", w.to_string())]);
+    let a = run(&scenario_with(&r, "tiny-2n4", "steady", "none", 1, &[]));
+    let b = run(&scenario_with(
+        &r,
+        "tiny-2n4",
+        "steady",
+        "none",
+        1,
+        &["sim.warmup_s=4"],
+    ));
+    assert_eq!(a.metrics.work_units, 100.0);
+    assert_eq!(b.metrics.work_units, 100.0);
+    assert!(
+        (a.metrics.throughput_per_s - 10.0).abs() < 0.05,
+        "{}",
+        a.metrics.throughput_per_s
+    );
+    // 60 iterations end after 4 s (the one ending at 4.0 s counts), over the last 6 s.
+    assert!(
+        (b.metrics.throughput_per_s - 61.0 / 6.0).abs() < 0.2,
+        "{}",
+        b.metrics.throughput_per_s
+    );
+    assert!((b.processes[0].throughput_per_s - b.metrics.throughput_per_s).abs() < 1e-9);
+}
