@@ -3,37 +3,42 @@
 # seeds) against warehouses per JVM on rhel-4n40, one column per policy.
 #
 # Usage: scripts/specjbb_sweep.sh [-p POLICIES] [-w WAREHOUSES] [-s SEEDS] [-t SECONDS]
-#                                 [-j JOBS] [-o OUT_DIR]
+#                                 [-r RAMP_UP] [-j JOBS] [-o OUT_DIR]
 #   -p  space-separated entries LABEL=POLICY[:SET1;SET2...] or just POLICY; each SET is a
 #       --set KEY=VALUE applied to that column's runs (';' separates them, since cpulists
 #       contain commas), e.g. "none autonuma numad-u85=numad:policy.u=85".
 #       The label `bind` alone means numactl-style manual binding (JVM i on node i: affinity
 #       to node i's CPUs and mempolicy bind:i, policy none), Fig. 15's light-blue line;
 #       `bind-policy=bind` is the simulator's `bind` policy.
-#       Default: "none bind autonuma".
+#       Default: "none bind numad-u85=numad:policy.u=85 numad-u100=numad:policy.u=100
+#       autonuma stable".
 #   -w  comma-separated warehouse counts (default 1,2,4,6,8,9,10,11,12,14,16)
 #   -s  seeds 1..N (default 3)
-#   -t  simulated seconds per run (sim.max_time_s, default 60)
+#   -t  simulated seconds per run (sim.max_time_s, default 270: SPECjbb2005's 30 s ramp-up
+#       and 240 s measurement per warehouse count)
+#   -r  ramp-up left out of the throughput (sim.warmup_s, default 30)
 #   -j  parallel runs (default 2)
 #   -o  output directory (default: a temporary one); writes runs/*.json, sweep.csv,
 #       sweep.json and prints the table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-POLICIES="none bind autonuma"
+POLICIES="none bind numad-u85=numad:policy.u=85 numad-u100=numad:policy.u=100 autonuma stable"
 WH="1,2,4,6,8,9,10,11,12,14,16"
 SEEDS=3
-SECS=60
+SECS=270
+RAMP=30
 JOBS=2
 OUT=""
-while getopts "p:w:s:t:j:o:h" o; do
+while getopts "p:w:s:t:r:j:o:h" o; do
   case $o in
     p) POLICIES=$OPTARG ;;
     w) WH=$OPTARG ;;
     s) SEEDS=$OPTARG ;;
     t) SECS=$OPTARG ;;
+    r) RAMP=$OPTARG ;;
     j) JOBS=$OPTARG ;;
     o) OUT=$OPTARG ;;
-    *) sed -n '2,22p' "$0"; exit 2 ;;
+    *) sed -n '2,25p' "$0"; exit 2 ;;
   esac
 done
 OUT=${OUT:-$(mktemp -d)}
@@ -70,14 +75,15 @@ done
 
 run_one() {
   IFS='|' read -r label pol sets w s <<<"$1"
-  args=(sim -m rhel-4n40 -w specjbb -p "$pol" --seed "$s" --set "sim.max_time_s=$SECS")
+  args=(sim -m rhel-4n40 -w specjbb -p "$pol" --seed "$s" --set "sim.max_time_s=$SECS"
+    --set "sim.warmup_s=$RAMP")
   for i in 0 1 2 3; do args+=(--set "workload.process.$i.group.1.threads=$w"); done
   IFS=';' read -ra extra <<<"$sets"
   for e in "${extra[@]}"; do [ -n "$e" ] && args+=(--set "$e"); done
   "$BIN" "${args[@]}" --json "$OUT/runs/${label}_w${w}_s${s}.json" >/dev/null
 }
 export -f run_one
-export BIN OUT SECS
+export BIN OUT SECS RAMP
 start=$(date +%s)
 tr '\n' '\0' <"$jobs_file" | xargs -0 -P "$JOBS" -I{} bash -c 'run_one "$1"' _ {}
 echo "$(wc -l <"$jobs_file") runs in $(($(date +%s) - start)) s wall" >&2
