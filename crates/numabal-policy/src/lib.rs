@@ -20,6 +20,7 @@ pub mod numad;
 pub mod registry;
 pub mod stable;
 pub mod static_policies;
+mod util;
 
 pub use api::{
     Action, GroupInfo, MigrateVerdict, NodeObs, Observation, Policy, ProcessInfo, ProcessObs,

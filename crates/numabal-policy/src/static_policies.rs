@@ -246,15 +246,8 @@ fn range(pid: Pid, region: usize, first: u64, end: u64, node: usize) -> Action {
 mod tests {
     use super::*;
     use crate::api::{GroupInfo, RegionInfo};
+    use crate::util::test::machine;
     use numabal_model::Tid;
-    use numabal_model::scenario::{Kind, PresetResolver, Resolver, parse_toml};
-
-    fn machine(name: &str) -> Machine {
-        let src = PresetResolver.resolve(Kind::Machine, name).unwrap();
-        let spec =
-            numabal_model::scenario::from_table(&src.label, parse_toml(&src).unwrap()).unwrap();
-        Machine::from_spec(spec, &src.label).unwrap()
-    }
 
     fn proc(
         pid: u32,

@@ -513,15 +513,8 @@ impl Policy for Numad {
 mod tests {
     use super::*;
     use crate::api::{NodeObs, ProcessObs, ThreadObs};
+    use crate::util::test::machine;
     use numabal_model::Tid;
-    use numabal_model::scenario::{Kind, PresetResolver, Resolver, parse_toml};
-
-    fn machine(name: &str) -> Machine {
-        let src = PresetResolver.resolve(Kind::Machine, name).unwrap();
-        let spec =
-            numabal_model::scenario::from_table(&src.label, parse_toml(&src).unwrap()).unwrap();
-        Machine::from_spec(spec, &src.label).unwrap()
-    }
 
     const GIB: u64 = 1 << 30;
 

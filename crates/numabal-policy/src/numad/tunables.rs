@@ -124,11 +124,7 @@ impl Tunables {
                 86_400,
             ),
         ];
-        for (k, v, lo, hi) in ranges {
-            if v < lo || v > hi {
-                return Err((k, format!("is {v} (allowed: {lo} to {hi})")));
-            }
-        }
+        crate::util::check_ranges(&ranges)?;
         self.interval_s().map_err(|e| ("i", e))?;
         Ok(())
     }
@@ -139,11 +135,7 @@ mod tests {
     use super::*;
 
     fn spec(text: &str) -> PolicySpec {
-        PolicySpec {
-            kind: "numad".into(),
-            tunables: toml::from_str(text).unwrap(),
-            label: "test.toml".into(),
-        }
+        crate::util::test::spec("numad", text)
     }
 
     fn err(text: &str) -> String {

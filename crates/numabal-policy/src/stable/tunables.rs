@@ -128,11 +128,7 @@ impl Tunables {
             ("imbalance_pct", self.imbalance_pct.into(), 100, 1000),
             ("shared_balance_pct", self.shared_balance_pct.into(), 1, 100),
         ];
-        for (k, v, lo, hi) in ranges {
-            if v < lo || v > hi {
-                return Err((k, format!("is {v} (allowed: {lo} to {hi})")));
-            }
-        }
+        crate::util::check_ranges(&ranges)?;
         let s = self.swap_threshold;
         if !(1.0..=1000.0).contains(&s) {
             return Err(("swap_threshold", format!("is {s} (allowed: 1.0 to 1000.0)")));
@@ -146,11 +142,7 @@ mod tests {
     use super::*;
 
     fn spec(text: &str) -> PolicySpec {
-        PolicySpec {
-            kind: "stable".into(),
-            tunables: toml::from_str(text).unwrap(),
-            label: "test.toml".into(),
-        }
+        crate::util::test::spec("stable", text)
     }
 
     fn err(text: &str) -> String {
