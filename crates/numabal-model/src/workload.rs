@@ -144,6 +144,11 @@ pub struct GroupSpec {
     /// Delay after process start before the group starts (unless another group spawns it).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub start_s: f64,
+    /// Start the group's threads one after another, this many seconds apart (thread i at
+    /// `start_s + i * stagger_s`), as a benchmark adds workers over its run (SPECjbb's
+    /// warehouse sequence); 0 starts them together.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stagger_s: f64,
     /// How many times the phase list runs.
     #[serde(default = "one_u64")]
     pub iterations: u64,
@@ -589,6 +594,9 @@ impl Workload {
                 }
                 if g.iterations == 0 {
                     return Err(err(gf("iterations"), "must be >= 1".into()));
+                }
+                if !(g.stagger_s >= 0.0 && g.stagger_s.is_finite()) {
+                    return Err(err(gf("stagger_s"), "must be a finite number >= 0".into()));
                 }
                 if !(g.start_s >= 0.0 && g.start_s.is_finite()) {
                     return Err(err(gf("start_s"), "must be a finite number >= 0".into()));

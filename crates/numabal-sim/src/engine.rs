@@ -132,6 +132,8 @@ struct GroupRt {
     affinity: Option<Mask>,
     spawned: bool,
     start_s: f64,
+    /// Seconds between the starts of consecutive threads (0: together).
+    stagger_s: f64,
     threads: Vec<usize>,
     done: u32,
     /// Threads waiting in a join on this group, with the time each started waiting.
@@ -645,6 +647,7 @@ impl<'a> Sim<'a> {
                 pid: i as u32 + 1,
                 name: self.procs[i].name.clone(),
                 node_mb: self.process_node_mb(i),
+                work_units: self.procs[i].work_units,
             })
             .collect();
         self.numastat.push(crate::result::NumastatSample {
@@ -813,6 +816,7 @@ impl<'a> Sim<'a> {
                 affinity: wl.group_affinity[spec][gi].clone(),
                 spawned,
                 start_s: g.start_s,
+                stagger_s: g.stagger_s,
                 threads: Vec::new(),
                 done: 0,
                 joiners: Vec::new(),
@@ -939,6 +943,21 @@ impl<'a> Sim<'a> {
         at: u64,
     ) -> Result<(), SimError> {
         let n = self.procs[pidx].groups[g].nthreads;
+        // A staggered group starts one thread now and the next `stagger_s` later.
+        let first = self.procs[pidx].groups[g].threads.len() as u32;
+        let stagger = self.procs[pidx].groups[g].stagger_s;
+        let end = if stagger > 0.0 { (first + 1).min(n) } else { n };
+        if end < n {
+            self.pending_starts += 1;
+            self.events.push(
+                // Not before the interval being run (events are handled after it).
+                (at + (stagger * NS) as u64).max(self.interval_end.unwrap_or(self.now)),
+                EventKind::GroupStart {
+                    proc_idx: pidx as u32,
+                    group: g as u32,
+                },
+            );
+        }
         let p = &self.procs[pidx];
         let base = p
             .inherited_affinity
@@ -950,7 +969,7 @@ impl<'a> Sim<'a> {
             .clone()
             .unwrap_or(base)
             .and(&p.cpuset_cpus);
-        for i in 0..n {
+        for i in first..end {
             let tid = self.sched.add_task(base.clone(), creator_cpu) as usize;
             // Thread index == scheduler task id.
             debug_assert_eq!(tid, self.threads.len());

@@ -182,6 +182,14 @@ pub struct NumastatProcess {
     pub name: String,
     /// MB per node.
     pub node_mb: Vec<f64>,
+    /// Work units it has completed so far (`work_per_iteration`), for throughput over a
+    /// part of the run (absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub work_units: f64,
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// What the kernel model reports beyond `/proc/vmstat`.

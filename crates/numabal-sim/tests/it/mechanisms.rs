@@ -513,3 +513,45 @@ seconds = 0.1
     );
     assert!((b.processes[0].throughput_per_s - b.metrics.throughput_per_s).abs() < 1e-9);
 }
+
+/// `stagger_s`: a group's threads start one after another; numastat samples carry the work
+/// done so far.
+#[test]
+fn staggered_threads_and_work_in_samples() {
+    let w = r#"
+name = "ramp"
+[[process]]
+name = "ramp"
+[[process.region]]
+name = "r"
+size = "4MiB"
+[[process.group]]
+name = "main"
+threads = 3
+stagger_s = 1.0
+iterations = 100
+work_per_iteration = 1
+[[process.group.phase]]
+kind = "compute"
+seconds = 0.1
+"#;
+    let r = Inline(vec![("ramp", w.to_string())]);
+    let res = run(&scenario_with(
+        &r,
+        "tiny-2n4",
+        "ramp",
+        "none",
+        1,
+        &["sim.numastat_at_s=[5.05]"],
+    ));
+    // Thread i runs 10 s from i s: the last ends at 12 s.
+    assert!(
+        (res.metrics.runtime_s - 12.0).abs() < 0.01,
+        "{}",
+        res.metrics.runtime_s
+    );
+    assert_eq!(res.metrics.work_units, 300.0);
+    // At 5.05 s: 50 + 40 + 30 iterations (threads start a little after 0, 1 and 2 s).
+    let at5 = &res.numastat[0].processes[0];
+    assert!((at5.work_units - 120.0).abs() <= 1.0, "{}", at5.work_units);
+}
