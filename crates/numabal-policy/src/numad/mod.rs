@@ -19,14 +19,17 @@
 //!                       and the pass ends (next pass after min); no move: next after max
 //! ```
 //!
-//! Departures from numad, each because numad's behaviour there is a bug or an accident of
-//! its implementation (research notes §1.12–1.13):
+//! Departures from numad, each with its reason (research notes §1.12–1.13 for numad's
+//! bugs):
 //! - "never bound" is `None`, not a zero time stamp: numad's reading of 0 makes every
 //!   process look recently bound during the first 300 s after boot. This model is numad
 //!   started on a host that has been up for longer than that.
 //! - candidates that tie in numad's ordering keep pid order (numad: hash-table order).
-//! - numad returns half the minimum interval when its process table is resized; here when
-//!   a pass admits new processes, which is when the table grows (at start-up above all).
+//! - numad re-reads node data when `migrate_pages` returns, so its next CPU sample starts
+//!   after the migration; here it starts at the pass that moved (the core does not see
+//!   when the backend's calls end). The bind time, which numad also takes then, is the
+//!   next pass's time less the minimum interval: the same instant, as the backend starts
+//!   the interval when the calls return.
 //! - the `-w` request path and daemon passes share [`pick::pick_numa_nodes`]; node ids
 //!   are indices (numad mixes the two, which breaks on sparse node ids).
 //! - options that only touch the host (`-H`, the THP scan period; `-C`, counting the page
@@ -64,8 +67,11 @@ struct Proc {
     /// CPU use of the last passes, hundredths.
     ring: [u64; CPU_RING],
     ring_next: usize,
-    /// (time, cumulative CPU ns) of the last pass that saw it.
-    last: (u64, u64),
+    /// The ring's maximum at the last refresh (0 after a pass that did not refresh it).
+    cpus_used: u64,
+    /// (time, cumulative CPU ns) of its last refresh; `None` when new or not refreshed by
+    /// the last pass (numad's zero data time stamp: the next refresh takes no sample).
+    last: Option<(u64, u64)>,
     /// Nodes it is bound to (`Mems_allowed` until numad binds it).
     node_list: Option<Mask>,
     /// When numad bound it (or last found it well placed), ns; may be before 0 for a
@@ -77,9 +83,12 @@ struct Proc {
 
 impl Proc {
     fn cpus_used(&self) -> u64 {
-        self.ring.iter().copied().max().unwrap_or(0)
+        self.cpus_used
     }
 }
+
+/// numad's process table starts with 16 slots (`MIN_PROCESS_HASH_TABLE_SIZE`).
+const MIN_PROCESS_HASH_TABLE_SIZE: usize = 16;
 
 /// The free-resource summary of the last node update (for the hold bypass).
 #[derive(Debug, Clone, Default)]
@@ -98,9 +107,18 @@ struct NodeStats {
 #[derive(Debug)]
 pub struct Numad {
     tun: Tunables,
-    min_interval_ns: u64,
-    max_interval_ns: u64,
+    /// `-i`, whole seconds as numad keeps them.
+    min_interval_s: u64,
+    max_interval_s: u64,
     next_interval_ns: u64,
+    /// Slots of numad's process hash table (new processes per pass: a third of it).
+    table_size: usize,
+    /// Size of its candidate index (numad's `pindex_size`): a pass that finds the table
+    /// grew past it returns half the minimum interval without looking at candidates.
+    pindex_size: usize,
+    /// The process bound by the last pass: its bind time is when its `migrate_pages`
+    /// calls returned, i.e. the next pass's time less the minimum interval.
+    just_bound: Option<Pid>,
     /// (time, idle ns per CPU) at the last pass.
     last_idle: Option<(u64, Vec<u64>)>,
     procs: BTreeMap<Pid, Proc>,
@@ -169,8 +187,11 @@ impl Numad {
         let (min, max) = tun.interval_s().unwrap_or((5, 15));
         Numad {
             tun,
-            min_interval_ns: min * NS,
-            max_interval_ns: max * NS,
+            min_interval_s: min,
+            max_interval_s: max,
+            table_size: 0,
+            pindex_size: 0,
+            just_bound: None,
             // The first pass runs as the daemon starts.
             next_interval_ns: 1,
             last_idle: None,
@@ -241,48 +262,60 @@ impl Numad {
         self.stats = s;
     }
 
-    /// numad's `update_processes`: returns whether a process entered the table.
-    fn update_processes(&mut self, obs: &Observation<'_>) -> bool {
-        let mut admitted = false;
-        let mut seen = Vec::new();
+    /// numad's `update_processes` and `process_hash_table_cleanup`: refresh every process
+    /// above the memory threshold (at most a third of the table's size new ones per pass;
+    /// once that many are new the scan stops), then mark the ones not refreshed (CPU use
+    /// 0, no sample at their next refresh), forget dead ones, and grow the table when it is
+    /// more than 4/7 full.
+    fn update_processes(&mut self, obs: &Observation<'_>) {
+        if self.table_size == 0 {
+            self.table_size = MIN_PROCESS_HASH_TABLE_SIZE;
+        }
+        let mut new_candidates = 0usize;
+        let mut refreshed = Vec::new();
         for p in obs.processes {
             if p.rss_bytes / MEGABYTE <= self.tun.memory_threshold_mb {
                 continue;
             }
-            seen.push(p.pid);
-            match self.procs.get_mut(&p.pid) {
-                Some(e) => {
-                    let (t0, c0) = e.last;
-                    let dt = obs.now_ns.saturating_sub(t0);
-                    if dt > 0 {
-                        let used = (p.cpu_time_ns.saturating_sub(c0) as u128 * ONE_HUNDRED as u128
-                            / dt as u128) as u64;
-                        e.ring[e.ring_next] = used;
-                        e.ring_next = (e.ring_next + 1) % CPU_RING;
-                    }
-                    e.last = (obs.now_ns, p.cpu_time_ns);
-                    e.comm.clone_from(&p.comm);
+            if new_candidates >= self.table_size / 3 {
+                break;
+            }
+            refreshed.push(p.pid);
+            let e = self.procs.entry(p.pid).or_insert_with(|| Proc {
+                comm: p.comm.clone(),
+                ring: [0; CPU_RING],
+                ring_next: 0,
+                cpus_used: 0,
+                last: None,
+                node_list: None,
+                bind_time_ns: None,
+                interleaved: false,
+            });
+            match e.last {
+                Some((t0, c0)) => {
+                    let dt = obs.now_ns.saturating_sub(t0).max(1);
+                    let used = (p.cpu_time_ns.saturating_sub(c0) as u128 * ONE_HUNDRED as u128
+                        / dt as u128) as u64;
+                    e.ring_next = (e.ring_next + 1) % CPU_RING;
+                    e.ring[e.ring_next] = used;
+                    e.cpus_used = e.ring.iter().copied().max().unwrap_or(0);
                 }
-                None => {
-                    admitted = true;
-                    self.procs.insert(
-                        p.pid,
-                        Proc {
-                            comm: p.comm.clone(),
-                            ring: [0; CPU_RING],
-                            ring_next: 0,
-                            last: (obs.now_ns, p.cpu_time_ns),
-                            node_list: None,
-                            bind_time_ns: None,
-                            interleaved: false,
-                        },
-                    );
-                }
+                None => new_candidates += 1,
+            }
+            e.last = Some((obs.now_ns, p.cpu_time_ns));
+            e.comm.clone_from(&p.comm);
+        }
+        let alive: Vec<Pid> = obs.processes.iter().map(|p| p.pid).collect();
+        self.procs.retain(|pid, _| alive.contains(pid));
+        for (pid, e) in self.procs.iter_mut() {
+            if !refreshed.contains(pid) {
+                e.last = None;
+                e.cpus_used = 0;
             }
         }
-        // Dead processes and processes that shrank below the threshold leave the table.
-        self.procs.retain(|pid, _| seen.contains(pid));
-        admitted
+        if self.procs.len() * 7 / 4 > self.table_size {
+            self.table_size *= 2;
+        }
     }
 
     /// numad's `manage_loads`; returns the time to the next pass.
@@ -292,6 +325,12 @@ impl Numad {
         obs: &Observation<'_>,
         out: &mut Vec<Action>,
     ) -> u64 {
+        if self.pindex_size < self.table_size {
+            // numad: "quick round trip whenever we resize the hash table", mostly to avoid
+            // the max_interval wait at start-up (whole seconds: 5 / 2 = 2).
+            self.pindex_size = self.table_size;
+            return (self.min_interval_s / 2 * NS).max(1);
+        }
         let now = obs.now_ns as i64;
         let nr = machine.nr_nodes();
         let by_pid: BTreeMap<Pid, &crate::api::ProcessObs> =
@@ -433,11 +472,12 @@ impl Numad {
                     let e = self.procs.get_mut(&pid).expect("candidate");
                     e.node_list = Some(target);
                     e.bind_time_ns = Some(now);
-                    return self.min_interval_ns;
+                    self.just_bound = Some(pid);
+                    return (self.min_interval_s * NS).max(1);
                 }
             }
         }
-        self.max_interval_ns
+        self.max_interval_s * NS
     }
 }
 
@@ -464,22 +504,37 @@ fn bind_process_and_migrate_memory(
             cpus: cpus.clone(),
         });
     }
-    let mut bytes: Vec<u64> = (0..machine.nr_nodes())
-        .map(|n| o.node_bytes.get(n).copied().unwrap_or(0))
+    // numad works in whole MB from numa_maps; the destination is the target node holding
+    // least (ties: the highest id, "so we tend to move memory to higher numbered nodes"),
+    // the source the other node holding most (ties: the lowest id); it stops when that
+    // holds 0 MB or was the last source.
+    let mut mbs: Vec<u64> = (0..machine.nr_nodes())
+        .map(|n| o.node_bytes.get(n).copied().unwrap_or(0) / MEGABYTE)
         .collect();
+    let mut prev_from = None;
     loop {
-        let from = (0..bytes.len())
-            .filter(|&n| !target.contains(n) && bytes[n] > 0)
-            .max_by(|&a, &b| bytes[a].cmp(&bytes[b]).then(b.cmp(&a)));
-        let to = target
-            .iter()
-            .min_by(|&a, &b| bytes[a].cmp(&bytes[b]).then(a.cmp(&b)));
+        let mut to: Option<usize> = None;
+        let mut from: Option<usize> = None;
+        for n in 0..mbs.len() {
+            if target.contains(n) {
+                if to.is_none_or(|d| mbs[d] >= mbs[n]) {
+                    to = Some(n);
+                }
+            } else if from.is_none_or(|f| mbs[f] < mbs[n]) {
+                from = Some(n);
+            }
+        }
+        // (With every node a target numad indexes node -1; here nothing moves.)
         let (Some(from), Some(to)) = (from, to) else {
             break;
         };
+        if mbs[from] == 0 || prev_from == Some(from) {
+            break;
+        }
         out.push(Action::MigrateProcessPages { pid, from, to });
-        bytes[to] += bytes[from];
-        bytes[from] = 0;
+        mbs[to] += mbs[from];
+        mbs[from] = 0;
+        prev_from = Some(from);
     }
 }
 
@@ -493,19 +548,18 @@ impl Policy for Numad {
     }
 
     fn on_tick(&mut self, machine: &Machine, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        if let Some(pid) = self.just_bound.take()
+            && let Some(e) = self.procs.get_mut(&pid)
+        {
+            e.bind_time_ns = Some(obs.now_ns as i64 - (self.min_interval_s * NS) as i64);
+        }
         self.update_nodes(machine, obs);
         if machine.nr_nodes() < 2 {
-            self.next_interval_ns = self.max_interval_ns;
+            self.next_interval_ns = self.max_interval_s * NS;
             return;
         }
-        let admitted = self.update_processes(obs);
-        self.next_interval_ns = if admitted {
-            // numad: "quick round trip whenever we resize the hash table", mostly to avoid
-            // the max_interval wait at start-up.
-            (self.min_interval_ns / 2).max(1)
-        } else {
-            self.manage_loads(machine, obs, out)
-        };
+        self.update_processes(obs);
+        self.next_interval_ns = self.manage_loads(machine, obs, out);
     }
 }
 
@@ -582,7 +636,7 @@ mod tests {
         let spread = [8, 4, 4, 4];
         let (a, next) = pass(&mut n, &m, 10, spread, 0);
         assert!(a.is_empty());
-        assert_eq!(next, 5 * NS / 2);
+        assert_eq!(next, 2 * NS); // half of -i's min, in whole seconds as numad keeps it
         // 8 CPUs' worth over 5 s: a candidate. Bound to node 0 (most of its memory), every
         // thread's affinity to node 0's CPUs, memory pulled from nodes 1, 2, 3.
         let (a, next) = pass(&mut n, &m, 15, spread, 40);
@@ -623,6 +677,49 @@ mod tests {
         let (a, next) = pass(&mut n, &m, 700, [19, 1, 0, 0], 80 + 8 * 680);
         assert!(a.is_empty(), "{a:?}");
         assert_eq!(next, 15 * NS);
+    }
+
+    /// numad's migrate loop: biggest source first (lowest id on ties) to the emptiest
+    /// target (highest id on ties), until nothing is left outside; sub-MB remnants stay.
+    #[test]
+    fn migrate_pages_calls_spread_memory_over_a_multi_node_target() {
+        let m = machine("rhel-4n40");
+        let o = ProcessObs {
+            pid: Pid(7),
+            comm: "app".into(),
+            num_threads: 0,
+            cpu_time_ns: 0,
+            vsize_bytes: 0,
+            rss_bytes: 0,
+            node_bytes: vec![0, 0, 10 * GIB, 10 * GIB + 5],
+            interleaved: false,
+            mems_allowed: Mask::full(4),
+            kvm_vcpus: None,
+        };
+        let obs = Observation {
+            now_ns: 0,
+            threads: &[],
+            processes: &[],
+            nodes: &[],
+            cpu_idle_ns: &[],
+        };
+        let moves = |o: &ProcessObs, target: Mask| -> Vec<(usize, usize)> {
+            let mut out = Vec::new();
+            bind_process_and_migrate_memory(&m, &obs, Pid(7), &target, o, &mut out);
+            out.iter()
+                .filter_map(|a| match a {
+                    Action::MigrateProcessPages { from, to, .. } => Some((*from, *to)),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(moves(&o, Mask::from_ids([0, 1])), vec![(2, 1), (3, 0)]);
+        assert_eq!(moves(&o, Mask::single(2)), vec![(3, 2)]);
+        let tiny = ProcessObs {
+            node_bytes: vec![5 * GIB, (1 << 20) - 1, 0, 0],
+            ..o
+        };
+        assert_eq!(moves(&tiny, Mask::single(0)), vec![]);
     }
 
     #[test]

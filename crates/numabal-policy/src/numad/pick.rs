@@ -214,9 +214,8 @@ pub fn pick_numa_nodes(
             t.mbs_free -= mbs;
             mbs = 0;
         } else {
-            // numad subtracts `MBs_free - margin` unsigned, which wraps when a node has less
-            // than the margin free; here such a node gives nothing.
-            mbs -= (t.mbs_free - MBS_MARGIN).max(0);
+            // (Below the margin this adds to the request, as numad's arithmetic does.)
+            mbs -= t.mbs_free - MBS_MARGIN;
             t.mbs_free = MBS_MARGIN;
         }
         if t.cpus_free >= cpus {

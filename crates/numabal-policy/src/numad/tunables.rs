@@ -81,29 +81,28 @@ impl Tunables {
         Ok(t)
     }
 
-    /// `-i` as (min, max) seconds.
+    /// `-i` as (min, max) seconds. `max` alone keeps numad's default `min` of 5, and numad
+    /// refuses a `max` below `min` ("Max interval must be greater than min").
     pub fn interval_s(&self) -> Result<(u64, u64), String> {
         let bad = |s: &str| {
-            format!("is {s:?} (allowed: \"[min:]max\" seconds, 1 <= min <= max <= 86400)")
+            format!(
+                "is {s:?} (allowed: \"[min:]max\" seconds, 0 <= min <= max, 1 <= max <= 86400; \
+                 min defaults to 5)"
+            )
         };
-        let (min, max) = match &self.i {
-            Interval::Max(m) => (5.min(*m), *m),
-            Interval::Text(s) => match s.split_once(':') {
-                Some((a, b)) => (
-                    a.trim().parse().map_err(|_| bad(s))?,
-                    b.trim().parse().map_err(|_| bad(s))?,
-                ),
-                None => {
-                    let m: u64 = s.trim().parse().map_err(|_| bad(s))?;
-                    (5.min(m), m)
-                }
-            },
+        let text = match &self.i {
+            Interval::Max(m) => m.to_string(),
+            Interval::Text(s) => s.clone(),
         };
-        if min < 1 || min > max || max > 86_400 {
-            return Err(match &self.i {
-                Interval::Max(m) => bad(&m.to_string()),
-                Interval::Text(s) => bad(s),
-            });
+        let (min, max): (u64, u64) = match text.split_once(':') {
+            Some((a, b)) => (
+                a.trim().parse().map_err(|_| bad(&text))?,
+                b.trim().parse().map_err(|_| bad(&text))?,
+            ),
+            None => (5, text.trim().parse().map_err(|_| bad(&text))?),
+        };
+        if max < 1 || min > max || max > 86_400 {
+            return Err(bad(&text));
         }
         Ok((min, max))
     }
@@ -152,8 +151,8 @@ mod tests {
         assert_eq!(t.interval_s().unwrap(), (5, 30));
         let t = Tunables::from_spec(&spec("i = \"2:10\"")).unwrap();
         assert_eq!(t.interval_s().unwrap(), (2, 10));
-        let t = Tunables::from_spec(&spec("i = \"3\"")).unwrap();
-        assert_eq!(t.interval_s().unwrap(), (3, 3));
+        let t = Tunables::from_spec(&spec("i = \"0:3\"")).unwrap();
+        assert_eq!(t.interval_s().unwrap(), (0, 3));
     }
 
     #[test]
@@ -169,8 +168,11 @@ mod tests {
         assert_eq!(err("K = 2"), "test.toml: policy.K: is 2 (allowed: 0 to 1)");
         assert_eq!(
             err("i = \"9:3\""),
-            "test.toml: policy.i: is \"9:3\" (allowed: \"[min:]max\" seconds, 1 <= min <= max <= 86400)"
+            "test.toml: policy.i: is \"9:3\" (allowed: \"[min:]max\" seconds, 0 <= min <= max, \
+             1 <= max <= 86400; min defaults to 5)"
         );
+        // max alone below numad's default min of 5.
+        assert!(err("i = 3").starts_with("test.toml: policy.i: is \"3\""));
         assert!(err("i = \"x\"").starts_with("test.toml: policy.i: is \"x\""));
         let e = err("w = 1");
         assert!(
