@@ -167,6 +167,23 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         "  stalls                 {} over 1 ms, longest {:.3} ms",
         m.stall_events_over_1ms, m.stall_max_ms
     );
+    println!(
+        "  page migrations        pgmigrate_success {}, pgmigrate_fail {}",
+        m.pgmigrate_success, m.pgmigrate_fail
+    );
+    // A daemon's decisions (numad's log lines), the first few; all are in the JSON.
+    const SHOWN: usize = 12;
+    for (i, l) in r.policy_log.iter().take(SHOWN).enumerate() {
+        let head = if i == 0 { "  decisions" } else { "" };
+        println!("{head:<25}{:>8.1} s  {}", l.t_s, l.message);
+    }
+    if r.policy_log.len() > SHOWN {
+        println!(
+            "{:<25}... {} more in the JSON's policy_log",
+            "",
+            r.policy_log.len() - SHOWN
+        );
+    }
     if let Some(nb) = &r.numa_balancing
         && nb.stats.async_scans > 0
     {
