@@ -47,9 +47,13 @@ enum Cmd {
 
 #[derive(Args, Debug)]
 struct TopologyArgs {
-    /// Machine: a preset name or a TOML file.
+    /// Machine: a preset name or a TOML file. Without it: this host, from sysfs under
+    /// `--root`, with its sockets, SMT siblings and last-level caches.
     #[arg(long, short = 'm')]
-    machine: String,
+    machine: Option<String>,
+    /// Where the host's `/sys` is found (a fixture tree in tests).
+    #[arg(long, default_value = "/", conflicts_with = "machine")]
+    root: PathBuf,
     /// Override a machine field, e.g. `--set machine.topology.memory_per_node=32GiB`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
@@ -178,8 +182,23 @@ impl From<SimError> for Failure {
 }
 
 fn topology(a: &TopologyArgs) -> Result<(), Failure> {
-    let m = numabal_model::scenario::load_machine(&a.machine, &a.sets, &FsResolver)?;
-    print!("{}", output::numactl_hardware(&m, a.style));
+    match &a.machine {
+        Some(name) => {
+            let m = numabal_model::scenario::load_machine(name, &a.sets, &FsResolver)?;
+            let nodes = output::machine_numactl_nodes(&m);
+            print!("{}", output::numactl_hardware(&nodes, &m.distance, a.style));
+        }
+        None => {
+            if let Some(s) = a.sets.first() {
+                return Err(Failure::Input(format!(
+                    "--set {s}: applies to a simulated machine only (allowed with --machine)"
+                )));
+            }
+            let t =
+                numabal_live::read_topology(&a.root).map_err(|e| Failure::Input(e.to_string()))?;
+            print!("{}", output::live_topology(&t, a.style));
+        }
+    }
     Ok(())
 }
 

@@ -528,27 +528,54 @@ pub enum NumactlStyle {
     Current,
 }
 
-/// `numactl --hardware` for a machine at rest: every node's CPUs, its size (MemTotal) and
-/// free memory (what workloads may use: size less the node's reserved memory), then the
-/// SLIT. Memory in MB is bytes >> 20, as libnuma's `numa_node_size64`.
-pub fn numactl_hardware(m: &numabal_model::Machine, style: NumactlStyle) -> String {
+/// A node as `numactl --hardware` prints it.
+#[derive(Debug, Clone)]
+pub struct NumactlNode {
+    /// Node id.
+    pub id: usize,
+    /// Its CPUs.
+    pub cpus: Vec<usize>,
+    /// MemTotal, MB (bytes >> 20, as libnuma's `numa_node_size64`).
+    pub size_mb: u64,
+    /// MemFree, MB.
+    pub free_mb: u64,
+}
+
+/// A simulated machine at rest: every node's CPUs, its size (MemTotal) and free memory
+/// (what workloads may use: size less the node's reserved memory).
+pub fn machine_numactl_nodes(m: &numabal_model::Machine) -> Vec<NumactlNode> {
+    m.nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| NumactlNode {
+            id: i,
+            cpus: node.cpus.iter().collect(),
+            size_mb: node.memory_bytes >> 20,
+            free_mb: (node.memory_bytes - node.reserved_bytes) >> 20,
+        })
+        .collect()
+}
+
+/// `numactl --hardware`: nodes (ids may be sparse), their CPUs, size and free memory, then
+/// the SLIT (`distance[i][j]` between the i-th and j-th node listed).
+pub fn numactl_hardware(
+    nodes: &[NumactlNode],
+    distance: &[Vec<u32>],
+    style: NumactlStyle,
+) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
-    let n = m.nr_nodes();
-    let all = numabal_model::Mask::full(n);
-    let _ = writeln!(o, "available: {n} nodes ({all})");
-    for (i, node) in m.nodes.iter().enumerate() {
+    let ids = numabal_model::Mask::from_ids(nodes.iter().map(|n| n.id));
+    let _ = writeln!(o, "available: {} nodes ({ids})", nodes.len());
+    for node in nodes {
+        let i = node.id;
         let _ = write!(o, "node {i} cpus:");
-        for c in node.cpus.iter() {
+        for c in &node.cpus {
             let _ = write!(o, " {c}");
         }
         o.push('\n');
-        let _ = writeln!(o, "node {i} size: {} MB", node.memory_bytes >> 20);
-        let _ = writeln!(
-            o,
-            "node {i} free: {} MB",
-            (node.memory_bytes - node.reserved_bytes) >> 20
-        );
+        let _ = writeln!(o, "node {i} size: {} MB", node.size_mb);
+        let _ = writeln!(o, "node {i} free: {} MB", node.free_mb);
     }
     o.push_str("node distances:\n");
     // (header start, id width, row label width, label end, cell width, after each field)
@@ -557,16 +584,48 @@ pub fn numactl_hardware(m: &numabal_model::Machine, style: NumactlStyle) -> Stri
         NumactlStyle::Current => ("node ", 3, 3, ": ", 3, " "),
     };
     o.push_str(head);
-    for i in 0..n {
-        let _ = write!(o, "{i:>id_w$}{trail}");
+    for n in nodes {
+        let _ = write!(o, "{:>id_w$}{trail}", n.id);
     }
     o.push('\n');
-    for (i, row) in m.distance.iter().enumerate() {
-        let _ = write!(o, "{i:>row_w$}{sep}");
+    for (n, row) in nodes.iter().zip(distance) {
+        let _ = write!(o, "{:>row_w$}{sep}", n.id);
         for d in row {
             let _ = write!(o, "{d:>cell_w$}{trail}");
         }
         o.push('\n');
+    }
+    o
+}
+
+/// The live host: `numactl --hardware` plus sockets, SMT and last-level caches.
+pub fn live_topology(t: &numabal_live::LiveTopology, style: NumactlStyle) -> String {
+    use std::fmt::Write as _;
+    let nodes: Vec<NumactlNode> = t
+        .nodes
+        .iter()
+        .map(|n| NumactlNode {
+            id: n.id,
+            cpus: n.cpus.iter().collect(),
+            size_mb: n.mem_total_bytes >> 20,
+            free_mb: n.mem_free_bytes >> 20,
+        })
+        .collect();
+    let distance: Vec<Vec<u32>> = t.nodes.iter().map(|n| n.distance.clone()).collect();
+    let mut o = numactl_hardware(&nodes, &distance, style);
+    let sockets: Vec<String> = t
+        .sockets()
+        .iter()
+        .map(|(s, m)| format!("socket {s}: cpus {m}"))
+        .collect();
+    let _ = writeln!(o, "sockets: {} ({})", sockets.len(), sockets.join("; "));
+    let _ = writeln!(o, "threads per core: {}", t.threads_per_core());
+    let llcs = t.llcs();
+    if llcs.is_empty() {
+        o.push_str("last-level caches: not shown by sysfs\n");
+    } else {
+        let l: Vec<String> = llcs.iter().map(|m| format!("cpus {m}")).collect();
+        let _ = writeln!(o, "last-level caches: {} ({})", llcs.len(), l.join("; "));
     }
     o
 }

@@ -1007,3 +1007,55 @@ seconds = 30
         &json,
     );
 }
+
+/// `numabal topology` without `--machine` reads this host's sysfs (here a fixture tree of
+/// the 2-node QEMU guest the research notes captured numactl 2.0.16 in): the same text as
+/// `numactl --hardware` there, then sockets, SMT and last-level caches.
+#[test]
+fn live_topology_reads_sysfs_like_numactl() {
+    let dir = tempfile::tempdir().unwrap();
+    numabal_live::topology::fixture::guest_2n(dir.path());
+    let root = dir.path().display().to_string();
+    let out = numabal()
+        .args(["topology", "--root", &root, "--style", "current"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    let captured = "available: 2 nodes (0-1)\n\
+                    node 0 cpus: 0 1\n\
+                    node 0 size: 1510 MB\n\
+                    node 0 free: 1455 MB\n\
+                    node 1 cpus: 2 3\n\
+                    node 1 size: 1464 MB\n\
+                    node 1 free: 1414 MB\n\
+                    node distances:\n\
+                    node   0   1 \n  0:  10  20 \n  1:  20  10 \n";
+    assert_eq!(
+        out,
+        format!(
+            "{captured}sockets: 2 (socket 0: cpus 0-1; socket 1: cpus 2-3)\n\
+             threads per core: 1\n\
+             last-level caches: 2 (cpus 0-1; cpus 2-3)\n"
+        )
+    );
+    let json = dir.path().join("none.json");
+    bad(
+        &["topology", "--root", "/nonexistent-root"],
+        &["/nonexistent-root/sys/devices/system/node: cannot list"],
+        &json,
+    );
+    bad(
+        &[
+            "topology",
+            "--root",
+            &root,
+            "--set",
+            "machine.topology.sockets=2",
+        ],
+        &["applies to a simulated machine only"],
+        &json,
+    );
+}

@@ -1,0 +1,14 @@
+//! numabal-live: the live backend, the second face of numabal beside the simulator.
+//!
+//! ```text
+//!   root (/ on a host, a fixture tree in tests)
+//!     sys/devices/system/node/nodeN/{cpulist,meminfo,distance}   ─┐
+//!     sys/devices/system/cpu/cpuN/topology/*, cache/index*/*      ─┴─► topology::read
+//! ```
+//!
+//! Every reader takes the root path, so tests parse fixture trees (as Meta's `below`
+//! does). Errors name the file and what was wrong with it.
+
+pub mod topology;
+
+pub use topology::{LiveCpu, LiveError, LiveNode, LiveTopology, read_topology};
