@@ -5,6 +5,7 @@
 mod advise;
 mod fsresolver;
 mod output;
+mod stat;
 mod suite;
 
 use clap::{Args, Parser, Subcommand};
@@ -43,6 +44,9 @@ enum Cmd {
     /// Pre-placement advice like `numad -w CPUS:MB`: the nodes a new process should use, on
     /// an idle machine or on the state a run ended in (`--state run.json`).
     Advise(advise::AdviseArgs),
+    /// This host's processes like `numastat -p`: memory per node from numa_maps, and the
+    /// nodes their threads last ran on.
+    Stat(stat::StatArgs),
 }
 
 #[derive(Args, Debug)]
@@ -227,6 +231,7 @@ fn main() -> ExitCode {
         Some(Cmd::Suite(a)) => suite::suite(&a),
         Some(Cmd::Topology(a)) => topology(&a),
         Some(Cmd::Advise(a)) => advise::advise(&a),
+        Some(Cmd::Stat(a)) => stat::stat(&a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

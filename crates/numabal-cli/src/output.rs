@@ -72,7 +72,23 @@ pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<
 
 /// numastat -p's multi-process layout: label 16 wide, then " %15.2f" per column.
 pub fn numastat_table(processes: &[(String, Vec<f64>)], nr_nodes: usize) -> String {
-    let mut s = String::from("Per-node process memory usage (in MBs)\n");
+    node_table(
+        "Per-node process memory usage (in MBs)",
+        processes,
+        nr_nodes,
+        2,
+    )
+}
+
+/// numastat -p's layout for any per-node figure: a title, one row per process, a Total
+/// column and row; `decimals` after the point.
+pub fn node_table(
+    title: &str,
+    processes: &[(String, Vec<f64>)],
+    nr_nodes: usize,
+    decimals: usize,
+) -> String {
+    let mut s = format!("{title}\n");
     s.push_str(&format!("{:<16} ", "PID"));
     for n in 0..nr_nodes {
         s.push_str(&format!(" {:>15}", format!("Node {n}")));
@@ -90,17 +106,17 @@ pub fn numastat_table(processes: &[(String, Vec<f64>)], nr_nodes: usize) -> Stri
     for (label, mb) in processes {
         s.push_str(&format!("{:<16} ", label));
         for (n, v) in mb.iter().enumerate() {
-            s.push_str(&format!(" {v:>15.2}"));
+            s.push_str(&format!(" {v:>15.decimals$}"));
             totals[n] += v;
         }
-        s.push_str(&format!(" {:>15.2}\n", mb.iter().sum::<f64>()));
+        s.push_str(&format!(" {:>15.decimals$}\n", mb.iter().sum::<f64>()));
     }
     s.push_str(&rule);
     s.push_str(&format!("{:<16} ", "Total"));
     for v in &totals {
-        s.push_str(&format!(" {v:>15.2}"));
+        s.push_str(&format!(" {v:>15.decimals$}"));
     }
-    s.push_str(&format!(" {:>15.2}\n", totals.iter().sum::<f64>()));
+    s.push_str(&format!(" {:>15.decimals$}\n", totals.iter().sum::<f64>()));
     s
 }
 

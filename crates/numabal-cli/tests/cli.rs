@@ -1059,3 +1059,68 @@ fn live_topology_reads_sysfs_like_numactl() {
         &json,
     );
 }
+
+/// `numabal stat` on a fixture tree: numastat -p's table from numa_maps (pages x
+/// kernelpagesize_kB), and the threads per node from each thread's last CPU.
+#[test]
+fn stat_reads_proc_like_numastat_p() {
+    let dir = tempfile::tempdir().unwrap();
+    numabal_live::topology::fixture::guest_2n(dir.path());
+    numabal_live::procfs::fixture::process(
+        dir.path(),
+        145,
+        "numa-mem",
+        "7f00 default anon=4633 N0=2229 N1=2404 kernelpagesize_kB=4\n",
+        &[(145, 0), (146, 2), (147, 3)],
+    );
+    numabal_live::procfs::fixture::process(
+        dir.path(),
+        147,
+        "process 0",
+        "7f00 default anon=53216 N0=608 N1=52612 kernelpagesize_kB=4\n",
+        &[(147, 3)],
+    );
+    let root = dir.path().display().to_string();
+    let run = |args: &[&str]| -> String {
+        let out = numabal()
+            .args(["stat", "--root", &root])
+            .args(args)
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    let all = run(&[]);
+    // The memory rows as numastat -p printed them in the research notes' guest (§2.3).
+    assert!(
+        all.starts_with(
+            "Per-node process memory usage (in MBs)\n\
+             PID                        Node 0          Node 1           Total\n\
+             ----------------  --------------- --------------- ---------------\n\
+             145 (numa-mem)               8.71            9.39           18.10\n\
+             147 (process 0)              2.38          205.52          207.89\n"
+        ),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "Per-node threads (where each last ran)\n\
+             PID                        Node 0          Node 1           Total\n\
+             ----------------  --------------- --------------- ---------------\n\
+             145 (numa-mem)                  1               2               3\n\
+             147 (process 0)                 0               1               1\n"
+        ),
+        "{all}"
+    );
+    let one = run(&["-p", "process 0"]);
+    assert!(
+        one.contains("147 (process 0)") && !one.contains("145 (numa-mem)"),
+        "{one}"
+    );
+    assert_eq!(run(&["-p", "145"]).matches("145 (numa-mem)").count(), 2);
+    let json = dir.path().join("none.json");
+    bad(
+        &["stat", "--root", &root, "-p", "999"],
+        &["-p 999: no such process under"],
+        &json,
+    );
+}

@@ -1,0 +1,304 @@
+//! Processes as `/proc` shows them: `stat` (the comm parsed up to the *last* `)`, so names
+//! with spaces or parentheses such as perf's `process 0` do not shift the fields, the bug
+//! numad has), `status` (`Name:`), `cmdline`, `numa_maps` (pages per node) and each thread's
+//! last CPU (`task/TID/stat` field 39).
+
+use crate::topology::LiveError;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn err(path: &Path, message: impl Into<String>) -> LiveError {
+    LiveError {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+fn read(path: &Path) -> Result<String, LiveError> {
+    std::fs::read_to_string(path).map_err(|e| err(path, format!("cannot read: {e}")))
+}
+
+/// The fields of `/proc/PID/stat` (or `task/TID/stat`) numabal uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// Field 1: the pid (or tid).
+    pub pid: u32,
+    /// Field 2, without the parentheses.
+    pub comm: String,
+    /// Field 3.
+    pub state: char,
+    /// Fields 14 + 15: user + system time, clock ticks.
+    pub utime_stime_ticks: u64,
+    /// Field 20.
+    pub num_threads: u64,
+    /// Field 23: virtual size, bytes.
+    pub vsize_bytes: u64,
+    /// Field 24: resident pages.
+    pub rss_pages: u64,
+    /// Field 39: the CPU it last ran on.
+    pub processor: usize,
+}
+
+/// Parse a `stat` line.
+pub fn parse_stat(path: &Path, text: &str) -> Result<Stat, LiveError> {
+    let open = text
+        .find('(')
+        .ok_or_else(|| err(path, "no `(` before the comm"))?;
+    let close = text
+        .rfind(')')
+        .ok_or_else(|| err(path, "no `)` after the comm"))?;
+    if close < open {
+        return Err(err(path, "`)` before `(`"));
+    }
+    let pid = text[..open]
+        .trim()
+        .parse()
+        .map_err(|_| err(path, "field 1 (pid) is not a number"))?;
+    let comm = text[open + 1..close].to_string();
+    // Fields 3.. after the comm; index 0 here is field 3.
+    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    let field = |n: usize| -> Result<&str, LiveError> {
+        rest.get(n - 3)
+            .copied()
+            .ok_or_else(|| err(path, format!("has no field {n}")))
+    };
+    let num = |n: usize| -> Result<u64, LiveError> {
+        field(n)?
+            .parse()
+            .map_err(|_| err(path, format!("field {n} is not a number: {:?}", field(n))))
+    };
+    Ok(Stat {
+        pid,
+        comm,
+        state: field(3)?.chars().next().unwrap_or('?'),
+        utime_stime_ticks: num(14)? + num(15)?,
+        num_threads: num(20)?,
+        vsize_bytes: num(23)?,
+        rss_pages: num(24)?,
+        processor: num(39)? as usize,
+    })
+}
+
+/// Memory of a process per node from `numa_maps`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NumaMaps {
+    /// Bytes per node id.
+    pub node_bytes: BTreeMap<usize, u64>,
+    /// Some mapping has an interleave policy.
+    pub interleaved: bool,
+}
+
+/// Parse `numa_maps`: `N<node>=<pages>` of each line times its `kernelpagesize_kB`.
+pub fn parse_numa_maps(path: &Path, text: &str) -> Result<NumaMaps, LiveError> {
+    let mut m = NumaMaps::default();
+    for (ln, line) in text.lines().enumerate() {
+        let mut page_kb = 4u64;
+        let mut counts: Vec<(usize, u64)> = Vec::new();
+        for (i, tok) in line.split_whitespace().enumerate() {
+            if i == 1 && tok.starts_with("interleave") {
+                m.interleaved = true;
+            }
+            if let Some(v) = tok.strip_prefix("kernelpagesize_kB=") {
+                page_kb = v
+                    .parse()
+                    .map_err(|_| err(path, format!("line {}: bad {tok:?}", ln + 1)))?;
+            } else if let Some(rest) = tok.strip_prefix('N')
+                && let Some((n, p)) = rest.split_once('=')
+                && let (Ok(n), Ok(p)) = (n.parse::<usize>(), p.parse::<u64>())
+            {
+                counts.push((n, p));
+            }
+        }
+        for (n, p) in counts {
+            *m.node_bytes.entry(n).or_insert(0) += p * page_kb * 1024;
+        }
+    }
+    Ok(m)
+}
+
+/// A process: its stat, name, command line, memory per node and threads' last CPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    /// `stat`.
+    pub stat: Stat,
+    /// `status` `Name:` (what numastat prints).
+    pub name: String,
+    /// `cmdline`, arguments joined by spaces.
+    pub cmdline: String,
+    /// `numa_maps`.
+    pub maps: NumaMaps,
+    /// Per thread: (tid, the CPU it last ran on).
+    pub threads: Vec<(u32, usize)>,
+}
+
+/// Every pid under `root/proc`, in order.
+pub fn pids(root: &Path) -> Result<Vec<u32>, LiveError> {
+    let dir = root.join("proc");
+    let rd = std::fs::read_dir(&dir).map_err(|e| err(&dir, format!("cannot list: {e}")))?;
+    let mut v: Vec<u32> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// Read one process; `Ok(None)` if it went away while being read (not an error: processes
+/// exit at any time).
+pub fn read_process(root: &Path, pid: u32) -> Result<Option<Process>, LiveError> {
+    let dir: PathBuf = root.join(format!("proc/{pid}"));
+    let gone = |e: &LiveError| !dir.exists() || e.message.contains("No such file");
+    let stat_path = dir.join("stat");
+    let stat = match read(&stat_path) {
+        Ok(t) => parse_stat(&stat_path, &t)?,
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let name = read(&dir.join("status"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Name:").map(|n| n.trim().to_string()))
+        })
+        .unwrap_or_else(|| stat.comm.clone());
+    let cmdline = read(&dir.join("cmdline"))
+        .map(|t| {
+            t.split('\0')
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    let maps_path = dir.join("numa_maps");
+    let maps = match read(&maps_path) {
+        Ok(t) => parse_numa_maps(&maps_path, &t)?,
+        // Kernel threads have an empty one; a process that exited has none.
+        Err(e) if gone(&e) => return Ok(None),
+        Err(_) => NumaMaps::default(),
+    };
+    let mut threads = Vec::new();
+    let task = dir.join("task");
+    if let Ok(rd) = std::fs::read_dir(&task) {
+        let mut tids: Vec<u32> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        tids.sort_unstable();
+        for tid in tids {
+            let p = task.join(format!("{tid}/stat"));
+            if let Ok(t) = read(&p) {
+                threads.push((tid, parse_stat(&p, &t)?.processor));
+            }
+        }
+    }
+    Ok(Some(Process {
+        stat,
+        name,
+        cmdline,
+        maps,
+        threads,
+    }))
+}
+
+/// Fixture `/proc` entries for tests.
+#[doc(hidden)]
+pub mod fixture {
+    use std::path::Path;
+
+    fn put(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    /// A `stat` line with the given comm, threads, rss pages and last CPU.
+    pub fn stat_line(pid: u32, comm: &str, threads: u64, rss: u64, cpu: usize) -> String {
+        // Fields 3..52 of a sleeping process; 14/15 = 100/20 ticks, 23 = vsize.
+        let mut f: Vec<String> = vec!["S".into()];
+        for n in 4..=52 {
+            f.push(match n {
+                14 => "100".into(),
+                15 => "20".into(),
+                20 => threads.to_string(),
+                23 => (rss * 4096 * 2).to_string(),
+                24 => rss.to_string(),
+                39 => cpu.to_string(),
+                _ => "0".into(),
+            });
+        }
+        format!("{pid} ({comm}) {}\n", f.join(" "))
+    }
+
+    /// A process with `numa_maps` text and threads (tid, cpu).
+    pub fn process(root: &Path, pid: u32, comm: &str, maps: &str, threads: &[(u32, usize)]) {
+        let d = root.join(format!("proc/{pid}"));
+        let rss = 1000;
+        put(
+            &d.join("stat"),
+            &stat_line(pid, comm, threads.len() as u64, rss, threads[0].1),
+        );
+        put(
+            &d.join("status"),
+            &format!("Name:\t{comm}\nState:\tS (sleeping)\n"),
+        );
+        put(&d.join("cmdline"), &format!("{comm}\0--flag\0"));
+        put(&d.join("numa_maps"), maps);
+        for &(tid, cpu) in threads {
+            put(
+                &d.join(format!("task/{tid}/stat")),
+                &stat_line(tid, comm, threads.len() as u64, rss, cpu),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_comm_with_spaces_and_parentheses() {
+        let p = Path::new("x/stat");
+        let line = fixture::stat_line(147, "process 0 (x)", 3, 500, 5);
+        let s = parse_stat(p, &line).unwrap();
+        assert_eq!(s.comm, "process 0 (x)");
+        assert_eq!(
+            (s.pid, s.state, s.num_threads, s.rss_pages),
+            (147, 'S', 3, 500)
+        );
+        assert_eq!((s.utime_stime_ticks, s.processor), (120, 5));
+        let e = parse_stat(p, "12 (a) S 1 2").unwrap_err().to_string();
+        assert_eq!(e, "x/stat: has no field 14");
+    }
+
+    #[test]
+    fn numa_maps_pages_times_page_size() {
+        let text = "7f0000000000 default anon=3 dirty=3 N0=2 N1=1 kernelpagesize_kB=4\n\
+                    7f1000000000 interleave:0-1 anon=1024 N0=512 N1=512 kernelpagesize_kB=4\n\
+                    7f2000000000 default file=/lib/x.so mapped=5 mapmax=9 N1=5 kernelpagesize_kB=4\n\
+                    7f3000000000 bind:1 huge anon=2 dirty=2 N1=2 kernelpagesize_kB=2048\n";
+        let m = parse_numa_maps(Path::new("numa_maps"), text).unwrap();
+        assert!(m.interleaved);
+        assert_eq!(m.node_bytes[&0], (2 + 512) * 4096);
+        assert_eq!(m.node_bytes[&1], (1 + 512 + 5) * 4096 + 2 * 2048 * 1024);
+    }
+
+    #[test]
+    fn processes_from_a_fixture_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        fixture::process(
+            dir.path(),
+            145,
+            "numa-mem",
+            "7f00 default anon=10 N0=2229 N1=2404 kernelpagesize_kB=4\n",
+            &[(145, 0), (146, 2), (148, 3)],
+        );
+        assert_eq!(pids(dir.path()).unwrap(), vec![145]);
+        let p = read_process(dir.path(), 145).unwrap().unwrap();
+        assert_eq!(p.name, "numa-mem");
+        assert_eq!(p.cmdline, "numa-mem --flag");
+        assert_eq!(p.threads, vec![(145, 0), (146, 2), (148, 3)]);
+        assert_eq!(p.maps.node_bytes[&1], 2404 * 4096);
+        // A process that is gone is not an error.
+        assert_eq!(read_process(dir.path(), 999).unwrap(), None);
+    }
+}
