@@ -33,7 +33,7 @@ cargo clippy --locked --all-targets -- -D warnings
 
 step "policy core stays free of I/O, threads and backends"
 deps=$(cargo tree --locked -p numabal-policy -e normal --prefix none | awk '{print $1}' | sort -u)
-for banned in rayon libc procfs perf-event-open numabal-sim; do
+for banned in rayon libc procfs perf-event-open numabal-sim numabal-live; do
   if printf '%s\n' "$deps" | grep -qx "$banned"; then
     echo "numabal-policy depends on $banned" >&2
     exit 1

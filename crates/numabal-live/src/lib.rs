@@ -5,13 +5,17 @@
 //!     sys/devices/system/node/nodeN/{cpulist,meminfo,distance}   ─┐
 //!     sys/devices/system/cpu/cpuN/topology/*, cache/index*/*      ─┴─► topology::read
 //!     proc/PID/{stat,status,cmdline,numa_maps}, task/TID/stat     ───► procfs::read_process
+//!     all of it + proc/stat (idle per CPU)                         ───► observe: the policy
+//!                                                                        core's Observation
 //! ```
 //!
 //! Every reader takes the root path, so tests parse fixture trees (as Meta's `below`
 //! does). Errors name the file and what was wrong with it.
 
+pub mod observe;
 pub mod procfs;
 pub mod topology;
 
+pub use observe::{Snapshot, observe};
 pub use procfs::{NumaMaps, Process, Stat, parse_numa_maps, parse_stat, pids, read_process};
 pub use topology::{LiveCpu, LiveError, LiveNode, LiveTopology, read_topology};

@@ -1,0 +1,318 @@
+//! One observation of the host in the policy core's terms (`numabal_policy::Observation`):
+//! every thread and its CPU, every process with memory (`/proc/PID`), every node's memory
+//! (`nodeN/meminfo`) and every CPU's idle time (`/proc/stat`). A daemon takes one per pass.
+//!
+//! Units: `/proc/stat` and `utime`/`stime` count clock ticks of `USER_HZ`, which is 100 on
+//! every Linux architecture numabal targets (the kernel's ABI constant, not `CONFIG_HZ`);
+//! RSS is in pages of 4 KiB (x86-64, arm64 with 4K pages).
+
+use crate::procfs::{Process, pids, read_process};
+use crate::topology::{LiveError, LiveTopology};
+use numabal_model::{Mask, Pid, Tid};
+use numabal_policy::{NodeObs, ProcessObs, ThreadObs};
+use std::path::Path;
+
+/// Clock ticks per second of `/proc` times (`USER_HZ`).
+pub const USER_HZ: u64 = 100;
+/// Base page size.
+pub const PAGE_BYTES: u64 = 4096;
+const NS_PER_TICK: u64 = 1_000_000_000 / USER_HZ;
+
+/// The owned data behind an `Observation`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// Every thread of the processes below.
+    pub threads: Vec<ThreadObs>,
+    /// Every process with memory (kernel threads have none and are left out).
+    pub processes: Vec<ProcessObs>,
+    /// Every node, by node id (ids are dense in numabal's policies; a sparse host's
+    /// missing ids get empty nodes).
+    pub nodes: Vec<NodeObs>,
+    /// Idle time per CPU id, ns.
+    pub cpu_idle_ns: Vec<u64>,
+}
+
+impl Snapshot {
+    /// The observation a policy is given.
+    pub fn observation(&self, now_ns: u64) -> numabal_policy::Observation<'_> {
+        numabal_policy::Observation {
+            now_ns,
+            threads: &self.threads,
+            processes: &self.processes,
+            nodes: &self.nodes,
+            cpu_idle_ns: &self.cpu_idle_ns,
+        }
+    }
+}
+
+fn err(path: &Path, message: impl Into<String>) -> LiveError {
+    LiveError {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// Idle time per CPU id from `/proc/stat` (`cpuN user nice system idle ...`), ns.
+pub fn read_cpu_idle(root: &Path, nr_cpus: usize) -> Result<Vec<u64>, LiveError> {
+    let path = root.join("proc/stat");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| err(&path, format!("cannot read: {e}")))?;
+    let mut idle = vec![0u64; nr_cpus];
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let Some(cpu) = f.next().and_then(|c| c.strip_prefix("cpu")) else {
+            continue;
+        };
+        let Ok(id) = cpu.parse::<usize>() else {
+            continue; // the "cpu" total line
+        };
+        let ticks: u64 = f
+            .nth(3)
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| err(&path, format!("cpu{id}: no idle field")))?;
+        if id < nr_cpus {
+            idle[id] = ticks * NS_PER_TICK;
+        }
+    }
+    Ok(idle)
+}
+
+/// `Mems_allowed_list:` of `/proc/PID/status` (all nodes if absent).
+fn mems_allowed(root: &Path, pid: u32, nr_nodes: usize) -> Mask {
+    std::fs::read_to_string(root.join(format!("proc/{pid}/status")))
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                let v = l.strip_prefix("Mems_allowed_list:")?;
+                Mask::parse_list(v.trim(), None).ok()
+            })
+        })
+        .unwrap_or_else(|| Mask::full(nr_nodes))
+}
+
+/// `-smp N` (or `-smp cpus=N,...`) on a qemu command line.
+pub fn kvm_vcpus(cmdline: &str) -> Option<u32> {
+    let mut args = cmdline.split_whitespace();
+    while let Some(a) = args.next() {
+        if a == "-smp" {
+            let v = args.next()?;
+            let first = v.split(',').next()?;
+            let n = first.strip_prefix("cpus=").unwrap_or(first);
+            return n.parse().ok();
+        }
+    }
+    None
+}
+
+fn process_obs(root: &Path, p: &Process, nr_nodes: usize) -> ProcessObs {
+    let mut node_bytes = vec![0u64; nr_nodes];
+    for (&n, &b) in &p.maps.node_bytes {
+        if n < nr_nodes {
+            node_bytes[n] += b;
+        }
+    }
+    ProcessObs {
+        pid: Pid(p.stat.pid),
+        comm: p.name.clone(),
+        num_threads: p.threads.len() as u32,
+        cpu_time_ns: p.stat.utime_stime_ticks * NS_PER_TICK,
+        vsize_bytes: p.stat.vsize_bytes,
+        rss_bytes: p.stat.rss_pages * PAGE_BYTES,
+        node_bytes,
+        interleaved: p.maps.interleaved,
+        mems_allowed: mems_allowed(root, p.stat.pid, nr_nodes),
+        kvm_vcpus: if p.name.starts_with("qemu") {
+            kvm_vcpus(&p.cmdline)
+        } else {
+            None
+        },
+    }
+}
+
+/// Observe the host under `root`.
+pub fn observe(root: &Path, topo: &LiveTopology) -> Result<Snapshot, LiveError> {
+    let nr_nodes = topo.nodes.iter().map(|n| n.id + 1).max().unwrap_or(1);
+    let nr_cpus = topo.cpus.iter().map(|c| c.id + 1).max().unwrap_or(1);
+    let node_of = |cpu: usize| topo.cpus.iter().find(|c| c.id == cpu).map(|c| c.node);
+    let mut nodes = vec![
+        NodeObs {
+            mem_total_bytes: 0,
+            mem_free_bytes: 0
+        };
+        nr_nodes
+    ];
+    for n in &topo.nodes {
+        nodes[n.id] = NodeObs {
+            mem_total_bytes: n.mem_total_bytes,
+            mem_free_bytes: n.mem_free_bytes,
+        };
+    }
+    let mut threads = Vec::new();
+    let mut processes = Vec::new();
+    for pid in pids(root)? {
+        let Some(p) = read_process(root, pid)? else {
+            continue;
+        };
+        if p.maps.node_bytes.values().all(|&b| b == 0) {
+            continue; // kernel threads and processes without memory
+        }
+        for &(tid, cpu) in &p.threads {
+            threads.push(ThreadObs {
+                tid: Tid(tid),
+                pid: Pid(pid),
+                cpu: Some(cpu),
+                node: node_of(cpu),
+            });
+        }
+        processes.push(process_obs(root, &p, nr_nodes));
+    }
+    Ok(Snapshot {
+        threads,
+        processes,
+        nodes,
+        cpu_idle_ns: read_cpu_idle(root, nr_cpus)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procfs::fixture as pf;
+    use crate::topology::{fixture as tf, read_topology};
+
+    #[test]
+    fn a_fixture_host_as_the_policy_core_sees_it() {
+        let dir = tempfile::tempdir().unwrap();
+        tf::guest_2n(dir.path());
+        pf::process(
+            dir.path(),
+            200,
+            "qemu-kvm",
+            "7f00 default anon=10 N0=100 N1=300 kernelpagesize_kB=4\n",
+            &[(200, 0), (201, 3)],
+        );
+        std::fs::write(
+            dir.path().join("proc/200/cmdline"),
+            ["/usr/bin/qemu-kvm", "-m", "4096", "-smp", "4,sockets=1", ""].join("\0"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("proc/200/status"),
+            "Name:\tqemu-kvm\nMems_allowed_list:\t1\n",
+        )
+        .unwrap();
+        // A kernel thread: no memory.
+        pf::process(dir.path(), 2, "kthreadd", "", &[(2, 1)]);
+        std::fs::write(
+            dir.path().join("proc/stat"),
+            "cpu  10 0 5 4000 0 0 0 0 0 0\ncpu0 1 0 1 1000 0 0 0 0 0 0\ncpu1 1 0 1 1100 0 0 0 0 0 0\n\
+             cpu2 1 0 1 900 0 0 0 0 0 0\ncpu3 1 0 1 1000 0 0 0 0 0 0\nintr 1\n",
+        )
+        .unwrap();
+        let topo = read_topology(dir.path()).unwrap();
+        let s = observe(dir.path(), &topo).unwrap();
+        assert_eq!(s.processes.len(), 1);
+        let p = &s.processes[0];
+        assert_eq!(
+            (p.pid, p.comm.as_str(), p.num_threads),
+            (Pid(200), "qemu-kvm", 2)
+        );
+        assert_eq!(p.node_bytes, vec![100 * 4096, 300 * 4096]);
+        assert_eq!(p.cpu_time_ns, 120 * 10_000_000);
+        assert_eq!(p.rss_bytes, 1000 * 4096);
+        assert_eq!(p.mems_allowed, Mask::single(1));
+        assert_eq!(p.kvm_vcpus, Some(4));
+        assert_eq!(s.threads.len(), 2);
+        assert_eq!(s.threads[1].node, Some(1));
+        assert_eq!(
+            s.cpu_idle_ns,
+            vec![
+                10_000_000_000,
+                11_000_000_000,
+                9_000_000_000,
+                10_000_000_000
+            ]
+        );
+        assert_eq!(s.nodes[1].mem_free_bytes >> 20, 1414);
+        let o = s.observation(5);
+        assert_eq!((o.now_ns, o.processes.len()), (5, 1));
+    }
+
+    #[test]
+    fn smp_forms() {
+        assert_eq!(kvm_vcpus("qemu -smp 10"), Some(10));
+        assert_eq!(kvm_vcpus("qemu -smp cpus=6,sockets=1"), Some(6));
+        assert_eq!(kvm_vcpus("qemu -m 1G"), None);
+    }
+}
+
+/// The shared policy core runs on live observations: numad, fed two passes of a fixture
+/// host 5 s apart, binds a busy 400 MB process spread over both nodes to the node holding
+/// most of it (what the daemon will do on a host).
+#[cfg(test)]
+mod numad_on_a_fixture_host {
+    use super::*;
+    use crate::procfs::fixture as pf;
+    use crate::topology::{fixture as tf, read_topology};
+    use numabal_policy::{Action, Policy};
+
+    fn put_pass(root: &Path, utime_ticks: u64, idle_ticks: u64) {
+        // 400 MB resident, 2 threads on CPUs 0 and 2.
+        let stat = pf::stat_line(300, "app", 2, 102_400, 0)
+            .replace(" 100 20 ", &format!(" {utime_ticks} 0 "));
+        std::fs::write(root.join("proc/300/stat"), stat).unwrap();
+        let mut s = String::from("cpu  0 0 0 0 0 0 0 0 0 0\n");
+        for c in 0..4 {
+            let idle = if c == 0 || c == 2 { 0 } else { idle_ticks };
+            s.push_str(&format!("cpu{c} 0 0 0 {idle} 0 0 0 0 0 0\n"));
+        }
+        std::fs::write(root.join("proc/stat"), s).unwrap();
+    }
+
+    #[test]
+    fn numad_binds_a_busy_process_seen_through_proc() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        tf::guest_2n(root);
+        // 300 MB on node 0, 100 MB on node 1.
+        pf::process(
+            root,
+            300,
+            "app",
+            "7f00 default anon=102400 N0=76800 N1=25600 kernelpagesize_kB=4\n",
+            &[(300, 0), (301, 2)],
+        );
+        let topo = read_topology(root).unwrap();
+        let machine = {
+            // The policy core takes a Machine; a live one is built from the topology in the
+            // daemon. Here the simulator's 2-node test machine has the same shape.
+            use numabal_model::scenario::{Kind, PresetResolver, Resolver, parse_toml};
+            let src = PresetResolver.resolve(Kind::Machine, "tiny-2n4").unwrap();
+            let spec =
+                numabal_model::scenario::from_table(&src.label, parse_toml(&src).unwrap()).unwrap();
+            numabal_model::Machine::from_spec(spec, &src.label).unwrap()
+        };
+        let mut numad = numabal_policy::numad::Numad::new(Default::default());
+        let mut out = Vec::new();
+        put_pass(root, 0, 0);
+        let s = observe(root, &topo).unwrap();
+        numad.on_tick(&machine, &s.observation(1_000_000_000), &mut out);
+        assert!(out.is_empty());
+        // 5 s later: 10 CPU-seconds used (two busy threads), the other CPUs idle.
+        put_pass(root, 1000, 500);
+        let s = observe(root, &topo).unwrap();
+        numad.on_tick(&machine, &s.observation(6_000_000_000), &mut out);
+        assert!(
+            out.contains(&Action::Log {
+                pid: Pid(300),
+                message: "Advising pid 300 (app) move from nodes (0-1) to nodes (0)".into()
+            }),
+            "{out:?}"
+        );
+        assert!(out.contains(&Action::MigrateProcessPages {
+            pid: Pid(300),
+            from: 1,
+            to: 0
+        }));
+    }
+}
