@@ -7,7 +7,7 @@
 //! RSS is in pages of 4 KiB (x86-64, arm64 with 4K pages).
 
 use crate::procfs::{Process, pids, read_process};
-use crate::topology::{LiveError, LiveTopology};
+use crate::topology::{LiveError, LiveTopology, err, read};
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::{NodeObs, ProcessObs, ThreadObs};
 use std::path::Path;
@@ -45,18 +45,10 @@ impl Snapshot {
     }
 }
 
-fn err(path: &Path, message: impl Into<String>) -> LiveError {
-    LiveError {
-        path: path.to_path_buf(),
-        message: message.into(),
-    }
-}
-
 /// Idle time per CPU id from `/proc/stat` (`cpuN user nice system idle ...`), ns.
 pub fn read_cpu_idle(root: &Path, nr_cpus: usize) -> Result<Vec<u64>, LiveError> {
     let path = root.join("proc/stat");
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| err(&path, format!("cannot read: {e}")))?;
+    let text = read(&path)?;
     let mut idle = vec![0u64; nr_cpus];
     for line in text.lines() {
         let mut f = line.split_whitespace();

@@ -3,20 +3,9 @@
 //! numad has), `status` (`Name:`), `cmdline`, `numa_maps` (pages per node) and each thread's
 //! last CPU (`task/TID/stat` field 39).
 
-use crate::topology::LiveError;
+use crate::topology::{LiveError, err, read};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-fn err(path: &Path, message: impl Into<String>) -> LiveError {
-    LiveError {
-        path: path.to_path_buf(),
-        message: message.into(),
-    }
-}
-
-fn read(path: &Path) -> Result<String, LiveError> {
-    std::fs::read_to_string(path).map_err(|e| err(path, format!("cannot read: {e}")))
-}
 
 /// The fields of `/proc/PID/stat` (or `task/TID/stat`) numabal uses.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,14 +29,14 @@ impl fmt::Display for LiveError {
 
 impl std::error::Error for LiveError {}
 
-fn err(path: &Path, message: impl Into<String>) -> LiveError {
+pub(crate) fn err(path: &Path, message: impl Into<String>) -> LiveError {
     LiveError {
         path: path.to_path_buf(),
         message: message.into(),
     }
 }
 
-fn read(path: &Path) -> Result<String, LiveError> {
+pub(crate) fn read(path: &Path) -> Result<String, LiveError> {
     std::fs::read_to_string(path).map_err(|e| err(path, format!("cannot read: {e}")))
 }
 
