@@ -3,6 +3,7 @@
 //! (2 for bad input, 1 for internal errors).
 
 mod advise;
+mod daemon;
 mod fsresolver;
 mod output;
 mod stat;
@@ -47,6 +48,9 @@ enum Cmd {
     /// This host's processes like `numastat -p`: memory per node from numa_maps, and the
     /// nodes their threads last ran on.
     Stat(stat::StatArgs),
+    /// The placement daemon on this host (in progress: `--dry-run` logs the decisions of
+    /// the shared policy core as JSON lines).
+    Daemon(daemon::DaemonArgs),
 }
 
 #[derive(Args, Debug)]
@@ -232,6 +236,7 @@ fn main() -> ExitCode {
         Some(Cmd::Topology(a)) => topology(&a),
         Some(Cmd::Advise(a)) => advise::advise(&a),
         Some(Cmd::Stat(a)) => stat::stat(&a),
+        Some(Cmd::Daemon(a)) => daemon::daemon(&a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -1124,3 +1124,62 @@ fn stat_reads_proc_like_numastat_p() {
         &json,
     );
 }
+
+/// `numabal daemon --dry-run` runs numad's passes on a fixture host (the first pass only
+/// admits processes: no decision yet); without `--dry-run`, and with a policy that has no
+/// passes, it says why it will not run.
+#[test]
+fn daemon_dry_run_and_its_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    numabal_live::topology::fixture::guest_2n(dir.path());
+    numabal_live::procfs::fixture::process(
+        dir.path(),
+        145,
+        "numa-mem",
+        "7f00 default anon=10 N0=5 N1=5 kernelpagesize_kB=4\n",
+        &[(145, 0)],
+    );
+    std::fs::write(
+        dir.path().join("proc/stat"),
+        "cpu0 0 0 0 1 0\ncpu1 0 0 0 1 0\ncpu2 0 0 0 1 0\ncpu3 0 0 0 1 0\n",
+    )
+    .unwrap();
+    let root = dir.path().display().to_string();
+    let out = numabal()
+        .args(["daemon", "--dry-run", "--passes", "1", "--root", &root])
+        .args(["--set", "policy.u=100"])
+        .assert()
+        .success();
+    assert!(out.get_output().stdout.is_empty());
+    let json = dir.path().join("none.json");
+    bad(&["daemon", "--root", &root], &["run with --dry-run"], &json);
+    bad(
+        &["daemon", "--dry-run", "--root", &root, "-p", "none"],
+        &["--policy none: has no periodic passes"],
+        &json,
+    );
+    bad(
+        &[
+            "daemon",
+            "--dry-run",
+            "--root",
+            &root,
+            "--set",
+            "policy.u=200",
+        ],
+        &["policy.u: is 200 (allowed: 10 to 130)"],
+        &json,
+    );
+    bad(
+        &[
+            "daemon",
+            "--dry-run",
+            "--root",
+            &root,
+            "--set",
+            "sim.tick_ms=1",
+        ],
+        &["only policy.* applies to the daemon"],
+        &json,
+    );
+}

@@ -12,10 +12,12 @@
 //! Every reader takes the root path, so tests parse fixture trees (as Meta's `below`
 //! does). Errors name the file and what was wrong with it.
 
+pub mod machine;
 pub mod observe;
 pub mod procfs;
 pub mod topology;
 
+pub use machine::machine_of;
 pub use observe::{Snapshot, observe};
 pub use procfs::{NumaMaps, Process, Stat, parse_numa_maps, parse_stat, pids, read_process};
 pub use topology::{LiveCpu, LiveError, LiveNode, LiveTopology, read_topology};

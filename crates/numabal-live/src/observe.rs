@@ -275,15 +275,7 @@ mod numad_on_a_fixture_host {
             &[(300, 0), (301, 2)],
         );
         let topo = read_topology(root).unwrap();
-        let machine = {
-            // The policy core takes a Machine; a live one is built from the topology in the
-            // daemon. Here the simulator's 2-node test machine has the same shape.
-            use numabal_model::scenario::{Kind, PresetResolver, Resolver, parse_toml};
-            let src = PresetResolver.resolve(Kind::Machine, "tiny-2n4").unwrap();
-            let spec =
-                numabal_model::scenario::from_table(&src.label, parse_toml(&src).unwrap()).unwrap();
-            numabal_model::Machine::from_spec(spec, &src.label).unwrap()
-        };
+        let machine = crate::machine::machine_of(root, &topo).unwrap();
         let mut numad = numabal_policy::numad::Numad::new(Default::default());
         let mut out = Vec::new();
         put_pass(root, 0, 0);
