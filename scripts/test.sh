@@ -40,6 +40,13 @@ for banned in rayon libc procfs perf-event-open numabal-sim numabal-live; do
   fi
 done
 
+step "all unsafe code in one module (crates/numabal-live/src/sys.rs)"
+others=$(grep -rln 'allow(unsafe_code)' crates --include='*.rs' | grep -vx 'crates/numabal-live/src/sys.rs' || true)
+if [ -n "$others" ]; then
+  echo "unsafe code allowed outside numabal-live's sys.rs: $others" >&2
+  exit 1
+fi
+
 step "tests"
 cargo test --locked --workspace --all-targets
 cargo test --locked --workspace --doc

@@ -15,6 +15,7 @@
 pub mod machine;
 pub mod observe;
 pub mod procfs;
+pub mod sys;
 pub mod topology;
 
 pub use machine::machine_of;

@@ -1,0 +1,161 @@
+//! Every `unsafe` call of numabal: the system calls the daemon acts and looks through,
+//! wrapped in typed functions. Each block states why it is sound.
+//!
+//! ```text
+//!  set_affinity / get_affinity   sched_setaffinity(2) / sched_getaffinity(2), a mask sized
+//!                                to the host (not glibc's fixed 1024-CPU cpu_set_t)
+//!  migrate_pages                 migrate_pages(2): every page of a process on `from` to `to`
+//!  query_nodes                   move_pages(2) with nodes = NULL: where pages are, no move
+//! ```
+#![allow(unsafe_code)]
+
+use numabal_model::Mask;
+use std::io;
+
+const BITS: usize = 64;
+
+/// A mask as the kernel's array of `unsigned long`, big enough for `max_id`.
+fn words(mask: &Mask, max_id: usize) -> Vec<u64> {
+    let mut w = vec![0u64; max_id / BITS + 1];
+    for i in mask.iter() {
+        w[i / BITS] |= 1 << (i % BITS);
+    }
+    w
+}
+
+fn from_words(w: &[u64]) -> Mask {
+    Mask::from_ids((0..w.len() * BITS).filter(|&i| w[i / BITS] & (1 << (i % BITS)) != 0))
+}
+
+/// Words for up to this many CPUs or nodes in a query (the kernel accepts larger masks
+/// than it has CPUs).
+const MAX_IDS: usize = 8192;
+
+/// `sched_setaffinity(tid, cpus)`.
+pub fn set_affinity(tid: u32, cpus: &Mask) -> io::Result<()> {
+    let w = words(cpus, cpus.last().unwrap_or(0).max(MAX_IDS - 1));
+    // SAFETY: the pointer and length describe `w`, which lives across the call; the kernel
+    // only reads `len` bytes from it.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setaffinity,
+            tid as libc::pid_t,
+            w.len() * 8,
+            w.as_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `sched_getaffinity(tid)`.
+pub fn get_affinity(tid: u32) -> io::Result<Mask> {
+    let mut w = vec![0u64; MAX_IDS / BITS];
+    // SAFETY: the kernel writes at most `len` bytes into `w`, which is that long and lives
+    // across the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getaffinity,
+            tid as libc::pid_t,
+            w.len() * 8,
+            w.as_mut_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(from_words(&w))
+}
+
+/// `migrate_pages(pid, from, to)`: returns the number of pages that could not be moved.
+pub fn migrate_pages(pid: u32, from: &Mask, to: &Mask) -> io::Result<usize> {
+    let max = from.last().unwrap_or(0).max(to.last().unwrap_or(0));
+    let (f, t) = (words(from, max), words(to, max));
+    // maxnode counts bits; one more than the highest node, as libnuma passes.
+    let maxnode = f.len() * BITS;
+    // SAFETY: both masks are `maxnode` bits long and live across the call; the kernel only
+    // reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_migrate_pages,
+            pid as libc::pid_t,
+            maxnode as libc::c_ulong,
+            f.as_ptr(),
+            t.as_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as usize)
+}
+
+/// Where each page of `pid` at `addrs` is: a node id, or the negative errno the kernel
+/// gives for it (`-ENOENT`: not present, `-EFAULT`: not mapped).
+pub fn query_nodes(pid: u32, addrs: &[usize]) -> io::Result<Vec<i32>> {
+    let pages: Vec<*const libc::c_void> = addrs.iter().map(|&a| a as *const _).collect();
+    let mut status = vec![0i32; addrs.len()];
+    // SAFETY: `pages` and `status` both hold `addrs.len()` entries and live across the
+    // call; with `nodes` NULL the kernel only reads `pages` (addresses in the target's
+    // address space, never dereferenced here) and writes `status`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            pid as libc::pid_t,
+            addrs.len() as libc::c_ulong,
+            pages.as_ptr(),
+            std::ptr::null::<i32>(),
+            status.as_mut_ptr(),
+            0 as libc::c_int,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(status)
+}
+
+/// This thread's id.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_round_trip_through_kernel_words() {
+        let m = Mask::from_ids([0, 3, 64, 130]);
+        let w = words(&m, 130);
+        assert_eq!(w.len(), 3);
+        assert_eq!(from_words(&w), m);
+    }
+
+    #[test]
+    fn affinity_of_this_thread_round_trips() {
+        let tid = gettid();
+        let before = get_affinity(tid).unwrap();
+        let one = Mask::single(before.first().unwrap());
+        set_affinity(tid, &one).unwrap();
+        assert_eq!(get_affinity(tid).unwrap(), one);
+        set_affinity(tid, &before).unwrap();
+        assert_eq!(get_affinity(tid).unwrap(), before);
+        // A CPU the host does not have: the kernel refuses.
+        assert!(set_affinity(tid, &Mask::single(MAX_IDS - 1)).is_err());
+    }
+
+    #[test]
+    fn where_this_process_pages_are() {
+        let v = vec![1u8; 3 * 4096];
+        let page = (v.as_ptr() as usize + 4095) & !4095;
+        let st = query_nodes(std::process::id(), &[page]).unwrap();
+        assert!(st[0] >= 0, "{st:?}");
+        // migrate_pages of this process from its page's node to itself moves nothing.
+        let n = Mask::single(st[0] as usize);
+        assert_eq!(migrate_pages(std::process::id(), &n, &n).unwrap(), 0);
+    }
+}
