@@ -6,6 +6,7 @@ mod advise;
 mod daemon;
 mod fsresolver;
 mod output;
+mod record;
 mod stat;
 mod suite;
 
@@ -51,6 +52,9 @@ enum Cmd {
     /// The placement daemon on this host (in progress: `--dry-run` logs the decisions of
     /// the shared policy core as JSON lines).
     Daemon(daemon::DaemonArgs),
+    /// Record this host's observations (topology, then one pass per interval) as versioned
+    /// JSON lines.
+    Record(record::RecordArgs),
 }
 
 #[derive(Args, Debug)]
@@ -237,6 +241,7 @@ fn main() -> ExitCode {
         Some(Cmd::Advise(a)) => advise::advise(&a),
         Some(Cmd::Stat(a)) => stat::stat(&a),
         Some(Cmd::Daemon(a)) => daemon::daemon(&a),
+        Some(Cmd::Record(a)) => record::record(&a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

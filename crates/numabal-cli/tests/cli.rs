@@ -1183,3 +1183,53 @@ fn daemon_dry_run_and_its_refusals() {
         &json,
     );
 }
+
+/// `numabal record` writes the header and one line per pass; the live crate reads it back.
+#[test]
+fn record_writes_versioned_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    numabal_live::topology::fixture::guest_2n(dir.path());
+    numabal_live::procfs::fixture::process(
+        dir.path(),
+        145,
+        "numa-mem",
+        "7f00 default anon=10 N0=5 N1=5 kernelpagesize_kB=4\n",
+        &[(145, 0)],
+    );
+    std::fs::write(dir.path().join("proc/stat"), "cpu0 0 0 0 1 0\n").unwrap();
+    let root = dir.path().display().to_string();
+    let out = dir.path().join("rec.jsonl");
+    numabal()
+        .args([
+            "record",
+            "--root",
+            &root,
+            "--passes",
+            "3",
+            "--interval-s",
+            "0",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let (h, passes) = numabal_live::record::read_record(&out).unwrap();
+    assert_eq!(h.numabal_record, 1);
+    assert_eq!(h.topology.nodes.len(), 2);
+    assert_eq!(passes.len(), 3);
+    assert_eq!(passes[2].snapshot.processes[0].comm, "numa-mem");
+    let json = dir.path().join("none.json");
+    bad(
+        &[
+            "record",
+            "--root",
+            &root,
+            "--out",
+            "/nonexistent-dir/x.jsonl",
+            "--passes",
+            "1",
+        ],
+        &["/nonexistent-dir/x.jsonl: cannot write"],
+        &json,
+    );
+}

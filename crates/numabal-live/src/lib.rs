@@ -7,6 +7,7 @@
 //!     proc/PID/{stat,status,cmdline,numa_maps}, task/TID/stat     ───► procfs::read_process
 //!     all of it + proc/stat (idle per CPU)                         ───► observe: the policy
 //!                                                                        core's Observation
+//!     observations over time                                       ───► record: JSON lines
 //! ```
 //!
 //! Every reader takes the root path, so tests parse fixture trees (as Meta's `below`
@@ -15,6 +16,7 @@
 pub mod machine;
 pub mod observe;
 pub mod procfs;
+pub mod record;
 pub mod sys;
 pub mod topology;
 

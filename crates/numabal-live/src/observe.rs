@@ -19,7 +19,7 @@ pub const PAGE_BYTES: u64 = 4096;
 const NS_PER_TICK: u64 = 1_000_000_000 / USER_HZ;
 
 /// The owned data behind an `Observation`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Snapshot {
     /// Every thread of the processes below.
     pub threads: Vec<ThreadObs>,

@@ -54,7 +54,7 @@ fn read_u64(path: &Path) -> Result<u64, LiveError> {
 }
 
 /// A NUMA node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LiveNode {
     /// Node id (ids may be sparse).
     pub id: usize,
@@ -69,7 +69,7 @@ pub struct LiveNode {
 }
 
 /// A CPU.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LiveCpu {
     /// CPU id.
     pub id: usize,
@@ -87,7 +87,7 @@ pub struct LiveCpu {
 }
 
 /// The host's topology.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LiveTopology {
     /// Nodes in id order.
     pub nodes: Vec<LiveNode>,

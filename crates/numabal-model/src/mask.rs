@@ -242,6 +242,20 @@ impl fmt::Display for Mask {
     }
 }
 
+/// In JSON and TOML a mask is its cpulist string (`"0-3,8"`).
+impl serde::Serialize for Mask {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_list_string())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Mask {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Mask::parse_list(&s, None).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -142,7 +142,7 @@ pub enum Action {
 }
 
 /// One thread as the backend sees it at a periodic callback.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ThreadObs {
     /// Thread.
     pub tid: Tid,
@@ -155,7 +155,7 @@ pub struct ThreadObs {
 }
 
 /// One process as `/proc/PID/{stat,status,numa_maps,cmdline}` show it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessObs {
     /// Its pid.
     pub pid: Pid,
@@ -180,7 +180,7 @@ pub struct ProcessObs {
 }
 
 /// One node as `/sys/devices/system/node/nodeN/meminfo` shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NodeObs {
     /// `MemTotal`, bytes.
     pub mem_total_bytes: u64,
