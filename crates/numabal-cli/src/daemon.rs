@@ -30,8 +30,13 @@ pub struct DaemonArgs {
 }
 
 fn policy_spec(a: &DaemonArgs) -> Result<PolicySpec, Failure> {
+    policy_spec_of(&a.policy, &a.sets)
+}
+
+/// A core policy from its name and `--set policy.KEY=VALUE` strings.
+pub(crate) fn policy_spec_of(name: &str, sets: &[String]) -> Result<PolicySpec, Failure> {
     let mut tunables = toml::Table::new();
-    for s in &a.sets {
+    for s in sets {
         let Some((k, v)) = s.split_once('=') else {
             return Err(Failure::Input(format!(
                 "--set {s}: expected policy.KEY=VALUE"
@@ -39,7 +44,7 @@ fn policy_spec(a: &DaemonArgs) -> Result<PolicySpec, Failure> {
         };
         let Some(key) = k.trim().strip_prefix("policy.") else {
             return Err(Failure::Input(format!(
-                "--set {s}: only policy.* applies to the daemon (allowed: policy.KEY=VALUE)"
+                "--set {s}: only policy.* applies here (allowed: policy.KEY=VALUE)"
             )));
         };
         // A TOML value (number, boolean, quoted string), else the text as a string.
@@ -50,14 +55,14 @@ fn policy_spec(a: &DaemonArgs) -> Result<PolicySpec, Failure> {
         tunables.insert(key.to_string(), value);
     }
     Ok(PolicySpec {
-        kind: a.policy.clone(),
+        kind: name.to_string(),
         tunables,
         label: "--policy".into(),
     })
 }
 
 /// A decision as a JSON line.
-fn decision(t_s: f64, a: &Action) -> serde_json::Value {
+pub(crate) fn decision(t_s: f64, a: &Action) -> serde_json::Value {
     use serde_json::json;
     match a {
         Action::Log { pid, message } => json!({"t_s": t_s, "pid": pid.0, "log": message}),

@@ -7,6 +7,7 @@ mod daemon;
 mod fsresolver;
 mod output;
 mod record;
+mod replay;
 mod stat;
 mod suite;
 
@@ -114,6 +115,10 @@ struct SimArgs {
     /// (`--set sim.numastat_every_s=S`).
     #[arg(long, value_name = "S", requires = "numastat")]
     numastat_every: Option<f64>,
+    /// Replay a recording (`numabal record`) through the policy instead of simulating a
+    /// workload; the machine is the recording's.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -281,6 +286,18 @@ fn build_checked(
 }
 
 fn sim(a: &SimArgs) -> Result<(), Failure> {
+    if let Some(trace) = &a.trace {
+        let s = &a.scenario;
+        if s.machine.is_some() || s.workload.is_some() || s.scenario.is_some() {
+            return Err(Failure::Input(
+                "--trace: replays a recording on its own machine (not allowed with --machine, \
+                 --workload or --scenario)"
+                    .into(),
+            ));
+        }
+        let policy = a.policy.clone().unwrap_or_else(|| "numad".into());
+        return replay::replay(trace, &policy, &s.sets);
+    }
     let mut scenario = a.scenario.clone();
     if a.numastat {
         scenario.sets.push("sim.numastat_at_s=[1.0]".into());

@@ -1179,7 +1179,7 @@ fn daemon_dry_run_and_its_refusals() {
             "--set",
             "sim.tick_ms=1",
         ],
-        &["only policy.* applies to the daemon"],
+        &["only policy.* applies here"],
         &json,
     );
 }
@@ -1230,6 +1230,83 @@ fn record_writes_versioned_json_lines() {
             "1",
         ],
         &["/nonexistent-dir/x.jsonl: cannot write"],
+        &json,
+    );
+}
+
+/// `numabal sim --trace`: a recording of a fixture host replayed through numad. The busy
+/// 400 MB process (300 MB on node 0) is bound to node 0 at the second pass, in numad's words.
+#[test]
+fn sim_trace_replays_a_recording_through_numad() {
+    use numabal_live::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
+    let dir = tempfile::tempdir().unwrap();
+    numabal_live::topology::fixture::guest_2n(dir.path());
+    numabal_live::procfs::fixture::process(
+        dir.path(),
+        300,
+        "app",
+        "7f00 default anon=102400 N0=76800 N1=25600 kernelpagesize_kB=4\n",
+        &[(300, 0), (301, 2)],
+    );
+    std::fs::write(dir.path().join("proc/stat"), "cpu0 0 0 0 0 0\n").unwrap();
+    let topo = numabal_live::read_topology(dir.path()).unwrap();
+    let mut snap = numabal_live::observe(dir.path(), &topo).unwrap();
+    snap.processes[0].rss_bytes = 400 << 20;
+    let path = dir.path().join("rec.jsonl");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let header = RecordHeader {
+        numabal_record: RECORD_VERSION,
+        numabal_version: "test".into(),
+        topology: topo,
+    };
+    write_line(&mut f, &header).unwrap();
+    write_line(
+        &mut f,
+        &RecordPass {
+            t_ns: 1_000_000_000,
+            snapshot: snap.clone(),
+        },
+    )
+    .unwrap();
+    // 5 s later: two busy threads (10 CPU-seconds), the other two CPUs idle.
+    snap.processes[0].cpu_time_ns = 10_000_000_000;
+    snap.cpu_idle_ns = vec![0, 5_000_000_000, 0, 5_000_000_000];
+    write_line(
+        &mut f,
+        &RecordPass {
+            t_ns: 6_000_000_000,
+            snapshot: snap,
+        },
+    )
+    .unwrap();
+    drop(f);
+    let trace = path.display().to_string();
+    let out = numabal()
+        .args(["sim", "--trace", &trace, "--policy", "numad"])
+        .assert()
+        .success();
+    let out = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"t_s": 6.0, "pid": 300,
+            "log": "Advising pid 300 (app) move from nodes (0-1) to nodes (0)"})
+    );
+    assert_eq!(
+        lines[1],
+        serde_json::json!({"t_s": 6.0, "would": "sched_setaffinity", "tid": 300, "cpus": "0-1"})
+    );
+    assert_eq!(
+        lines[3],
+        serde_json::json!({"t_s": 6.0, "would": "migrate_pages", "pid": 300, "from": 1, "to": 0})
+    );
+    let json = dir.path().join("none.json");
+    bad(
+        &["sim", "--trace", &trace, "-m", "tiny-2n4"],
+        &["--trace: replays a recording on its own machine"],
         &json,
     );
 }
