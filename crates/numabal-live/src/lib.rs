@@ -17,6 +17,7 @@ pub mod machine;
 pub mod observe;
 pub mod procfs;
 pub mod record;
+pub mod safety;
 pub mod sys;
 pub mod topology;
 

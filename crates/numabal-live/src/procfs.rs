@@ -75,6 +75,8 @@ pub struct NumaMaps {
     pub node_bytes: BTreeMap<usize, u64>,
     /// Some mapping has an interleave policy.
     pub interleaved: bool,
+    /// Some mapping has a policy other than `default` (set with `mbind`).
+    pub explicit_policy: bool,
 }
 
 /// Parse `numa_maps`: `N<node>=<pages>` of each line times its `kernelpagesize_kB`.
@@ -84,8 +86,9 @@ pub fn parse_numa_maps(path: &Path, text: &str) -> Result<NumaMaps, LiveError> {
         let mut page_kb = 4u64;
         let mut counts: Vec<(usize, u64)> = Vec::new();
         for (i, tok) in line.split_whitespace().enumerate() {
-            if i == 1 && tok.starts_with("interleave") {
-                m.interleaved = true;
+            if i == 1 {
+                m.interleaved |= tok.starts_with("interleave");
+                m.explicit_policy |= tok != "default";
             }
             if let Some(v) = tok.strip_prefix("kernelpagesize_kB=") {
                 page_kb = v

@@ -1,0 +1,220 @@
+//! Which processes the daemon may touch. Never kernel threads; never a process outside the
+//! allow lists or inside the deny lists (by name, uid, cgroup); and, unless configured, never
+//! one whose CPUs or memory someone narrowed on purpose: a cpuset or affinity smaller than
+//! the machine, or an explicit memory policy on a mapping (`numa_maps` shows VMA policies
+//! set with `mbind`; a task policy set with `set_mempolicy` or `numactl` is not visible
+//! from outside the process on current kernels).
+
+use crate::procfs::Process;
+use crate::topology::{LiveError, err, read};
+use numabal_model::Mask;
+use std::fmt;
+use std::path::Path;
+
+/// What `/proc/PID/status` and `/proc/PID/cgroup` say about a process's limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Real uid.
+    pub uid: u32,
+    /// `Cpus_allowed_list` (its affinity within its cpuset).
+    pub cpus_allowed: Mask,
+    /// `Mems_allowed_list` (its cpuset's memory nodes).
+    pub mems_allowed: Mask,
+    /// Its cgroup path (the v2 line `0::/...`, else the first line's path).
+    pub cgroup: String,
+}
+
+/// Read a process's limits.
+pub fn read_limits(root: &Path, pid: u32) -> Result<Limits, LiveError> {
+    let sp = root.join(format!("proc/{pid}/status"));
+    let status = read(&sp)?;
+    let field = |name: &str| -> Result<&str, LiveError> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+            .ok_or_else(|| err(&sp, format!("no {name} line")))
+    };
+    let list = |name: &str| -> Result<Mask, LiveError> {
+        Mask::parse_list(field(name)?, None).map_err(|e| err(&sp, format!("{name} {e}")))
+    };
+    let uid = field("Uid:")?
+        .split_whitespace()
+        .next()
+        .and_then(|u| u.parse().ok())
+        .ok_or_else(|| err(&sp, "Uid: not a number"))?;
+    let cg = read(&root.join(format!("proc/{pid}/cgroup"))).unwrap_or_default();
+    let cgroup = cg
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .or_else(|| cg.lines().next().and_then(|l| l.splitn(3, ':').nth(2)))
+        .unwrap_or("")
+        .to_string();
+    Ok(Limits {
+        uid,
+        cpus_allowed: list("Cpus_allowed_list:")?,
+        mems_allowed: list("Mems_allowed_list:")?,
+        cgroup,
+    })
+}
+
+/// The operator's rules (the daemon's `[safety]` configuration).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// Only these names (`status` Name), if any are given.
+    pub allow_names: Vec<String>,
+    /// Never these names.
+    pub deny_names: Vec<String>,
+    /// Only these uids, if any.
+    pub allow_uids: Vec<u32>,
+    /// Never these uids.
+    pub deny_uids: Vec<u32>,
+    /// Never a process whose cgroup path starts with one of these.
+    pub deny_cgroups: Vec<String>,
+    /// Manage processes whose CPUs, memory nodes or mappings were narrowed on purpose.
+    pub manage_narrowed: bool,
+}
+
+/// Why a process is left alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    /// A kernel thread (no memory of its own).
+    KernelThread,
+    /// Not in the allow list, or in the deny list: which rule.
+    Rule(String),
+    /// Its CPUs are narrower than the machine's (cpuset or affinity).
+    NarrowCpus(Mask),
+    /// Its memory nodes are narrower than the machine's (cpuset mems).
+    NarrowMems(Mask),
+    /// A mapping has an explicit memory policy.
+    ExplicitMempolicy,
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Skip::KernelThread => write!(f, "kernel thread"),
+            Skip::Rule(r) => write!(f, "{r}"),
+            Skip::NarrowCpus(m) => write!(f, "CPUs narrowed to {m} (cpuset or affinity)"),
+            Skip::NarrowMems(m) => write!(f, "memory narrowed to nodes {m} (cpuset)"),
+            Skip::ExplicitMempolicy => write!(f, "a mapping has an explicit memory policy"),
+        }
+    }
+}
+
+/// May the daemon touch this process?
+pub fn check(
+    p: &Process,
+    l: &Limits,
+    host_cpus: &Mask,
+    host_nodes: &Mask,
+    r: &Rules,
+) -> Result<(), Skip> {
+    if p.maps.node_bytes.values().all(|&b| b == 0) {
+        return Err(Skip::KernelThread);
+    }
+    if r.deny_names.contains(&p.name) {
+        return Err(Skip::Rule(format!("name {} is denied", p.name)));
+    }
+    if !r.allow_names.is_empty() && !r.allow_names.contains(&p.name) {
+        return Err(Skip::Rule(format!("name {} is not allowed", p.name)));
+    }
+    if r.deny_uids.contains(&l.uid) {
+        return Err(Skip::Rule(format!("uid {} is denied", l.uid)));
+    }
+    if !r.allow_uids.is_empty() && !r.allow_uids.contains(&l.uid) {
+        return Err(Skip::Rule(format!("uid {} is not allowed", l.uid)));
+    }
+    if let Some(c) = r
+        .deny_cgroups
+        .iter()
+        .find(|c| l.cgroup.starts_with(c.as_str()))
+    {
+        return Err(Skip::Rule(format!("cgroup {} is denied ({c})", l.cgroup)));
+    }
+    if !r.manage_narrowed {
+        if !host_cpus.is_subset(&l.cpus_allowed) {
+            return Err(Skip::NarrowCpus(l.cpus_allowed.and(host_cpus)));
+        }
+        if !host_nodes.is_subset(&l.mems_allowed) {
+            return Err(Skip::NarrowMems(l.mems_allowed.and(host_nodes)));
+        }
+        if p.maps.explicit_policy {
+            return Err(Skip::ExplicitMempolicy);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procfs::{fixture as pf, read_process};
+
+    fn setup(status: &str, maps: &str) -> (tempfile::TempDir, Process, Limits) {
+        let dir = tempfile::tempdir().unwrap();
+        pf::process(dir.path(), 9, "app", maps, &[(9, 0)]);
+        std::fs::write(dir.path().join("proc/9/status"), status).unwrap();
+        std::fs::write(
+            dir.path().join("proc/9/cgroup"),
+            "0::/user.slice/app.scope\n",
+        )
+        .unwrap();
+        let p = read_process(dir.path(), 9).unwrap().unwrap();
+        let l = read_limits(dir.path(), 9).unwrap();
+        (dir, p, l)
+    }
+
+    const FREE: &str = "Name:\tapp\nUid:\t1000\t1000\t1000\t1000\n\
+                        Cpus_allowed_list:\t0-3\nMems_allowed_list:\t0-1\n";
+    const MAPS: &str = "7f00 default anon=1 N0=1 kernelpagesize_kB=4\n";
+
+    #[test]
+    fn rules_and_narrowed_processes() {
+        let (cpus, nodes) = (Mask::full(4), Mask::full(2));
+        let (_d, p, l) = setup(FREE, MAPS);
+        assert_eq!(l.cgroup, "/user.slice/app.scope");
+        assert_eq!(check(&p, &l, &cpus, &nodes, &Rules::default()), Ok(()));
+        let deny = Rules {
+            deny_uids: vec![1000],
+            ..Rules::default()
+        };
+        assert_eq!(
+            check(&p, &l, &cpus, &nodes, &deny).unwrap_err().to_string(),
+            "uid 1000 is denied"
+        );
+        let only = Rules {
+            allow_names: vec!["qemu-kvm".into()],
+            ..Rules::default()
+        };
+        assert!(check(&p, &l, &cpus, &nodes, &only).is_err());
+        let cg = Rules {
+            deny_cgroups: vec!["/user.slice".into()],
+            ..Rules::default()
+        };
+        assert!(check(&p, &l, &cpus, &nodes, &cg).is_err());
+        // A cpuset of node 0's CPUs: left alone unless configured.
+        let (_d, p, l) = setup(&FREE.replace("0-3", "0-1"), MAPS);
+        assert_eq!(
+            check(&p, &l, &cpus, &nodes, &Rules::default()),
+            Err(Skip::NarrowCpus(Mask::from_ids([0, 1])))
+        );
+        let narrowed = Rules {
+            manage_narrowed: true,
+            ..Rules::default()
+        };
+        assert_eq!(check(&p, &l, &cpus, &nodes, &narrowed), Ok(()));
+        // An mbind'ed mapping.
+        let (_d, p, l) = setup(FREE, "7f00 bind:1 anon=1 N1=1 kernelpagesize_kB=4\n");
+        assert_eq!(
+            check(&p, &l, &cpus, &nodes, &Rules::default()),
+            Err(Skip::ExplicitMempolicy)
+        );
+        // A kernel thread.
+        let (_d, p, l) = setup(FREE, "");
+        assert_eq!(
+            check(&p, &l, &cpus, &nodes, &Rules::default()),
+            Err(Skip::KernelThread)
+        );
+    }
+}
