@@ -75,7 +75,7 @@ fn idle_nodes(m: &Machine, htt: u32) -> Vec<NodeRes> {
         .enumerate()
         .map(|(n, nd)| NodeRes {
             mbs_total: (nd.memory_bytes / numad::MEGABYTE) as i64,
-            mbs_free: (m.node_usable_pages(n) * 4096 / numad::MEGABYTE) as i64,
+            mbs_free: ((nd.memory_bytes - nd.reserved_bytes) / numad::MEGABYTE) as i64,
             cpus_total: totals[n],
             cpus_free: totals[n],
         })

@@ -91,14 +91,13 @@ pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
             a.policy
         )));
     }
-    let input = |e: numabal_live::LiveError| Failure::Input(e.to_string());
-    let topo = numabal_live::read_topology(&a.root).map_err(input)?;
-    let machine = numabal_live::machine_of(&a.root, &topo).map_err(input)?;
+    let topo = numabal_live::read_topology(&a.root)?;
+    let machine = numabal_live::machine_of(&a.root, &topo)?;
     let start = Instant::now();
     let mut out = Vec::new();
     let mut pass = 0u64;
     loop {
-        let snap = numabal_live::observe(&a.root, &topo).map_err(input)?;
+        let snap = numabal_live::observe(&a.root, &topo)?;
         let now = start.elapsed().as_nanos() as u64;
         out.clear();
         policy.on_tick(&machine, &snap.observation(now), &mut out);

@@ -116,8 +116,8 @@ struct SimArgs {
     #[arg(long, value_name = "S", requires = "numastat")]
     numastat_every: Option<f64>,
     /// Replay a recording (`numabal record`) through the policy instead of simulating a
-    /// workload; the machine is the recording's.
-    #[arg(long, value_name = "FILE")]
+    /// workload; the machine is the recording's, the decisions go to stdout.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "numastat", "seed"])]
     trace: Option<PathBuf>,
 }
 
@@ -185,6 +185,12 @@ enum Failure {
 
 impl From<InputError> for Failure {
     fn from(e: InputError) -> Self {
+        Failure::Input(e.to_string())
+    }
+}
+
+impl From<numabal_live::LiveError> for Failure {
+    fn from(e: numabal_live::LiveError) -> Self {
         Failure::Input(e.to_string())
     }
 }

@@ -32,8 +32,7 @@ pub fn record(a: &RecordArgs) -> Result<(), Failure> {
             a.interval_s
         )));
     }
-    let input = |e: numabal_live::LiveError| Failure::Input(e.to_string());
-    let topo = numabal_live::read_topology(&a.root).map_err(input)?;
+    let topo = numabal_live::read_topology(&a.root)?;
     let io = |e: std::io::Error| Failure::Input(format!("{}: cannot write: {e}", a.out.display()));
     let mut f = std::io::BufWriter::new(std::fs::File::create(&a.out).map_err(io)?);
     let header = RecordHeader {
@@ -45,7 +44,7 @@ pub fn record(a: &RecordArgs) -> Result<(), Failure> {
     let start = Instant::now();
     let mut pass = 0u64;
     loop {
-        let snapshot = numabal_live::observe(&a.root, &topo).map_err(input)?;
+        let snapshot = numabal_live::observe(&a.root, &topo)?;
         let t_ns = start.elapsed().as_nanos() as u64;
         write_line(&mut f, &RecordPass { t_ns, snapshot }).map_err(io)?;
         pass += 1;

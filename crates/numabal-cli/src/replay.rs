@@ -10,10 +10,9 @@ use crate::daemon::{decision, policy_spec_of};
 use std::path::Path;
 
 pub fn replay(trace: &Path, policy: &str, sets: &[String]) -> Result<(), Failure> {
-    let input = |e: numabal_live::LiveError| Failure::Input(e.to_string());
-    let (header, passes) = numabal_live::record::read_record(trace).map_err(input)?;
+    let (header, passes) = numabal_live::record::read_record(trace)?;
     let mut p = numabal_policy::build(&policy_spec_of(policy, sets)?)?;
-    let machine = numabal_live::machine_of(trace, &header.topology).map_err(input)?;
+    let machine = numabal_live::machine_of(trace, &header.topology)?;
     let mut out = Vec::new();
     for pass in &passes {
         out.clear();

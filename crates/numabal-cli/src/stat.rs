@@ -17,15 +17,22 @@ pub struct StatArgs {
     root: PathBuf,
 }
 
+/// `-p` as numastat reads it: a pid, or a pattern in the command line (or name).
+fn matches(p: &numabal_live::Process, w: &str) -> bool {
+    match w.parse::<u32>() {
+        Ok(n) => p.stat.pid == n,
+        Err(_) => p.cmdline.contains(w) || p.name.contains(w),
+    }
+}
+
 pub fn stat(a: &StatArgs) -> Result<(), Failure> {
-    let input = |e: numabal_live::LiveError| Failure::Input(e.to_string());
-    let topo = numabal_live::read_topology(&a.root).map_err(input)?;
-    let nr = topo.nodes.iter().map(|n| n.id + 1).max().unwrap_or(1);
-    let node_of = |cpu: usize| topo.cpus.iter().find(|c| c.id == cpu).map(|c| c.node);
+    let topo = numabal_live::read_topology(&a.root)?;
+    let nr = topo.nr_node_ids();
+    let cpu_nodes = topo.cpu_nodes();
     let mut procs = Vec::new();
-    for pid in numabal_live::pids(&a.root).map_err(input)? {
+    for pid in numabal_live::pids(&a.root)? {
         // A process that exits while being read is skipped.
-        if let Some(p) = numabal_live::read_process(&a.root, pid).map_err(input)? {
+        if let Some(p) = numabal_live::read_process(&a.root, pid)? {
             procs.push(p);
         }
     }
@@ -38,18 +45,11 @@ pub fn stat(a: &StatArgs) -> Result<(), Failure> {
         if a.pids.is_empty() {
             return p.maps.node_bytes.values().any(|&b| b > 0);
         }
-        a.pids.iter().any(|w| match w.parse::<u32>() {
-            Ok(n) => p.stat.pid == n,
-            Err(_) => p.cmdline.contains(w.as_str()) || p.name.contains(w.as_str()),
-        })
+        a.pids.iter().any(|w| matches(p, w))
     };
     let chosen: Vec<&numabal_live::Process> = procs.iter().filter(|p| wanted(p)).collect();
     for w in &a.pids {
-        let found = chosen.iter().any(|p| match w.parse::<u32>() {
-            Ok(n) => p.stat.pid == n,
-            Err(_) => p.cmdline.contains(w.as_str()) || p.name.contains(w.as_str()),
-        });
-        if !found {
+        if !chosen.iter().any(|p| matches(p, w)) {
             return Err(Failure::Input(format!(
                 "-p {w}: no such process under {} (allowed: a pid, or a pattern in a command line)",
                 a.root.join("proc").display()
@@ -74,7 +74,7 @@ pub fn stat(a: &StatArgs) -> Result<(), Failure> {
         .map(|p| {
             let mut v = vec![0.0; nr];
             for &(_, cpu) in &p.threads {
-                if let Some(n) = node_of(cpu) {
+                if let Some(n) = cpu_nodes.get(cpu).copied().flatten() {
                     v[n] += 1.0;
                 }
             }

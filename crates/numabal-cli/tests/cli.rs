@@ -1131,19 +1131,14 @@ fn stat_reads_proc_like_numastat_p() {
 #[test]
 fn daemon_dry_run_and_its_refusals() {
     let dir = tempfile::tempdir().unwrap();
-    numabal_live::topology::fixture::guest_2n(dir.path());
-    numabal_live::procfs::fixture::process(
+    numabal_live::procfs::fixture::guest_2n_with_process(
         dir.path(),
         145,
         "numa-mem",
         "7f00 default anon=10 N0=5 N1=5 kernelpagesize_kB=4\n",
         &[(145, 0)],
-    );
-    std::fs::write(
-        dir.path().join("proc/stat"),
         "cpu0 0 0 0 1 0\ncpu1 0 0 0 1 0\ncpu2 0 0 0 1 0\ncpu3 0 0 0 1 0\n",
-    )
-    .unwrap();
+    );
     let root = dir.path().display().to_string();
     let out = numabal()
         .args(["daemon", "--dry-run", "--passes", "1", "--root", &root])
@@ -1188,15 +1183,14 @@ fn daemon_dry_run_and_its_refusals() {
 #[test]
 fn record_writes_versioned_json_lines() {
     let dir = tempfile::tempdir().unwrap();
-    numabal_live::topology::fixture::guest_2n(dir.path());
-    numabal_live::procfs::fixture::process(
+    numabal_live::procfs::fixture::guest_2n_with_process(
         dir.path(),
         145,
         "numa-mem",
         "7f00 default anon=10 N0=5 N1=5 kernelpagesize_kB=4\n",
         &[(145, 0)],
+        "cpu0 0 0 0 1 0\n",
     );
-    std::fs::write(dir.path().join("proc/stat"), "cpu0 0 0 0 1 0\n").unwrap();
     let root = dir.path().display().to_string();
     let out = dir.path().join("rec.jsonl");
     numabal()
@@ -1240,15 +1234,14 @@ fn record_writes_versioned_json_lines() {
 fn sim_trace_replays_a_recording_through_numad() {
     use numabal_live::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
     let dir = tempfile::tempdir().unwrap();
-    numabal_live::topology::fixture::guest_2n(dir.path());
-    numabal_live::procfs::fixture::process(
+    numabal_live::procfs::fixture::guest_2n_with_process(
         dir.path(),
         300,
         "app",
         "7f00 default anon=102400 N0=76800 N1=25600 kernelpagesize_kB=4\n",
         &[(300, 0), (301, 2)],
+        "cpu0 0 0 0 0 0\n",
     );
-    std::fs::write(dir.path().join("proc/stat"), "cpu0 0 0 0 0 0\n").unwrap();
     let topo = numabal_live::read_topology(dir.path()).unwrap();
     let mut snap = numabal_live::observe(dir.path(), &topo).unwrap();
     snap.processes[0].rss_bytes = 400 << 20;

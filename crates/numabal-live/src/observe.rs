@@ -123,9 +123,9 @@ fn process_obs(root: &Path, p: &Process, nr_nodes: usize) -> ProcessObs {
 
 /// Observe the host under `root`.
 pub fn observe(root: &Path, topo: &LiveTopology) -> Result<Snapshot, LiveError> {
-    let nr_nodes = topo.nodes.iter().map(|n| n.id + 1).max().unwrap_or(1);
-    let nr_cpus = topo.cpus.iter().map(|c| c.id + 1).max().unwrap_or(1);
-    let node_of = |cpu: usize| topo.cpus.iter().find(|c| c.id == cpu).map(|c| c.node);
+    let nr_nodes = topo.nr_node_ids();
+    let cpu_nodes = topo.cpu_nodes();
+    let node_of = |cpu: usize| cpu_nodes.get(cpu).copied().flatten();
     let mut nodes = vec![
         NodeObs {
             mem_total_bytes: 0,
@@ -162,7 +162,7 @@ pub fn observe(root: &Path, topo: &LiveTopology) -> Result<Snapshot, LiveError> 
         threads,
         processes,
         nodes,
-        cpu_idle_ns: read_cpu_idle(root, nr_cpus)?,
+        cpu_idle_ns: read_cpu_idle(root, cpu_nodes.len())?,
     })
 }
 

@@ -220,6 +220,21 @@ pub mod fixture {
         format!("{pid} ({comm}) {}\n", f.join(" "))
     }
 
+    /// The 2-node guest of `topology::fixture::guest_2n` running one process, with a
+    /// `/proc/stat` text.
+    pub fn guest_2n_with_process(
+        root: &Path,
+        pid: u32,
+        comm: &str,
+        maps: &str,
+        threads: &[(u32, usize)],
+        proc_stat: &str,
+    ) {
+        crate::topology::fixture::guest_2n(root);
+        process(root, pid, comm, maps, threads);
+        put(&root.join("proc/stat"), proc_stat);
+    }
+
     /// A process with `numa_maps` text and threads (tid, cpu).
     pub fn process(root: &Path, pid: u32, comm: &str, maps: &str, threads: &[(u32, usize)]) {
         let d = root.join(format!("proc/{pid}"));

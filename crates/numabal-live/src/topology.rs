@@ -236,6 +236,25 @@ impl LiveTopology {
         v
     }
 
+    /// One more than the largest node id (ids may be sparse).
+    pub fn nr_node_ids(&self) -> usize {
+        self.nodes.iter().map(|n| n.id + 1).max().unwrap_or(1)
+    }
+
+    /// One more than the largest CPU id.
+    pub fn nr_cpu_ids(&self) -> usize {
+        self.cpus.iter().map(|c| c.id + 1).max().unwrap_or(1)
+    }
+
+    /// The node of each CPU id (`None` for ids with no CPU).
+    pub fn cpu_nodes(&self) -> Vec<Option<usize>> {
+        let mut v = vec![None; self.nr_cpu_ids()];
+        for c in &self.cpus {
+            v[c.id] = Some(c.node);
+        }
+        v
+    }
+
     /// Hardware threads per core (the largest sibling set).
     pub fn threads_per_core(&self) -> usize {
         self.cpus

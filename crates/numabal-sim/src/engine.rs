@@ -1246,10 +1246,19 @@ impl<'a> Sim<'a> {
     }
 
     fn process_node_mb(&self, pidx: usize) -> Vec<f64> {
-        let mut v = vec![0.0; self.m.nr_nodes()];
+        // Exact: whole pages are multiples of 1/256 MiB.
+        self.process_node_bytes(pidx)
+            .iter()
+            .map(|&b| b as f64 / (1u64 << 20) as f64)
+            .collect()
+    }
+
+    /// A process's resident bytes per node (`numa_maps` `N<n>=` summed).
+    fn process_node_bytes(&self, pidx: usize) -> Vec<u64> {
+        let mut v = vec![0u64; self.m.nr_nodes()];
         for r in &self.procs[pidx].regions {
             for (n, &pages) in self.objects[r.obj].node_pages().iter().enumerate() {
-                v[n] += pages as f64 * PAGE_BYTES / (1u64 << 20) as f64;
+                v[n] += pages * PAGE_BYTES as u64;
             }
         }
         v

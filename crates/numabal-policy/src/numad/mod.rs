@@ -44,7 +44,7 @@ pub use tunables::{Interval, TUNABLES, Tunables};
 
 use crate::api::{Action, Observation, Policy};
 use numabal_model::{Machine, Mask, Pid};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Megabyte as numad counts it.
 pub const MEGABYTE: u64 = 1 << 20;
@@ -272,7 +272,7 @@ impl Numad {
             self.table_size = MIN_PROCESS_HASH_TABLE_SIZE;
         }
         let mut new_candidates = 0usize;
-        let mut refreshed = Vec::new();
+        let mut refreshed = BTreeSet::new();
         for p in obs.processes {
             if p.rss_bytes / MEGABYTE <= self.tun.memory_threshold_mb {
                 continue;
@@ -280,7 +280,7 @@ impl Numad {
             if new_candidates >= self.table_size / 3 {
                 break;
             }
-            refreshed.push(p.pid);
+            refreshed.insert(p.pid);
             let e = self.procs.entry(p.pid).or_insert_with(|| Proc {
                 comm: p.comm.clone(),
                 ring: [0; CPU_RING],
@@ -305,7 +305,7 @@ impl Numad {
             e.last = Some((obs.now_ns, p.cpu_time_ns));
             e.comm.clone_from(&p.comm);
         }
-        let alive: Vec<Pid> = obs.processes.iter().map(|p| p.pid).collect();
+        let alive: BTreeSet<Pid> = obs.processes.iter().map(|p| p.pid).collect();
         self.procs.retain(|pid, _| alive.contains(pid));
         for (pid, e) in self.procs.iter_mut() {
             if !refreshed.contains(pid) {

@@ -177,19 +177,12 @@ impl Sim<'_> {
 
     /// Every live process with mappings, as `/proc/PID` shows it.
     fn process_obs(&self) -> Vec<ProcessObs> {
-        let nr = self.m.nr_nodes();
         (0..self.procs.len())
             .filter(|&i| self.procs[i].end_ns.is_none() && !self.procs[i].regions.is_empty())
             .map(|i| {
                 let p = &self.procs[i];
-                let mut node_bytes = vec![0u64; nr];
-                let mut vsize = 0u64;
-                for r in &p.regions {
-                    vsize += r.pages * PAGE_BYTES as u64;
-                    for (n, &pages) in self.objects[r.obj].node_pages().iter().enumerate() {
-                        node_bytes[n] += pages * PAGE_BYTES as u64;
-                    }
-                }
+                let node_bytes = self.process_node_bytes(i);
+                let vsize: u64 = p.regions.iter().map(|r| r.pages * PAGE_BYTES as u64).sum();
                 let threads: Vec<usize> = p
                     .groups
                     .iter()
@@ -326,15 +319,10 @@ impl Sim<'_> {
                         break;
                     }
                     let o = &self.objects[obj];
-                    let step = if o.is_huge(p / CHUNK) {
-                        CHUNK - p % CHUNK
+                    let (step, nr) = if o.is_huge(p / CHUNK) {
+                        (CHUNK - p % CHUNK, o.chunk_len(p / CHUNK))
                     } else {
-                        1
-                    };
-                    let nr = if o.is_huge(p / CHUNK) {
-                        o.chunk_len(p / CHUNK)
-                    } else {
-                        1
+                        (1, 1)
                     };
                     if o.node_of(p) == Some(job.from) {
                         match self.migrate_page(obj, p, job.to) {
