@@ -248,6 +248,10 @@ impl Sim<'_> {
 
     /// An object's pages are freed: its queued pages leave the knuma_migrated counts.
     pub(super) fn aa_release_object(&mut self, obj: usize) {
+        // Isolated pages of the mapping are freed, not migrated: out of every batch.
+        for k in &mut self.aa().migrated {
+            k.batch.retain(|(_, e, _)| e.obj != obj);
+        }
         let o = &self.objects[obj];
         if !o.hinting() {
             return;
@@ -354,7 +358,10 @@ impl Sim<'_> {
                 tun.pages_to_migrate(),
                 |src, e| {
                     let o = &mut objects[e.obj];
-                    if o.node_of(e.page) != Some(src) {
+                    // The kernel unlinks a page from its list when it is freed; here the
+                    // entries of a freed mapping stay until they reach the tail and are
+                    // dropped (a private mapping's page arrays are gone by then).
+                    if e.page >= o.pages || o.node_of(e.page) != Some(src) {
                         return None;
                     }
                     let pa = PageAutonuma(o.cpupid(e.page));
