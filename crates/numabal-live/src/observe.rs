@@ -30,6 +30,10 @@ pub struct Snapshot {
     pub nodes: Vec<NodeObs>,
     /// Idle time per CPU id, ns.
     pub cpu_idle_ns: Vec<u64>,
+    /// Memory accesses the daemon's sensor sampled since the last pass (empty without a
+    /// page sensor; recordings without it read as empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<numabal_policy::AccessSample>,
 }
 
 impl Snapshot {
@@ -41,6 +45,7 @@ impl Snapshot {
             processes: &self.processes,
             nodes: &self.nodes,
             cpu_idle_ns: &self.cpu_idle_ns,
+            samples: &self.samples,
         }
     }
 }
@@ -163,6 +168,7 @@ pub fn observe(root: &Path, topo: &LiveTopology) -> Result<Snapshot, LiveError> 
         processes,
         nodes,
         cpu_idle_ns: read_cpu_idle(root, cpu_nodes.len())?,
+        samples: Vec::new(),
     })
 }
 

@@ -132,6 +132,17 @@ pub enum Action {
         /// Destination node.
         to: usize,
     },
+    /// `move_pages(2)` of the pages at these addresses (page-aligned virtual addresses of
+    /// `pid`) to `node`: the live form of a page migration, for pages a sensor sampled.
+    /// The simulator does not carry it out (its policies name pages by region and index).
+    MovePages {
+        /// Process.
+        pid: Pid,
+        /// Page addresses.
+        addrs: Vec<u64>,
+        /// Destination node.
+        node: usize,
+    },
     /// A line for the decision log (a daemon's log, the run's JSON `policy_log`).
     Log {
         /// The process the decision is about.
@@ -203,6 +214,25 @@ pub struct Observation<'a> {
     pub nodes: &'a [NodeObs],
     /// Idle time of every CPU since the start, ns (`/proc/stat` `idle`), by CPU id.
     pub cpu_idle_ns: &'a [u64],
+    /// Memory accesses a sensor sampled since the last observation, in time order (empty
+    /// where no sensor runs, e.g. in the simulator, whose policies see faults directly).
+    pub samples: &'a [AccessSample],
+}
+
+/// One sampled memory access (a live sensor's page-fault sample, with the page's node
+/// found by a `move_pages` query).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AccessSample {
+    /// The accessing thread.
+    pub tid: Tid,
+    /// Its process.
+    pub pid: Pid,
+    /// Node of the CPU it ran on.
+    pub node: usize,
+    /// Page-aligned virtual address.
+    pub addr: u64,
+    /// Node the page was on (after the access).
+    pub page_node: usize,
 }
 
 /// Answer to "may the load balancer move this thread between these nodes?".

@@ -23,7 +23,7 @@ pub mod static_policies;
 mod util;
 
 pub use api::{
-    Action, GroupInfo, MigrateVerdict, NodeObs, Observation, Policy, ProcessInfo, ProcessObs,
-    RegionInfo, ThreadInfo, ThreadObs,
+    AccessSample, Action, GroupInfo, MigrateVerdict, NodeObs, Observation, Policy, ProcessInfo,
+    ProcessObs, RegionInfo, ThreadInfo, ThreadObs,
 };
-pub use registry::{POLICIES, PolicyInfo, build};
+pub use registry::{LIVE_POLICIES, POLICIES, PolicyInfo, build, build_live};

@@ -82,3 +82,32 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, InputError> {
         }
     }
 }
+
+/// Policies the live daemon runs (and `numabal sim --trace` replays), by name.
+pub const LIVE_POLICIES: &[&str] = &["stable", "numad"];
+
+/// Build a policy for the live daemon: `stable` on a sensor's samples
+/// ([`crate::stable::StableSampled`]) or `numad`; other names are input errors.
+pub fn build_live(spec: &PolicySpec) -> Result<Box<dyn Policy>, InputError> {
+    match spec.kind.as_str() {
+        "stable" => {
+            let mut t = crate::stable::Tunables::from_spec(spec)?;
+            // Live, the daemon keeps each node within its CPUs itself (StableSampled's
+            // capacity rule and gather step); the core's rebalance, which stands in for the
+            // kernel's load balancer in the simulator, would spread the threads it gathers.
+            if !spec.tunables.contains_key("rebalance") {
+                t.rebalance = false;
+            }
+            Ok(Box::new(crate::stable::StableSampled::new(t)))
+        }
+        "numad" => build(spec),
+        other => Err(InputError::new(
+            &spec.label,
+            "policy",
+            format!(
+                "`{other}` does not run live (allowed: {})",
+                LIVE_POLICIES.join(", ")
+            ),
+        )),
+    }
+}

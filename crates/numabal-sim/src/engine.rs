@@ -1119,6 +1119,11 @@ impl<'a> Sim<'a> {
                     self.queue_migrate_pages(*pid, *from, *to)
                 }
                 Action::Log { pid, message } => self.policy_log(*pid, message),
+                // Addresses mean nothing here: simulated policies name pages by region
+                // and index (MigratePages).
+                Action::MovePages { pid, .. } => {
+                    self.policy_log(*pid, "MovePages by address is a live action; ignored")
+                }
             }
         }
         Ok(())

@@ -622,6 +622,7 @@ mod tests {
                 processes: &procs,
                 nodes: &nodes,
                 cpu_idle_ns: &idle,
+                samples: &[],
             },
             &mut out,
         );
@@ -702,6 +703,7 @@ mod tests {
             processes: &[],
             nodes: &[],
             cpu_idle_ns: &[],
+            samples: &[],
         };
         let moves = |o: &ProcessObs, target: Mask| -> Vec<(usize, usize)> {
             let mut out = Vec::new();

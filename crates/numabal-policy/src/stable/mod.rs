@@ -26,6 +26,7 @@
 pub mod bypass;
 pub mod cluster;
 pub mod page_state;
+pub mod sampled;
 pub mod shared;
 pub mod tables;
 pub mod tunables;
@@ -37,6 +38,7 @@ pub use cluster::{
 pub use page_state::{
     Class, Edge, FaultType, PageRecord, PageState, Placement, Transition, on_fault,
 };
+pub use sampled::StableSampled;
 pub use shared::{SharedCounts, SharedMove, shared_balance};
 pub use tables::{EMA_FACTOR, ThreadTables};
 pub use tunables::{EmaStart, JoinAt, Tunables};
@@ -176,6 +178,51 @@ impl StableNuma {
     pub fn node_of(&self, tid: Tid) -> Option<usize> {
         let &(pid, slot) = self.threads.get(&tid)?;
         self.roots[&pid].members[slot].node
+    }
+
+    /// Put a joined thread in the sub-group of `node`: a move decided by the backend (the
+    /// live daemon's node-capacity rules), or one of the core's moves the backend undid.
+    pub fn place(&mut self, tid: Tid, node: usize) {
+        if let Some(&(pid, slot)) = self.threads.get(&tid)
+            && let Some(r) = self.roots.get_mut(&pid)
+        {
+            r.members[slot].node = Some(node);
+        }
+    }
+
+    /// The live members of `pid`'s root group: each thread and its node.
+    pub fn members(&self, pid: Pid) -> Vec<(Tid, usize)> {
+        self.roots.get(&pid).map_or_else(Vec::new, |r| {
+            r.members
+                .iter()
+                .filter_map(|m| m.node.map(|n| (m.tid, n)))
+                .collect()
+        })
+    }
+
+    /// Whether two live threads of `pid`'s root group on different nodes share pages
+    /// (their thread-thread averages), and the group's pages per node (the sum of its
+    /// live threads' thread-node averages).
+    pub fn sharing(&self, pid: Pid) -> (bool, Vec<f64>) {
+        let Some(r) = self.roots.get(&pid) else {
+            return (false, vec![0.0; self.nodes]);
+        };
+        let live: Vec<(usize, usize)> = r
+            .members
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.node.map(|n| (i, n)))
+            .collect();
+        let mut share = false;
+        for (k, &(a, na)) in live.iter().enumerate() {
+            for &(b, nb) in &live[k + 1..] {
+                share |= na != nb && r.tables.shared_pages(a, b) > 0.0;
+            }
+        }
+        let pages = (0..self.nodes)
+            .map(|n| live.iter().map(|&(i, _)| r.tables.node_pages(i, n)).sum())
+            .collect();
+        (share, pages)
     }
 
     /// The tables of a process's root group.

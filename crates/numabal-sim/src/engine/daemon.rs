@@ -249,6 +249,7 @@ impl Sim<'_> {
                 processes: &processes,
                 nodes: &nodes,
                 cpu_idle_ns: &idle,
+                samples: &[],
             },
             &mut out,
         );
