@@ -1,27 +1,86 @@
-//! `numabal daemon` (issue 6, in progress): the shared policy core run on this host's
-//! observations. So far dry-run only: every pass reads `/proc` and `/sys`, runs the policy,
-//! and prints the decisions as JSON lines; the actuators (`sched_setaffinity`,
-//! `migrate_pages`) and the safety rules come next.
+//! `numabal daemon`: the shared policy core run on this host (`numabal_live::daemon`), set
+//! up from a TOML file (`--config`) and the command line (which wins). The file's
+//! `[policy]` table is the simulator's; `[daemon]` and `[safety]` are the daemon's own:
+//!
+//! ```toml
+//! [daemon]
+//! policy = "stable"            # or "numad"
+//! sensor = "auto"              # auto, hint, softdirty, pmu, maps
+//! dry_run = false
+//! interval_ms = 1000           # default: the policy's own interval
+//! migrate_mb_s = 256           # page migration budget
+//! min_rss_mb = 64              # smaller processes are left alone
+//! sample_period = 1            # sample one page fault in this many
+//! softdirty_budget_pct = 5     # share of one CPU the soft-dirty faults may take, per process
+//! fault_cost_ns = 2000         # assumed cost of one such fault
+//! decision_log = "/var/log/numabal/decisions.jsonl"   # default: standard output
+//! metrics_port = 9893          # Prometheus text on 127.0.0.1; 0 or absent: off
+//! record = "/var/lib/numabal/recording.jsonl"
+//! [safety]
+//! allow_names = []  deny_names = []  allow_uids = []  deny_uids = []  deny_cgroups = []
+//! manage_narrowed = false
+//! [policy]
+//! scan_period_ms = 1000
+//! ```
 
 use crate::Failure;
 use clap::Args;
+use numabal_live::daemon::Config;
+use numabal_live::safety::Rules;
+use numabal_live::sensor::SensorKind;
 use numabal_model::scenario::PolicySpec;
 use numabal_policy::Action;
+use serde::Deserialize;
+use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 #[derive(Args, Debug)]
 pub struct DaemonArgs {
-    /// Policy of the shared core with periodic passes (numad).
-    #[arg(long, short = 'p', default_value = "numad")]
-    policy: String,
+    /// The daemon's TOML file ([daemon], [safety], [policy]); the command line wins.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Policy of the shared core: stable (default) or numad.
+    #[arg(long, short = 'p')]
+    policy: Option<String>,
     /// A policy tunable, e.g. `--set policy.u=100`.
     #[arg(long = "set", value_name = "policy.KEY=VALUE")]
     sets: Vec<String>,
-    /// Log the decisions only (required until the actuators exist).
+    /// Access sensor: auto, hint, softdirty, pmu, maps.
+    #[arg(long)]
+    sensor: Option<String>,
+    /// Log the decisions, change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Stop after this many passes (default: run until killed).
+    /// Milliseconds between passes (default: the policy's interval).
+    #[arg(long)]
+    interval_ms: Option<u64>,
+    /// Page migration budget, MiB/s.
+    #[arg(long)]
+    migrate_mb_s: Option<f64>,
+    /// Leave processes with less resident memory alone, MiB.
+    #[arg(long)]
+    min_rss_mb: Option<u64>,
+    /// softdirty: share of one CPU the faults it causes may take, per process, %.
+    #[arg(long)]
+    softdirty_budget_pct: Option<f64>,
+    /// Manage only processes with these names (repeatable).
+    #[arg(long, value_name = "NAME")]
+    allow: Vec<String>,
+    /// Never manage processes with these names (repeatable).
+    #[arg(long, value_name = "NAME")]
+    deny: Vec<String>,
+    /// The decision log (JSON lines, appended); default: standard output.
+    #[arg(long, value_name = "FILE")]
+    decision_log: Option<PathBuf>,
+    /// Serve Prometheus metrics on 127.0.0.1:PORT (0: off).
+    #[arg(long)]
+    metrics_port: Option<u16>,
+    /// Record every pass's observation (for `numabal sim --trace`).
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Stop after this many passes (default: until SIGTERM or SIGINT).
     #[arg(long)]
     passes: Option<u64>,
     /// Where the host's `/proc` and `/sys` are found (a fixture tree in tests).
@@ -29,13 +88,59 @@ pub struct DaemonArgs {
     root: PathBuf,
 }
 
-fn policy_spec(a: &DaemonArgs) -> Result<PolicySpec, Failure> {
-    policy_spec_of(&a.policy, &a.sets)
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    daemon: DaemonTable,
+    #[serde(default)]
+    safety: SafetyTable,
+    #[serde(default)]
+    policy: toml::Table,
 }
 
-/// A core policy from its name and `--set policy.KEY=VALUE` strings.
-pub(crate) fn policy_spec_of(name: &str, sets: &[String]) -> Result<PolicySpec, Failure> {
-    let mut tunables = toml::Table::new();
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct DaemonTable {
+    policy: Option<String>,
+    sensor: Option<String>,
+    dry_run: Option<bool>,
+    interval_ms: Option<u64>,
+    migrate_mb_s: Option<f64>,
+    min_rss_mb: Option<u64>,
+    sample_period: Option<u64>,
+    softdirty_budget_pct: Option<f64>,
+    fault_cost_ns: Option<u64>,
+    decision_log: Option<PathBuf>,
+    metrics_port: Option<u16>,
+    record: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct SafetyTable {
+    #[serde(default)]
+    allow_names: Vec<String>,
+    #[serde(default)]
+    deny_names: Vec<String>,
+    #[serde(default)]
+    allow_uids: Vec<u32>,
+    #[serde(default)]
+    deny_uids: Vec<u32>,
+    #[serde(default)]
+    deny_cgroups: Vec<String>,
+    #[serde(default)]
+    manage_narrowed: bool,
+}
+
+/// A core policy from its name, a `[policy]` table and `--set policy.KEY=VALUE` strings
+/// (which win).
+pub(crate) fn policy_spec_with(
+    name: &str,
+    mut tunables: toml::Table,
+    sets: &[String],
+    label: &str,
+) -> Result<PolicySpec, Failure> {
     for s in sets {
         let Some((k, v)) = s.split_once('=') else {
             return Err(Failure::Input(format!(
@@ -57,11 +162,16 @@ pub(crate) fn policy_spec_of(name: &str, sets: &[String]) -> Result<PolicySpec, 
     Ok(PolicySpec {
         kind: name.to_string(),
         tunables,
-        label: "--policy".into(),
+        label: label.into(),
     })
 }
 
-/// A decision as a JSON line.
+/// A core policy from its name and `--set policy.KEY=VALUE` strings.
+pub(crate) fn policy_spec_of(name: &str, sets: &[String]) -> Result<PolicySpec, Failure> {
+    policy_spec_with(name, toml::Table::new(), sets, "--policy")
+}
+
+/// A decision as a JSON line (the dry run of `numabal sim --trace`).
 pub(crate) fn decision(t_s: f64, a: &Action) -> serde_json::Value {
     use serde_json::json;
     match a {
@@ -72,43 +182,151 @@ pub(crate) fn decision(t_s: f64, a: &Action) -> serde_json::Value {
         Action::MigrateProcessPages { pid, from, to } => {
             json!({"t_s": t_s, "would": "migrate_pages", "pid": pid.0, "from": from, "to": to})
         }
+        Action::MovePages { pid, addrs, node } => {
+            json!({"t_s": t_s, "would": "move_pages", "pid": pid.0, "pages": addrs.len(), "to": node})
+        }
         other => json!({"t_s": t_s, "would": format!("{other:?}")}),
     }
 }
 
-pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
-    if !a.dry_run {
-        return Err(Failure::Input(
-            "numabal daemon: the actuators (sched_setaffinity, migrate_pages) are not built yet; \
-             run with --dry-run to log the decisions"
-                .into(),
-        ));
+fn read_config(path: &PathBuf) -> Result<FileConfig, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Input(format!("{}: cannot read: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| {
+        let msg = e.message().replace('\n', " ");
+        let at = e
+            .span()
+            .map(|s| {
+                let line = text[..s.start].matches('\n').count() + 1;
+                format!("line {line}: ")
+            })
+            .unwrap_or_default();
+        Failure::Input(format!("{}: {at}{msg}", path.display()))
+    })
+}
+
+/// The daemon's settings and policy from the file and the command line.
+fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
+    let file = match &a.config {
+        Some(p) => read_config(p)?,
+        None => FileConfig::default(),
+    };
+    let src = |field: &str| match &a.config {
+        Some(p) => format!("{}: daemon.{field}", p.display()),
+        None => format!("--{}", field.replace('_', "-")),
+    };
+    let d = &file.daemon;
+    let sensor_name = a
+        .sensor
+        .clone()
+        .or(d.sensor.clone())
+        .unwrap_or("auto".into());
+    let sensor = SensorKind::parse(&sensor_name)
+        .map_err(|e| Failure::Input(format!("{}: {e}", src("sensor"))))?;
+    let mut c = Config {
+        sensor,
+        dry_run: a.dry_run || d.dry_run.unwrap_or(false),
+        interval_ms: a.interval_ms.or(d.interval_ms),
+        root: a.root.clone(),
+        passes: a.passes,
+        decision_log: a.decision_log.clone().or(d.decision_log.clone()),
+        metrics_port: a.metrics_port.or(d.metrics_port).filter(|&p| p != 0),
+        record: a.record.clone().or(d.record.clone()),
+        ..Config::default()
+    };
+    if let Some(v) = a.migrate_mb_s.or(d.migrate_mb_s) {
+        if !(0.0..=1e6).contains(&v) {
+            return Err(Failure::Input(format!(
+                "{}: is {v} (allowed: 0 to 1000000 MiB/s)",
+                src("migrate_mb_s")
+            )));
+        }
+        c.migrate_mb_s = v;
     }
-    let mut policy = numabal_policy::build(&policy_spec(a)?)?;
-    if policy.tick_interval_ns().is_none() {
+    if let Some(v) = a.min_rss_mb.or(d.min_rss_mb) {
+        c.min_rss_mb = v;
+    }
+    if let Some(v) = d.sample_period {
+        if v == 0 {
+            return Err(Failure::Input(format!(
+                "{}: is 0 (allowed: 1 or more)",
+                src("sample_period")
+            )));
+        }
+        c.sample_period = v;
+    }
+    if let Some(v) = a.softdirty_budget_pct.or(d.softdirty_budget_pct) {
+        if !(v > 0.0 && v <= 100.0) {
+            return Err(Failure::Input(format!(
+                "{}: is {v} (allowed: above 0, at most 100)",
+                src("softdirty_budget_pct")
+            )));
+        }
+        c.softdirty_budget_pct = v;
+    }
+    if let Some(v) = d.fault_cost_ns {
+        c.fault_cost_ns = v;
+    }
+    if let Some(v) = c.interval_ms
+        && !(10..=3_600_000).contains(&v)
+    {
         return Err(Failure::Input(format!(
-            "--policy {}: has no periodic passes, nothing to run (allowed: numad)",
-            a.policy
+            "{}: is {v} (allowed: 10 to 3600000)",
+            src("interval_ms")
         )));
     }
-    let topo = numabal_live::read_topology(&a.root)?;
-    let machine = numabal_live::machine_of(&a.root, &topo)?;
-    let start = Instant::now();
-    let mut out = Vec::new();
-    let mut pass = 0u64;
-    loop {
-        let snap = numabal_live::observe(&a.root, &topo)?;
-        let now = start.elapsed().as_nanos() as u64;
-        out.clear();
-        policy.on_tick(&machine, &snap.observation(now), &mut out);
-        for act in &out {
-            println!("{}", decision(now as f64 / 1e9, act));
-        }
-        pass += 1;
-        if a.passes.is_some_and(|n| pass >= n) {
-            return Ok(());
-        }
-        let wait = policy.tick_interval_ns().unwrap_or(1_000_000_000);
-        std::thread::sleep(Duration::from_nanos(wait));
+    let s = &file.safety;
+    c.rules = Rules {
+        allow_names: s.allow_names.iter().chain(&a.allow).cloned().collect(),
+        deny_names: s.deny_names.iter().chain(&a.deny).cloned().collect(),
+        allow_uids: s.allow_uids.clone(),
+        deny_uids: s.deny_uids.clone(),
+        deny_cgroups: s.deny_cgroups.clone(),
+        manage_narrowed: s.manage_narrowed,
+    };
+    let name = a
+        .policy
+        .clone()
+        .or(d.policy.clone())
+        .unwrap_or("stable".into());
+    let label = a
+        .config
+        .as_ref()
+        .map_or("--policy".to_string(), |p| p.display().to_string());
+    let spec = policy_spec_with(&name, file.policy, &a.sets, &label)?;
+    Ok((c, spec))
+}
+
+pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
+    let (cfg, spec) = settings(a)?;
+    let policy = numabal_policy::build_live(&spec)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| Failure::Internal(format!("cannot handle signal {sig}: {e}")))?;
     }
+    let mut sink: Box<dyn Write> = match &cfg.decision_log {
+        Some(p) => Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", p.display())))?,
+        ),
+        None => Box::new(std::io::stdout()),
+    };
+    let mut log = |v: serde_json::Value| {
+        let _ = writeln!(sink, "{v}");
+        let _ = sink.flush();
+    };
+    let s = numabal_live::daemon::run(&cfg, policy, &stop, &mut log)?;
+    eprintln!(
+        "numabal daemon: {} passes in {:.1} s, {:.3} s of CPU ({:.2}% of one CPU), {} samples",
+        s.passes,
+        s.wall_s,
+        s.cpu_s,
+        100.0 * s.cpu_s / s.wall_s.max(1e-9),
+        s.samples
+    );
+    Ok(())
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 pub fn replay(trace: &Path, policy: &str, sets: &[String]) -> Result<(), Failure> {
     let (header, passes) = numabal_live::record::read_record(trace)?;
-    let mut p = numabal_policy::build(&policy_spec_of(policy, sets)?)?;
+    let mut p = numabal_policy::build_live(&policy_spec_of(policy, sets)?)?;
     let machine = numabal_live::machine_of(trace, &header.topology)?;
     let mut out = Vec::new();
     for pass in &passes {

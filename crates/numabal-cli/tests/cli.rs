@@ -1139,18 +1139,68 @@ fn daemon_dry_run_and_its_refusals() {
         &[(145, 0)],
         "cpu0 0 0 0 1 0\ncpu1 0 0 0 1 0\ncpu2 0 0 0 1 0\ncpu3 0 0 0 1 0\n",
     );
+    std::fs::write(
+        dir.path().join("proc/145/status"),
+        "Name:\tnuma-mem\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0-1\n",
+    )
+    .unwrap();
     let root = dir.path().display().to_string();
+    let lines = |out: &[u8]| -> Vec<serde_json::Value> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
     let out = numabal()
-        .args(["daemon", "--dry-run", "--passes", "1", "--root", &root])
-        .args(["--set", "policy.u=100"])
+        .args(["daemon", "--dry-run", "--passes", "2", "--root", &root])
+        .args([
+            "-p",
+            "numad",
+            "--set",
+            "policy.u=100",
+            "--interval-ms",
+            "10",
+        ])
         .assert()
         .success();
-    assert!(out.get_output().stdout.is_empty());
+    let log = lines(&out.get_output().stdout);
+    // No page-fault sensor on the fixture host (numa_balancing and clear_refs absent).
+    assert_eq!(log[0]["sensor"], "maps", "{log:?}");
+    assert_eq!(log[0]["policy"], "numad");
+    assert_eq!(log[0]["dry_run"], true);
+    assert_eq!(log.last().unwrap()["stop"]["passes"], 2, "{log:?}");
+    // The TOML file: its [policy] is the simulator's, [safety] names who is left alone.
+    let cfg = dir.path().join("numabal.toml");
+    std::fs::write(
+        &cfg,
+        "[daemon]\npolicy = \"stable\"\nsensor = \"maps\"\nmin_rss_mb = 0\ninterval_ms = 10\n\
+         [safety]\ndeny_names = [\"numa-mem\"]\n[policy]\nscan_period_ms = 10\n",
+    )
+    .unwrap();
+    let out = numabal()
+        .args([
+            "daemon",
+            "--dry-run",
+            "--passes",
+            "1",
+            "--root",
+            &root,
+            "--config",
+        ])
+        .arg(&cfg)
+        .assert()
+        .success();
+    let log = lines(&out.get_output().stdout);
+    assert_eq!(log[0]["policy"], "stable");
+    assert!(
+        log.iter()
+            .any(|l| l["pid"] == 145 && l["skip"] == "name numa-mem is denied"),
+        "{log:?}"
+    );
     let json = dir.path().join("none.json");
-    bad(&["daemon", "--root", &root], &["run with --dry-run"], &json);
     bad(
         &["daemon", "--dry-run", "--root", &root, "-p", "none"],
-        &["--policy none: has no periodic passes"],
+        &["`none` does not run live (allowed: stable, numad)"],
         &json,
     );
     bad(
@@ -1159,6 +1209,8 @@ fn daemon_dry_run_and_its_refusals() {
             "--dry-run",
             "--root",
             &root,
+            "-p",
+            "numad",
             "--set",
             "policy.u=200",
         ],
@@ -1175,6 +1227,28 @@ fn daemon_dry_run_and_its_refusals() {
             "sim.tick_ms=1",
         ],
         &["only policy.* applies here"],
+        &json,
+    );
+    bad(
+        &["daemon", "--dry-run", "--root", &root, "--sensor", "pmu"],
+        &["pmu: memory-access sampling (PEBS, IBS, SPE) is not built"],
+        &json,
+    );
+    bad(
+        &["daemon", "--dry-run", "--root", &root, "--sensor", "hint"],
+        &["sensor hint needs kernel.numa_balancing=1"],
+        &json,
+    );
+    bad(
+        &["daemon", "--dry-run", "--root", &root, "--sensor", "ibs"],
+        &["--sensor: unknown sensor `ibs` (allowed: auto, hint, softdirty, pmu, maps)"],
+        &json,
+    );
+    std::fs::write(&cfg, "[daemon]\nsensr = \"maps\"\n").unwrap();
+    let c = cfg.display().to_string();
+    bad(
+        &["daemon", "--dry-run", "--root", &root, "--config", &c],
+        &["numabal.toml: line 2: unknown field `sensr`"],
         &json,
     );
 }

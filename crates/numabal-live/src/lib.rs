@@ -13,11 +13,14 @@
 //! Every reader takes the root path, so tests parse fixture trees (as Meta's `below`
 //! does). Errors name the file and what was wrong with it.
 
+pub mod actuate;
+pub mod daemon;
 pub mod machine;
 pub mod observe;
 pub mod procfs;
 pub mod record;
 pub mod safety;
+pub mod sensor;
 pub mod sys;
 pub mod topology;
 

@@ -6,6 +6,7 @@
 //!                                to the host (not glibc's fixed 1024-CPU cpu_set_t)
 //!  migrate_pages                 migrate_pages(2): every page of a process on `from` to `to`
 //!  query_nodes                   move_pages(2) with nodes = NULL: where pages are, no move
+//!  move_pages_to                 move_pages(2) to one node, MPOL_MF_MOVE
 //! ```
 #![allow(unsafe_code)]
 
@@ -13,6 +14,9 @@ use numabal_model::Mask;
 use std::io;
 
 const BITS: usize = 64;
+/// `MPOL_MF_MOVE` of `<linux/mempolicy.h>` (libc does not export it): move pages mapped by
+/// this process only.
+const MPOL_MF_MOVE: libc::c_int = 1 << 1;
 
 /// A mask as the kernel's array of `unsigned long`, big enough for `max_id`.
 fn words(mask: &Mask, max_id: usize) -> Vec<u64> {
@@ -117,6 +121,34 @@ pub fn query_nodes(pid: u32, addrs: &[usize]) -> io::Result<Vec<i32>> {
     Ok(status)
 }
 
+/// `move_pages(pid, addrs, node...)` with `MPOL_MF_MOVE` (pages mapped by this process
+/// only): moves each page at `addrs` to `node`; returns each page's status, its node after
+/// the call or a negative errno (`-EBUSY`, `-ENOMEM`, `-EACCES` for a page other processes
+/// map too, `-ENOENT` not present, `-EFAULT` not mapped).
+pub fn move_pages_to(pid: u32, addrs: &[usize], node: usize) -> io::Result<Vec<i32>> {
+    let pages: Vec<*const libc::c_void> = addrs.iter().map(|&a| a as *const _).collect();
+    let nodes = vec![node as libc::c_int; addrs.len()];
+    let mut status = vec![0i32; addrs.len()];
+    // SAFETY: `pages`, `nodes` and `status` all hold `addrs.len()` entries and live across
+    // the call; the kernel reads `pages` (addresses in the target's address space, never
+    // dereferenced here) and `nodes`, and writes `status`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            pid as libc::pid_t,
+            addrs.len() as libc::c_ulong,
+            pages.as_ptr(),
+            nodes.as_ptr(),
+            status.as_mut_ptr(),
+            MPOL_MF_MOVE,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(status)
+}
+
 /// This thread's id.
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no arguments and cannot fail.
@@ -157,5 +189,13 @@ mod tests {
         // migrate_pages of this process from its page's node to itself moves nothing.
         let n = Mask::single(st[0] as usize);
         assert_eq!(migrate_pages(std::process::id(), &n, &n).unwrap(), 0);
+        // move_pages to the node it is on: the status is that node.
+        let st2 = move_pages_to(std::process::id(), &[page], st[0] as usize).unwrap();
+        assert_eq!(st2, st);
+        // A node the host does not have: the call fails (ENODEV) or the page says so.
+        match move_pages_to(std::process::id(), &[page], 4000) {
+            Err(e) => assert!(e.raw_os_error().is_some()),
+            Ok(st3) => assert!(st3[0] < 0, "{st3:?}"),
+        }
     }
 }

@@ -1,0 +1,467 @@
+//! The placement daemon's control loop: observe, pick the processes it may manage, sample
+//! accesses, run the shared policy core, act, log, record; on stop, give every changed
+//! affinity back.
+//!
+//! ```text
+//!  every pass (the policy's interval, or interval_ms)
+//!    observe(/proc, /sys) ──► managed = size ≥ min_rss_mb ∧ safety rules ─► log skips once
+//!    sensor: watch managed threads; softdirty: clear_refs=4 when the fault budget allows
+//!    samples drained since the last pass ──► page nodes (move_pages query, no move)
+//!    policy.on_tick(observation of managed processes + samples) ──► actions
+//!    record the observation (--record) ─► actuator: syscalls, rate limit, log each outcome
+//!  between passes: drain the sensor's rings every 100 ms, watch for SIGTERM/SIGINT
+//!  on stop: restore affinities, log a summary (passes, counts, the daemon's own CPU use)
+//! ```
+
+use crate::actuate::{Actuator, Target};
+use crate::observe::{Snapshot, USER_HZ, observe};
+use crate::procfs::read_process;
+use crate::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
+use crate::safety::{Rules, check, read_limits};
+use crate::sensor::{FaultSampler, RawSample, SensorKind, choose, clear_soft_dirty};
+use crate::topology::{LiveError, err};
+use crate::{machine_of, read_topology};
+use numabal_model::{Mask, Pid, Tid};
+use numabal_policy::{AccessSample, Policy};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The daemon's settings (the `[daemon]` and `[safety]` tables of its TOML file, and the
+/// command line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The sensor; `None`: chosen for the host.
+    pub sensor: Option<SensorKind>,
+    /// Log the decisions, change nothing.
+    pub dry_run: bool,
+    /// Time between passes; `None`: the policy's own interval.
+    pub interval_ms: Option<u64>,
+    /// Page migration budget, MiB/s.
+    pub migrate_mb_s: f64,
+    /// Processes with less resident memory are left alone.
+    pub min_rss_mb: u64,
+    /// Sample one page fault in this many.
+    pub sample_period: u64,
+    /// softdirty: the faults it causes may take at most this share of one CPU per process.
+    pub softdirty_budget_pct: f64,
+    /// softdirty: the assumed cost of one write-protect fault, ns.
+    pub fault_cost_ns: u64,
+    /// Where the decision log goes (JSON lines); `None`: standard output.
+    pub decision_log: Option<PathBuf>,
+    /// Prometheus metrics on 127.0.0.1:port; `None`: off.
+    pub metrics_port: Option<u16>,
+    /// Record every pass's observation here.
+    pub record: Option<PathBuf>,
+    /// Which processes may be managed.
+    pub rules: Rules,
+    /// Stop after this many passes.
+    pub passes: Option<u64>,
+    /// Where `/proc` and `/sys` are.
+    pub root: PathBuf,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            sensor: None,
+            dry_run: false,
+            interval_ms: None,
+            migrate_mb_s: 256.0,
+            min_rss_mb: 64,
+            sample_period: 1,
+            softdirty_budget_pct: 5.0,
+            fault_cost_ns: 2000,
+            decision_log: None,
+            metrics_port: None,
+            record: None,
+            rules: Rules::default(),
+            passes: None,
+            root: PathBuf::from("/"),
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    /// Passes run.
+    pub passes: u64,
+    /// Wall time, s.
+    pub wall_s: f64,
+    /// The daemon's own CPU time (user + system), s.
+    pub cpu_s: f64,
+    /// Samples taken.
+    pub samples: u64,
+}
+
+/// This process's CPU time from `/proc/self/stat`, s.
+fn own_cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|t| crate::procfs::parse_stat(Path::new("/proc/self/stat"), &t).ok())
+        .map_or(0.0, |s| s.utime_stime_ticks as f64 / USER_HZ as f64)
+}
+
+/// The metrics text (Prometheus exposition format).
+fn metrics_text(a: &Actuator, pass: u64, managed: usize, samples: u64, cpu_s: f64) -> String {
+    let c = &a.counts;
+    let mut s = String::new();
+    for (name, help, kind, v) in [
+        (
+            "numabal_passes_total",
+            "Passes run.",
+            "counter",
+            pass as f64,
+        ),
+        (
+            "numabal_managed_processes",
+            "Processes managed in the last pass.",
+            "gauge",
+            managed as f64,
+        ),
+        (
+            "numabal_samples_total",
+            "Access samples taken.",
+            "counter",
+            samples as f64,
+        ),
+        (
+            "numabal_affinity_changes_total",
+            "sched_setaffinity calls that succeeded.",
+            "counter",
+            c.affinity_changes as f64,
+        ),
+        (
+            "numabal_pages_moved_total",
+            "Pages moved (move_pages, migrate_pages).",
+            "counter",
+            c.pages_moved as f64,
+        ),
+        (
+            "numabal_pages_deferred_total",
+            "Pages left for later by the rate limit.",
+            "counter",
+            c.pages_deferred as f64,
+        ),
+        (
+            "numabal_pages_failed_total",
+            "Pages the kernel would not move.",
+            "counter",
+            c.pages_failed as f64,
+        ),
+        (
+            "numabal_errors_total",
+            "System calls that failed (EPERM, ENOMEM, ...).",
+            "counter",
+            c.errors as f64,
+        ),
+        (
+            "numabal_gone_total",
+            "Threads or processes gone when acted on.",
+            "counter",
+            c.gone as f64,
+        ),
+        (
+            "numabal_cpu_seconds_total",
+            "The daemon's own CPU time.",
+            "counter",
+            cpu_s,
+        ),
+    ] {
+        s += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n");
+    }
+    s
+}
+
+/// Serve `text` at `http://127.0.0.1:port/metrics` from a thread.
+fn serve_metrics(port: u16, text: Arc<Mutex<String>>) -> Result<u16, LiveError> {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind(("127.0.0.1", port)).map_err(|e| {
+        err(
+            Path::new("metrics_port"),
+            format!("{port}: cannot listen ({e})"),
+        )
+    })?;
+    let port = l.local_addr().map(|a| a.port()).unwrap_or(port);
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            let _ = c.set_read_timeout(Some(Duration::from_secs(1)));
+            let mut buf = [0u8; 1024];
+            let _ = c.read(&mut buf);
+            let body = text.lock().map(|t| t.clone()).unwrap_or_default();
+            let _ = write!(
+                c,
+                "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    Ok(port)
+}
+
+/// Run the daemon until `stop` is set or `cfg.passes` passes are done. Decision-log lines
+/// go to `log`.
+pub fn run(
+    cfg: &Config,
+    mut policy: Box<dyn Policy>,
+    stop: &AtomicBool,
+    log: &mut dyn FnMut(Value),
+) -> Result<Summary, LiveError> {
+    let root = &cfg.root;
+    let topo = read_topology(root)?;
+    let machine = machine_of(root, &topo)?;
+    let (sensor, why) = choose(root, cfg.sensor)?;
+    let interval_ns = cfg
+        .interval_ms
+        .map(|ms| ms * 1_000_000)
+        .or(policy.tick_interval_ns())
+        .unwrap_or(1_000_000_000);
+    let node_cpus: Vec<Mask> = machine.nodes.iter().map(|n| n.cpus.clone()).collect();
+    let host_cpus = node_cpus.iter().fold(Mask::new(), |m, c| m.or(c));
+    let host_nodes = Mask::from_ids(topo.nodes.iter().map(|n| n.id));
+    let cpu_nodes = topo.cpu_nodes();
+    let metrics = Arc::new(Mutex::new(String::new()));
+    let metrics_port = cfg
+        .metrics_port
+        .map(|p| serve_metrics(p, metrics.clone()))
+        .transpose()?;
+    log(json!({
+        "start": env!("CARGO_PKG_VERSION"), "policy": policy.name(), "sensor": sensor.name(),
+        "sensor_why": why, "sensor_blind_spots": sensor.blind_spots(), "dry_run": cfg.dry_run,
+        "interval_ms": interval_ns / 1_000_000, "migrate_mb_s": cfg.migrate_mb_s,
+        "metrics": metrics_port.map(|p| format!("http://127.0.0.1:{p}/metrics")),
+    }));
+    let mut recording = match &cfg.record {
+        Some(path) => {
+            let io = |e: std::io::Error| err(path, format!("cannot write: {e}"));
+            let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+            let header = RecordHeader {
+                numabal_record: RECORD_VERSION,
+                numabal_version: env!("CARGO_PKG_VERSION").to_string(),
+                topology: topo.clone(),
+            };
+            write_line(&mut f, &header).map_err(io)?;
+            Some((path.clone(), f))
+        }
+        None => None,
+    };
+    let mut sampler = sensor
+        .samples()
+        .then(|| FaultSampler::new(cfg.sample_period, 8));
+    let mut actuator = Actuator::new(cfg.dry_run, cfg.migrate_mb_s);
+    let mut skipped: BTreeMap<u32, String> = BTreeMap::new();
+    let mut watch_errors: BTreeSet<u32> = BTreeSet::new();
+    // softdirty: when each process's bits are cleared next, and samples since the last clear.
+    let mut next_clear: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut since_clear: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut raw: Vec<RawSample> = Vec::new();
+    let mut actions = Vec::new();
+    let start = Instant::now();
+    let mut pass = 0u64;
+    let mut managed_count = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let now = start.elapsed().as_nanos() as u64;
+        let mut snap = observe(root, &topo)?;
+        // Which processes the daemon may touch this pass.
+        let mut managed: BTreeSet<u32> = BTreeSet::new();
+        for p in &snap.processes {
+            let pid = p.pid.0;
+            if p.rss_bytes < cfg.min_rss_mb * 1024 * 1024 || pid == std::process::id() {
+                continue;
+            }
+            let verdict = match (read_process(root, pid), read_limits(root, pid)) {
+                (Ok(Some(proc_)), Ok(mut limits)) => {
+                    // An affinity the daemon narrowed is its own doing: judge the thread's
+                    // original one.
+                    if let Some(orig) = actuator.original(Tid(pid))
+                        && actuator.is_ours(Tid(pid), &limits.cpus_allowed)
+                    {
+                        limits.cpus_allowed = orig.clone();
+                    }
+                    check(&proc_, &limits, &host_cpus, &host_nodes, &cfg.rules)
+                        .map_err(|s| s.to_string())
+                }
+                (Ok(None), _) => Err("gone while being read".to_string()),
+                (Err(e), _) | (_, Err(e)) => Err(format!("cannot be judged: {e}")),
+            };
+            match verdict {
+                Ok(()) => {
+                    managed.insert(pid);
+                    skipped.remove(&pid);
+                }
+                Err(why) => {
+                    if skipped.get(&pid) != Some(&why) {
+                        log(
+                            json!({"t_s": now as f64 / 1e9, "pid": pid, "comm": p.comm, "skip": why}),
+                        );
+                        skipped.insert(pid, why);
+                    }
+                }
+            }
+        }
+        let live: BTreeSet<u32> = snap.processes.iter().map(|p| p.pid.0).collect();
+        skipped.retain(|p, _| live.contains(p));
+        snap.processes.retain(|p| managed.contains(&p.pid.0));
+        snap.threads.retain(|t| managed.contains(&t.pid.0));
+        let live_tids: BTreeSet<Tid> = snap.threads.iter().map(|t| t.tid).collect();
+        actuator.forget(|t| live_tids.contains(&t));
+        managed_count = managed.len();
+
+        if let Some(s) = sampler.as_mut() {
+            s.retain(|tid| live_tids.contains(&Tid(tid)));
+            for t in &snap.threads {
+                if let Err(e) = s.watch(t.pid.0, t.tid.0)
+                    && watch_errors.insert(t.tid.0)
+                {
+                    log(
+                        json!({"t_s": now as f64 / 1e9, "tid": t.tid.0, "pid": t.pid.0,
+                        "sensor_error": format!("perf_event_open: {e}")}),
+                    );
+                }
+            }
+            s.drain(&mut raw);
+            snap.samples = resolve(&raw, &managed, &cpu_nodes);
+            for r in &raw {
+                *since_clear.entry(r.pid).or_default() += cfg.sample_period;
+            }
+            raw.clear();
+            if sensor == SensorKind::SoftDirty {
+                next_clear.retain(|p, _| managed.contains(p));
+                for &pid in &managed {
+                    if now < next_clear.get(&pid).copied().unwrap_or(0) {
+                        continue;
+                    }
+                    // The faults the last clear caused, at their cost, spread over enough
+                    // time to stay within the budget.
+                    let faults = since_clear.remove(&pid).unwrap_or(0);
+                    let cost_ns = faults as f64 * cfg.fault_cost_ns as f64;
+                    let wait = (cost_ns * 100.0 / cfg.softdirty_budget_pct) as u64;
+                    next_clear.insert(pid, now + wait.max(interval_ns));
+                    if let Err(e) = clear_soft_dirty(root, pid) {
+                        log(json!({"t_s": now as f64 / 1e9, "pid": pid,
+                            "sensor_error": format!("clear_refs: {e}")}));
+                    }
+                }
+            }
+        }
+
+        actions.clear();
+        policy.on_tick(&machine, &snap.observation(now), &mut actions);
+        if let Some((path, f)) = recording.as_mut() {
+            write_line(
+                f,
+                &RecordPass {
+                    t_ns: now,
+                    snapshot: snap.clone(),
+                },
+            )
+            .map_err(|e| err(path, format!("cannot write: {e}")))?;
+        }
+        let pid_of: BTreeMap<Tid, Pid> = snap.threads.iter().map(|t| (t.tid, t.pid)).collect();
+        for a in &actions {
+            for line in actuator.apply(
+                a,
+                now,
+                |t| pid_of.get(&t).copied(),
+                |p| target_of(&snap, p),
+                &node_cpus,
+            ) {
+                log(line);
+            }
+        }
+        pass += 1;
+        let samples = sampler.as_ref().map_or(0, |s| s.samples);
+        if let Ok(mut m) = metrics.lock() {
+            *m = metrics_text(&actuator, pass, managed_count, samples, own_cpu_s());
+        }
+        if cfg.passes.is_some_and(|n| pass >= n) {
+            break;
+        }
+        // Wait for the next pass, draining the sensor's rings so they never overflow.
+        let next = now + interval_ns;
+        while !stop.load(Ordering::Relaxed) {
+            let t = start.elapsed().as_nanos() as u64;
+            if t >= next {
+                break;
+            }
+            std::thread::sleep(Duration::from_nanos((next - t).min(100_000_000)));
+            if let Some(s) = sampler.as_mut() {
+                s.drain(&mut raw);
+            }
+        }
+    }
+    for line in actuator.restore() {
+        log(line);
+    }
+    let summary = Summary {
+        passes: pass,
+        wall_s: start.elapsed().as_secs_f64(),
+        cpu_s: own_cpu_s(),
+        samples: sampler.as_ref().map_or(0, |s| s.samples),
+    };
+    let c = &actuator.counts;
+    log(json!({"stop": {
+        "passes": summary.passes, "wall_s": summary.wall_s, "cpu_s": summary.cpu_s,
+        "cpu_pct_of_one_cpu": 100.0 * summary.cpu_s / summary.wall_s.max(1e-9),
+        "samples": summary.samples, "managed_last_pass": managed_count,
+        "affinity_changes": c.affinity_changes, "pages_moved": c.pages_moved,
+        "pages_deferred": c.pages_deferred, "pages_failed": c.pages_failed,
+        "errors": c.errors, "gone": c.gone,
+    }}));
+    Ok(summary)
+}
+
+fn target_of(snap: &Snapshot, pid: Pid) -> Option<Target> {
+    snap.processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .map(|p| Target {
+            mems_allowed: p.mems_allowed.clone(),
+            node_bytes: p.node_bytes.clone(),
+        })
+}
+
+/// Samples of managed processes with their pages' nodes (a `move_pages` query per process,
+/// unique pages, in chunks); pages not present any more are dropped.
+fn resolve(
+    raw: &[RawSample],
+    managed: &BTreeSet<u32>,
+    cpu_nodes: &[Option<usize>],
+) -> Vec<AccessSample> {
+    let mut by_pid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for r in raw.iter().filter(|r| managed.contains(&r.pid)) {
+        by_pid.entry(r.pid).or_default().push(r.addr as usize);
+    }
+    let mut node_of: BTreeMap<(u32, u64), usize> = BTreeMap::new();
+    for (pid, mut addrs) in by_pid {
+        addrs.sort_unstable();
+        addrs.dedup();
+        for chunk in addrs.chunks(4096) {
+            let Ok(st) = crate::sys::query_nodes(pid, chunk) else {
+                break; // gone
+            };
+            for (&a, &s) in chunk.iter().zip(&st) {
+                if s >= 0 {
+                    node_of.insert((pid, a as u64), s as usize);
+                }
+            }
+        }
+    }
+    raw.iter()
+        .filter_map(|r| {
+            let page_node = *node_of.get(&(r.pid, r.addr))?;
+            let node = cpu_nodes.get(r.cpu as usize).copied().flatten()?;
+            Some(AccessSample {
+                tid: Tid(r.tid),
+                pid: Pid(r.pid),
+                node,
+                addr: r.addr,
+                page_node,
+            })
+        })
+        .collect()
+}

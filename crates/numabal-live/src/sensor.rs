@@ -1,0 +1,306 @@
+//! Access sensors: which thread touched which page, from where. Each says what it cannot
+//! see (`SensorKind::blind_spots`).
+//!
+//! ```text
+//!  hint       kernel.numa_balancing=1: the kernel unmaps pages (task_numa_work) and its
+//!             NUMA hinting faults arrive as software page-fault samples
+//!             (perf_event_open PERF_COUNT_SW_PAGE_FAULTS, PERF_SAMPLE_TID|TIME|ADDR|CPU,
+//!             one event per watched thread)
+//!  softdirty  kernel.numa_balancing=0: the daemon write-protects a process's pages
+//!             (/proc/PID/clear_refs = 4, clearing the soft-dirty bits) and samples the
+//!             write faults that follow with the same events; paced by a fault budget
+//!  pmu        memory-access sampling with data source (PEBS, IBS, SPE): not built in this
+//!             version (refused with the reason; no QEMU TCG guest has such a PMU)
+//!  maps       numa_maps + each thread's CPU: no samples; policies that need them (stable)
+//!             see no accesses
+//! ```
+//!
+//! Sample addresses are rounded down to their 4 KiB page; the page's node comes from a
+//! `move_pages` query (no move) when the daemon's pass begins.
+
+use crate::topology::{LiveError, err};
+use perf_event_open::config::{Opts, Proc, SampleOn};
+use perf_event_open::count::Counter;
+use perf_event_open::event::sw::Software;
+use perf_event_open::sample::Sampler;
+use perf_event_open::sample::record::Record;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// An access sensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SensorKind {
+    /// The kernel's NUMA hinting faults, sampled.
+    Hint,
+    /// Write faults after clearing soft-dirty bits, sampled.
+    SoftDirty,
+    /// PMU memory-access sampling (not built).
+    Pmu,
+    /// `numa_maps` and thread CPUs only.
+    Maps,
+}
+
+/// The names `--sensor` takes.
+pub const SENSOR_NAMES: &str = "auto, hint, softdirty, pmu, maps";
+
+impl SensorKind {
+    /// Its name on the command line and in logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            SensorKind::Hint => "hint",
+            SensorKind::SoftDirty => "softdirty",
+            SensorKind::Pmu => "pmu",
+            SensorKind::Maps => "maps",
+        }
+    }
+
+    /// From a name; `auto` is `None`.
+    pub fn parse(s: &str) -> Result<Option<SensorKind>, String> {
+        Ok(Some(match s {
+            "auto" => return Ok(None),
+            "hint" => SensorKind::Hint,
+            "softdirty" => SensorKind::SoftDirty,
+            "pmu" => SensorKind::Pmu,
+            "maps" => SensorKind::Maps,
+            other => {
+                return Err(format!(
+                    "unknown sensor `{other}` (allowed: {SENSOR_NAMES})"
+                ));
+            }
+        }))
+    }
+
+    /// Whether it samples page accesses.
+    pub fn samples(self) -> bool {
+        matches!(self, SensorKind::Hint | SensorKind::SoftDirty)
+    }
+
+    /// What it cannot see.
+    pub fn blind_spots(self) -> &'static str {
+        match self {
+            SensorKind::Hint => {
+                "reads only (and writes) the kernel's scanner unmapped: pages it skips (VMAs \
+                 it does not scan, pages of other cpusets' skipped tasks) are never seen; every \
+                 other page fault (first touch, copy-on-write) is sampled too and counted alike"
+            }
+            SensorKind::SoftDirty => {
+                "writes only: a page only read is never seen; one fault per page per clear, \
+                 so the hottest and the coldest written page weigh the same; clearing soft-dirty \
+                 bits disturbs any other user of them (CRIU's incremental dumps)"
+            }
+            SensorKind::Pmu => "not built in this version",
+            SensorKind::Maps => {
+                "no accesses at all: only where each process's memory is and where its threads \
+                 run (numa_maps, task stat)"
+            }
+        }
+    }
+}
+
+/// `kernel.numa_balancing` under `root` (0 if the file is missing: no NUMA balancing).
+pub fn numa_balancing(root: &Path) -> u32 {
+    std::fs::read_to_string(root.join("proc/sys/kernel/numa_balancing"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The sensor to use: the one asked for if it can work here, else an error saying why; with
+/// `None`, the best available (hint when the kernel balances, else softdirty, else maps).
+/// Returns the sensor and the reason for the choice.
+pub fn choose(root: &Path, asked: Option<SensorKind>) -> Result<(SensorKind, String), LiveError> {
+    let nb = numa_balancing(root);
+    let balancing = nb & 1 == 1;
+    let soft_dirty = root.join("proc/self/clear_refs").exists();
+    let nbp = root.join("proc/sys/kernel/numa_balancing");
+    match asked {
+        Some(SensorKind::Hint) if !balancing => Err(err(
+            &nbp,
+            format!(
+                "is {nb}: sensor hint needs kernel.numa_balancing=1 (allowed here: softdirty, maps)"
+            ),
+        )),
+        Some(SensorKind::SoftDirty) if !soft_dirty => Err(err(
+            &root.join("proc/self/clear_refs"),
+            "missing: sensor softdirty needs /proc/PID/clear_refs (allowed here: maps)",
+        )),
+        Some(SensorKind::Pmu) => Err(err(
+            Path::new("--sensor"),
+            "pmu: memory-access sampling (PEBS, IBS, SPE) is not built in this version \
+             (allowed: hint, softdirty, maps)",
+        )),
+        Some(k) => Ok((k, "asked for".into())),
+        None if balancing => Ok((
+            SensorKind::Hint,
+            "kernel.numa_balancing=1: the kernel's hinting faults".into(),
+        )),
+        None if soft_dirty => Ok((
+            SensorKind::SoftDirty,
+            "kernel.numa_balancing=0: soft-dirty write faults".into(),
+        )),
+        None => Ok((SensorKind::Maps, "no page-fault sensor here".into())),
+    }
+}
+
+/// Write-protect every page of `pid` for soft-dirty tracking (`clear_refs` = 4).
+pub fn clear_soft_dirty(root: &Path, pid: u32) -> std::io::Result<()> {
+    std::fs::write(root.join(format!("proc/{pid}/clear_refs")), "4")
+}
+
+/// One page-fault sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawSample {
+    /// Process.
+    pub pid: u32,
+    /// Thread.
+    pub tid: u32,
+    /// CPU it faulted on.
+    pub cpu: u32,
+    /// Page-aligned faulting address.
+    pub addr: u64,
+}
+
+struct Watch {
+    // The sampler maps the counter's ring buffer; the counter owns the event.
+    sampler: Sampler,
+    counter: Counter,
+}
+
+/// Software page-fault sampling, one event per watched thread.
+pub struct FaultSampler {
+    period: u64,
+    ring_pages_log2: u8,
+    watches: BTreeMap<u32, (u32, Watch)>,
+    /// Samples taken so far.
+    pub samples: u64,
+    /// Threads that could not be watched (gone, or refused), and the last error.
+    pub open_errors: u64,
+}
+
+impl FaultSampler {
+    /// Sample one page fault in `period`, into rings of `2^ring_pages_log2` pages per thread.
+    pub fn new(period: u64, ring_pages_log2: u8) -> FaultSampler {
+        FaultSampler {
+            period: period.max(1),
+            ring_pages_log2,
+            watches: BTreeMap::new(),
+            samples: 0,
+            open_errors: 0,
+        }
+    }
+
+    /// Threads watched.
+    pub fn watched(&self) -> usize {
+        self.watches.len()
+    }
+
+    /// Watch `tid` of `pid` (no-op if it is watched). An error (the thread is gone, or
+    /// `perf_event_open` is refused) is returned for the caller to log.
+    pub fn watch(&mut self, pid: u32, tid: u32) -> std::io::Result<()> {
+        if self.watches.contains_key(&tid) {
+            return Ok(());
+        }
+        let mut opts = Opts {
+            sample_on: SampleOn::Count(self.period),
+            ..Opts::default()
+        };
+        opts.sample_format.data_addr = true;
+        opts.record_id_format.task = true;
+        opts.record_id_format.cpu = true;
+        opts.record_id_format.time = true;
+        let counter = Counter::new(
+            Software::PageFault,
+            (Proc(tid), perf_event_open::config::Cpu::ALL),
+            &opts,
+        )
+        .inspect_err(|_| self.open_errors += 1)?;
+        let sampler = counter.sampler(self.ring_pages_log2)?;
+        counter.enable()?;
+        self.watches.insert(tid, (pid, Watch { sampler, counter }));
+        Ok(())
+    }
+
+    /// Stop watching threads not in `keep`.
+    pub fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        self.watches.retain(|&tid, _| keep(tid));
+    }
+
+    /// Every sample waiting in the rings, in thread order then time order.
+    pub fn drain(&mut self, out: &mut Vec<RawSample>) {
+        for (&tid, (pid, w)) in &self.watches {
+            let _ = &w.counter;
+            for (_, rec) in w.sampler.iter() {
+                let Record::Sample(s) = rec else { continue };
+                let Some(addr) = s.data_addr else { continue };
+                let cpu = s.record_id.cpu.unwrap_or(u32::MAX);
+                let (spid, stid) = s.record_id.task.map_or((*pid, tid), |t| (t.pid, t.tid));
+                self.samples += 1;
+                out.push(RawSample {
+                    pid: spid,
+                    tid: stid,
+                    cpu,
+                    addr: addr & !0xfff,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choice_follows_the_kernel_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        std::fs::create_dir_all(r.join("proc/sys/kernel")).unwrap();
+        std::fs::create_dir_all(r.join("proc/self")).unwrap();
+        std::fs::write(r.join("proc/sys/kernel/numa_balancing"), "1\n").unwrap();
+        assert_eq!(choose(r, None).unwrap().0, SensorKind::Hint);
+        std::fs::write(r.join("proc/sys/kernel/numa_balancing"), "0\n").unwrap();
+        assert_eq!(choose(r, None).unwrap().0, SensorKind::Maps);
+        std::fs::write(r.join("proc/self/clear_refs"), "").unwrap();
+        assert_eq!(choose(r, None).unwrap().0, SensorKind::SoftDirty);
+        let e = choose(r, Some(SensorKind::Hint)).unwrap_err().to_string();
+        assert!(e.contains("needs kernel.numa_balancing=1"), "{e}");
+        let e = choose(r, Some(SensorKind::Pmu)).unwrap_err().to_string();
+        assert!(e.contains("not built"), "{e}");
+        assert_eq!(SensorKind::parse("auto"), Ok(None));
+        assert!(
+            SensorKind::parse("ibs")
+                .unwrap_err()
+                .contains("allowed: auto")
+        );
+    }
+
+    /// This thread's own page faults, sampled: first touches of fresh pages.
+    #[test]
+    fn samples_this_threads_page_faults() {
+        let tid = crate::sys::gettid();
+        let mut s = FaultSampler::new(1, 4);
+        if let Err(e) = s.watch(std::process::id(), tid) {
+            // perf_event_paranoid may forbid it for an unprivileged user: say so, loudly.
+            eprintln!("perf_event_open refused here ({e}); sampling not tested");
+            return;
+        }
+        let mut v = vec![0u8; 64 * 4096];
+        for i in (0..v.len()).step_by(4096) {
+            v[i] = 1;
+        }
+        let mut out = Vec::new();
+        s.drain(&mut out);
+        let lo = v.as_ptr() as u64 & !0xfff;
+        let hi = lo + v.len() as u64;
+        let ours = out
+            .iter()
+            .filter(|r| r.addr >= lo && r.addr < hi && r.tid == tid)
+            .count();
+        assert!(
+            ours >= 32,
+            "{ours} of 64 first touches sampled ({} samples)",
+            out.len()
+        );
+        std::hint::black_box(&v);
+    }
+}
