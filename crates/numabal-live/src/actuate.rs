@@ -396,9 +396,52 @@ impl Actuator {
     }
 }
 
+/// Each process's node from its threads' affinities (`(pid, cpus)` pairs): the node whose
+/// CPUs hold every one of them, or `None` if they span several.
+pub fn placement<'a>(
+    affinities: impl IntoIterator<Item = (Pid, &'a Mask)>,
+    node_cpus: &[Mask],
+) -> BTreeMap<u32, Option<usize>> {
+    let mut out: BTreeMap<u32, Option<usize>> = BTreeMap::new();
+    for (pid, cpus) in affinities {
+        let node = node_cpus.iter().position(|n| cpus.is_subset(n));
+        out.entry(pid.0)
+            .and_modify(|n| {
+                if *n != node {
+                    *n = None;
+                }
+            })
+            .or_insert(node);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placement_is_the_node_holding_every_thread() {
+        let nodes = [Mask::from_ids([0, 1]), Mask::from_ids([2, 3])];
+        let (a, b, c) = (
+            Mask::from_ids([0, 1]),
+            Mask::single(1),
+            Mask::from_ids([2, 3]),
+        );
+        let p = placement(
+            [
+                (Pid(1), &a),
+                (Pid(1), &b),
+                (Pid(2), &a),
+                (Pid(2), &c),
+                (Pid(3), &c),
+            ],
+            &nodes,
+        );
+        assert_eq!(p[&1], Some(0));
+        assert_eq!(p[&2], None);
+        assert_eq!(p[&3], Some(1));
+    }
 
     #[test]
     fn the_rate_limit_refills_at_its_rate_and_caps_at_a_second() {

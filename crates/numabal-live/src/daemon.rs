@@ -394,6 +394,10 @@ pub fn run(
             }
         }
     }
+    let placement = crate::actuate::placement(
+        actuator.changed().values().map(|c| (c.pid, &c.ours)),
+        &node_cpus,
+    );
     for line in actuator.restore() {
         log(line);
     }
@@ -410,7 +414,7 @@ pub fn run(
         "samples": summary.samples, "managed_last_pass": managed_count,
         "affinity_changes": c.affinity_changes, "pages_moved": c.pages_moved,
         "pages_deferred": c.pages_deferred, "pages_failed": c.pages_failed,
-        "errors": c.errors, "gone": c.gone,
+        "errors": c.errors, "gone": c.gone, "placement": placement,
     }}));
     Ok(summary)
 }
