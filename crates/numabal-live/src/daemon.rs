@@ -254,6 +254,7 @@ pub fn run(
         .then(|| FaultSampler::new(cfg.sample_period, 8));
     let mut actuator = Actuator::new(cfg.dry_run, cfg.migrate_mb_s);
     let mut skipped: BTreeMap<u32, String> = BTreeMap::new();
+    let mut was_managed: BTreeMap<u32, String> = BTreeMap::new();
     let mut watch_errors: BTreeSet<u32> = BTreeSet::new();
     // softdirty: when each process's bits are cleared next, and samples since the last clear.
     let mut next_clear: BTreeMap<u32, u64> = BTreeMap::new();
@@ -305,6 +306,19 @@ pub fn run(
         }
         let live: BTreeSet<u32> = snap.processes.iter().map(|p| p.pid.0).collect();
         skipped.retain(|p, _| live.contains(p));
+        // Managed processes that exited since the last pass (mid-operation or not): logged,
+        // not an error.
+        for (pid, comm) in std::mem::take(&mut was_managed) {
+            if !live.contains(&pid) {
+                log(json!({"t_s": now as f64 / 1e9, "pid": pid, "comm": comm, "exited": true}));
+            }
+        }
+        was_managed = snap
+            .processes
+            .iter()
+            .filter(|p| managed.contains(&p.pid.0))
+            .map(|p| (p.pid.0, p.comm.clone()))
+            .collect();
         snap.processes.retain(|p| managed.contains(&p.pid.0));
         snap.threads.retain(|t| managed.contains(&t.pid.0));
         let live_tids: BTreeSet<Tid> = snap.threads.iter().map(|t| t.tid).collect();
