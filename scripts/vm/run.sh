@@ -9,7 +9,8 @@
 #                          [--env KEY=VALUE]... [--append "KERNEL ARGS"]
 #   --nodes          emulated nodes (default 2)
 #   --cpus-per-node  vCPUs per node (default 2; 2 nodes = 4 vCPUs, 4 nodes = 8 vCPUs)
-#   --mem-mb         guest memory in MiB, split evenly over the nodes (default 2048)
+#   --mem-mb         guest memory in MiB, split evenly over the nodes (default 1024 per
+#                    node: 2048 with 2 nodes, 4096 with 4)
 #   --dist           4 nodes: `flat` (every remote distance 20, default) or `ring`
 #                    (0-1-2-3-0 at 20, opposite nodes 0-2 and 1-3 at 30); 2 nodes: 10/20
 #   --timeout        wall-clock seconds before QEMU is killed (default 600)
@@ -30,7 +31,7 @@ die() { printf 'vm/run: error: %s\n' "$*" >&2; exit 2; }
 say() { printf 'vm/run: %s\n' "$*" >&2; }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 
-nodes=2 cpn=2 mem=2048 dist=flat timeout=600 log="" scenario="" append=""
+nodes=2 cpn=2 mem="" dist=flat timeout=600 log="" scenario="" append=""
 envs=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -55,6 +56,7 @@ done
 [ -f "$scenario" ] || die "no scenario file $scenario"
 [[ $nodes =~ ^[24]$ ]] || die "--nodes must be 2 or 4, got '$nodes'"
 [[ $cpn =~ ^[1-9][0-9]*$ ]] && [ "$cpn" -le 16 ] || die "--cpus-per-node must be 1..16, got '$cpn'"
+mem=${mem:-$((nodes * 1024))}
 [[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a whole number of seconds, got '$timeout'"
 [[ $mem =~ ^[1-9][0-9]*$ ]] || die "--mem-mb must be a whole number, got '$mem'"
 [ $((mem / nodes)) -ge 256 ] || die "--mem-mb $mem leaves less than 256 MiB per node"
