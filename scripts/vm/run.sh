@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Boots Debian's kernel in QEMU (TCG) with emulated NUMA nodes and runs one scenario in it
+# (docs/vm-tests.md). Prints the scenario's output (between the guest's markers) and exits
+# with the scenario's exit status; 124 on timeout, 125 when the guest stopped without
+# reporting one (kernel panic, /init failure, QEMU error).
+#
+# Usage: scripts/vm/run.sh --scenario FILE [--nodes 2|4] [--timeout SECONDS] [--log FILE]
+#                          [--mem-mb N] [--cpus-per-node N] [--dist flat|ring]
+#                          [--env KEY=VALUE]... [--append "KERNEL ARGS"]
+#   --nodes          emulated nodes (default 2)
+#   --cpus-per-node  vCPUs per node (default 2; 2 nodes = 4 vCPUs, 4 nodes = 8 vCPUs)
+#   --mem-mb         guest memory in MiB, split evenly over the nodes (default 1024 per
+#                    node: 2048 with 2 nodes, 4096 with 4)
+#   --dist           4 nodes: `flat` (every remote distance 20, default) or `ring`
+#                    (0-1-2-3-0 at 20, opposite nodes 0-2 and 1-3 at 30); 2 nodes: 10/20
+#   --timeout        wall-clock seconds before QEMU is killed (default 600)
+#   --log FILE       write the scenario's output to FILE instead of stdout
+#   --env KEY=VALUE  environment variable for the scenario (through the kernel command
+#                    line: KEY is [A-Za-z_][A-Za-z0-9_]*, VALUE has no spaces)
+#   --append ARGS    more kernel command-line arguments
+# The whole serial console goes to target/vm/logs/NAME-<N>n.console.log, QEMU's own
+# messages to NAME-<N>n.qemu-stderr, its command line to NAME-<N>n.qemu-cmdline. The
+# guest always gets NUMABAL_VM_NODES and NUMABAL_VM_CPUS_PER_NODE in its environment.
+# Needs scripts/vm/setup.sh once and the release binaries (cargo build --release --locked
+# -p numabal-cli -p numabal-testprogs); the initramfs is (re)built as needed.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+die() { printf 'vm/run: error: %s\n' "$*" >&2; exit 2; }
+say() { printf 'vm/run: %s\n' "$*" >&2; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
+
+nodes=2 cpn=2 mem="" dist=flat timeout=600 log="" scenario="" append=""
+envs=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --nodes|--cpus-per-node|--mem-mb|--dist|--timeout|--log|--scenario|--env|--append)
+      [ $# -ge 2 ] || die "$1 needs a value" ;;
+  esac
+  case $1 in
+    --nodes) nodes=${2:-}; shift 2 ;;
+    --cpus-per-node) cpn=${2:-}; shift 2 ;;
+    --mem-mb) mem=${2:-}; shift 2 ;;
+    --dist) dist=${2:-}; shift 2 ;;
+    --timeout) timeout=${2:-}; shift 2 ;;
+    --log) log=${2:-}; shift 2 ;;
+    --scenario) scenario=${2:-}; shift 2 ;;
+    --env) envs+=("${2:-}"); shift 2 ;;
+    --append) append=${2:-}; shift 2 ;;
+    -h|--help) usage ;;
+    *) printf 'vm/run: error: unknown argument %s\n' "$1" >&2; usage ;;
+  esac
+done
+[ -n "$scenario" ] || die "--scenario FILE is required"
+[ -f "$scenario" ] || die "no scenario file $scenario"
+[[ $nodes =~ ^[24]$ ]] || die "--nodes must be 2 or 4, got '$nodes'"
+[[ $cpn =~ ^[1-9][0-9]*$ ]] && [ "$cpn" -le 16 ] || die "--cpus-per-node must be 1..16, got '$cpn'"
+mem=${mem:-$((nodes * 1024))}
+[[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a whole number of seconds, got '$timeout'"
+[[ $mem =~ ^[1-9][0-9]*$ ]] || die "--mem-mb must be a whole number, got '$mem'"
+[ $((mem / nodes)) -ge 256 ] || die "--mem-mb $mem leaves less than 256 MiB per node"
+[ $((mem % nodes)) -eq 0 ] || die "--mem-mb $mem does not split evenly over $nodes nodes"
+case $dist in flat|ring) ;; *) die "--dist must be flat or ring, got '$dist'" ;; esac
+for e in ${envs[@]+"${envs[@]}"}; do
+  [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*=[^[:space:]]*$ ]] || die "--env '$e' is not KEY=VALUE without spaces"
+done
+
+# The ELF kernel boots through its PVH entry (faster); the bzImage is the fallback.
+kernel=$repo/target/vm/cache/vmlinux
+[ -f "$kernel" ] || kernel=$repo/target/vm/cache/vmlinuz
+[ -f "$kernel" ] || die "no guest kernel in target/vm/cache/: run scripts/vm/setup.sh"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found: run scripts/vm/setup.sh"
+
+name=$(basename "$scenario" .sh)
+initrd=$("$here/build-initramfs.sh" "$scenario" "$name" | tail -1)
+
+# --- the machine -------------------------------------------------------------------------
+per=$((mem / nodes))
+vcpus=$((nodes * cpn))
+numa=()
+for ((n = 0; n < nodes; n++)); do
+  first=$((n * cpn)) last=$((n * cpn + cpn - 1))
+  cpus=$first; [ "$last" -gt "$first" ] && cpus=$first-$last
+  numa+=(-object "memory-backend-ram,id=m$n,size=${per}M"
+         -numa "node,nodeid=$n,cpus=$cpus,memdev=m$n")
+done
+for ((a = 0; a < nodes; a++)); do
+  for ((b = a + 1; b < nodes; b++)); do
+    d=20
+    if [ "$dist" = ring ] && [ "$nodes" = 4 ] && [ $((b - a)) = 2 ]; then d=30; fi
+    numa+=(-numa "dist,src=$a,dst=$b,val=$d")
+  done
+done
+
+cmdline="console=ttyS0 rdinit=/init quiet loglevel=3 panic=-1 NUMABAL_VM_NODES=$nodes NUMABAL_VM_CPUS_PER_NODE=$cpn"
+for e in ${envs[@]+"${envs[@]}"}; do cmdline+=" $e"; done
+[ -n "$append" ] && cmdline+=" $append"
+
+qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine pc
+      -accel tcg,thread=multi -cpu max
+      -smp "$vcpus,sockets=$nodes,cores=$cpn,threads=1" -m "${mem}M"
+      "${numa[@]}"
+      -kernel "$kernel" -initrd "$initrd" -append "$cmdline"
+      -nographic -serial stdio -no-reboot)
+
+logs=$repo/target/vm/logs
+mkdir -p "$logs"
+console=$logs/$name-${nodes}n.console.log
+say "booting $nodes nodes x $cpn vCPUs, ${per} MiB per node, dist $dist, timeout ${timeout}s: $(basename "$scenario")"
+say "console: $console"
+printf '%q ' "${qemu[@]}" > "$logs/$name-${nodes}n.qemu-cmdline"
+echo >> "$logs/$name-${nodes}n.qemu-cmdline"
+
+start=$(date +%s.%N)
+set +e
+qemu_err=$logs/$name-${nodes}n.qemu-stderr
+timeout --kill-after=10 "$timeout" "${qemu[@]}" < /dev/null > "$console" 2> "$qemu_err"
+qrc=$?
+set -e
+wall=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+
+# --- the scenario's result -----------------------------------------------------------------
+# The serial line ends lines with CR LF; a lone CR (a program redrawing a status line, as
+# perf bench does) becomes a line break. Terminal escapes go (SeaBIOS and the kernel clear
+# the screen).
+clean=$(sed -e 's/\r$//' "$console" | tr '\r' '\n' | sed -E 's/\x1b(\[[0-9;?]*[A-Za-z]|c)//g')
+output=$(printf '%s\n' "$clean" | awk '
+  /^@@@ numabal-vm: scenario end: exit status [0-9]+ @@@$/ { on = 0 }
+  on { print }
+  /^@@@ numabal-vm: scenario begin @@@$/ { on = 1 }')
+status=$(printf '%s\n' "$clean" | sed -n 's/^@@@ numabal-vm: scenario end: exit status \([0-9]*\) @@@$/\1/p' | tail -1)
+booted=$(printf '%s\n' "$clean" | sed -n 's/.*numabal-vm: booted, uptime \([0-9.]*\) s.*/\1/p' | head -1)
+ended=$(printf '%s\n' "$clean" | sed -n 's/^numabal-vm: powering off, uptime \([0-9.]*\) s$/\1/p' | head -1)
+
+if [ -n "$log" ]; then
+  printf '%s\n' "$output" > "$log"
+elif [ -n "$output" ]; then
+  printf '%s\n' "$output"
+fi
+
+if [ -z "$status" ]; then
+  if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+    say "TIMEOUT after ${timeout}s (wall ${wall}s): QEMU killed; no end marker. Console tail:"
+    rc=124
+  else
+    say "the guest stopped without an end marker (QEMU exit $qrc, wall ${wall}s). Console tail:"
+    rc=125
+  fi
+  printf '%s\n' "$clean" | tail -n 30 | sed 's/^/  | /' >&2
+  if [ -s "$qemu_err" ]; then
+    say "QEMU's stderr:"
+    sed 's/^/  | /' "$qemu_err" >&2
+  fi
+  exit $rc
+fi
+say "scenario exit status $status; guest boot ${booted:-?}s, scenario $(awk -v a="${booted:-0}" -v b="${ended:-0}" 'BEGIN{printf "%.1f", b-a}')s (guest uptime); wall ${wall}s"
+exit "$status"
