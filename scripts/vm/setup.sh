@@ -11,7 +11,7 @@
 #    kernel; the script checks the config for them, so the guest needs no modules;
 #  * also decompresses the kernel's ELF image (vmlinux) out of vmlinuz: with CONFIG_PVH QEMU
 #    boots it directly (PVH entry), which skips the firmware's bzImage loader and the
-#    in-guest XZ decompression, about 3.5 s per boot under TCG. run.sh falls back to
+#    in-guest XZ decompression, about 4 s per boot under TCG. run.sh falls back to
 #    vmlinuz when there is no vmlinux.
 #
 # Usage: scripts/vm/setup.sh        (prints what it did; the kernel's path is in
