@@ -8,6 +8,7 @@
 //! sensor = "auto"              # auto, hint, softdirty, pmu, maps
 //! dry_run = false
 //! interval_ms = 1000           # default: the policy's own interval
+//! idle_interval_ms = 5000      # between passes while no process is managed
 //! migrate_mb_s = 256           # page migration budget
 //! min_rss_mb = 64              # smaller processes are left alone
 //! sample_period = 1            # sample one page fault in this many
@@ -106,6 +107,7 @@ struct DaemonTable {
     sensor: Option<String>,
     dry_run: Option<bool>,
     interval_ms: Option<u64>,
+    idle_interval_ms: Option<u64>,
     migrate_mb_s: Option<f64>,
     min_rss_mb: Option<u64>,
     sample_period: Option<u64>,
@@ -263,6 +265,15 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
             )));
         }
         c.softdirty_budget_pct = v;
+    }
+    if let Some(v) = d.idle_interval_ms {
+        if !(10..=3_600_000).contains(&v) {
+            return Err(Failure::Input(format!(
+                "{}: is {v} (allowed: 10 to 3600000)",
+                src("idle_interval_ms")
+            )));
+        }
+        c.idle_interval_ms = v;
     }
     if let Some(v) = d.fault_cost_ns {
         c.fault_cost_ns = v;

@@ -9,13 +9,13 @@
 //!    samples drained since the last pass ──► page nodes (move_pages query, no move)
 //!    policy.on_tick(observation of managed processes + samples) ──► actions
 //!    record the observation (--record) ─► actuator: syscalls, rate limit, log each outcome
-//!  between passes: drain the sensor's rings every 100 ms, watch for SIGTERM/SIGINT
+//!  between passes: drain the sensor's rings every 100 ms, watch for SIGTERM/SIGINT;
+//!  with nothing managed, the next pass comes after idle_interval_ms (default 5 s)
 //!  on stop: restore affinities, log a summary (passes, counts, the daemon's own CPU use)
 //! ```
 
 use crate::actuate::{Actuator, Target};
-use crate::observe::{Snapshot, USER_HZ, observe};
-use crate::procfs::read_process;
+use crate::observe::{Snapshot, USER_HZ, observe_processes};
 use crate::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
 use crate::safety::{Rules, check, read_limits};
 use crate::sensor::{FaultSampler, RawSample, SensorKind, choose, clear_soft_dirty};
@@ -40,6 +40,8 @@ pub struct Config {
     pub dry_run: bool,
     /// Time between passes; `None`: the policy's own interval.
     pub interval_ms: Option<u64>,
+    /// Time between passes while no process is managed (at least the interval).
+    pub idle_interval_ms: u64,
     /// Page migration budget, MiB/s.
     pub migrate_mb_s: f64,
     /// Processes with less resident memory are left alone.
@@ -70,6 +72,7 @@ impl Default for Config {
             sensor: None,
             dry_run: false,
             interval_ms: None,
+            idle_interval_ms: 5000,
             migrate_mb_s: 256.0,
             min_rss_mb: 64,
             sample_period: 1,
@@ -266,16 +269,16 @@ pub fn run(
     let mut managed_count = 0;
     while !stop.load(Ordering::Relaxed) {
         let now = start.elapsed().as_nanos() as u64;
-        let mut snap = observe(root, &topo)?;
+        let (mut snap, procs) = observe_processes(root, &topo, cfg.min_rss_mb * 1024 * 1024)?;
         // Which processes the daemon may touch this pass.
         let mut managed: BTreeSet<u32> = BTreeSet::new();
         for p in &snap.processes {
             let pid = p.pid.0;
-            if p.rss_bytes < cfg.min_rss_mb * 1024 * 1024 || pid == std::process::id() {
+            if pid == std::process::id() {
                 continue;
             }
-            let verdict = match (read_process(root, pid), read_limits(root, pid)) {
-                (Ok(Some(proc_)), Ok(mut limits)) => {
+            let verdict = match (procs.get(&pid), read_limits(root, pid)) {
+                (Some(proc_), Ok(mut limits)) => {
                     // An affinity the daemon narrowed is its own doing: judge the thread's
                     // original one.
                     if let Some(orig) = actuator.original(Tid(pid))
@@ -283,11 +286,11 @@ pub fn run(
                     {
                         limits.cpus_allowed = orig.clone();
                     }
-                    check(&proc_, &limits, &host_cpus, &host_nodes, &cfg.rules)
+                    check(proc_, &limits, &host_cpus, &host_nodes, &cfg.rules)
                         .map_err(|s| s.to_string())
                 }
-                (Ok(None), _) => Err("gone while being read".to_string()),
-                (Err(e), _) | (_, Err(e)) => Err(format!("cannot be judged: {e}")),
+                (None, _) => Err("gone while being read".to_string()),
+                (_, Err(e)) => Err(format!("cannot be judged: {e}")),
             };
             match verdict {
                 Ok(()) => {
@@ -395,14 +398,25 @@ pub fn run(
         if cfg.passes.is_some_and(|n| pass >= n) {
             break;
         }
-        // Wait for the next pass, draining the sensor's rings so they never overflow.
-        let next = now + interval_ns;
+        // Wait for the next pass, draining the sensor's rings so they never overflow. With
+        // nothing to manage, passes come every idle_interval_ms: an idle host costs little.
+        let wait = if managed_count == 0 {
+            interval_ns.max(cfg.idle_interval_ms * 1_000_000)
+        } else {
+            interval_ns
+        };
+        let next = now + wait;
         while !stop.load(Ordering::Relaxed) {
             let t = start.elapsed().as_nanos() as u64;
             if t >= next {
                 break;
             }
-            std::thread::sleep(Duration::from_nanos((next - t).min(100_000_000)));
+            let slice = if sampler.as_ref().is_some_and(|s| s.watched() > 0) {
+                100_000_000
+            } else {
+                u64::MAX
+            };
+            std::thread::sleep(Duration::from_nanos((next - t).min(slice)));
             if let Some(s) = sampler.as_mut() {
                 s.drain(&mut raw);
             }

@@ -6,7 +6,7 @@
 //! every Linux architecture numabal targets (the kernel's ABI constant, not `CONFIG_HZ`);
 //! RSS is in pages of 4 KiB (x86-64, arm64 with 4K pages).
 
-use crate::procfs::{Process, pids, read_process};
+use crate::procfs::{Process, pids, read_process_if};
 use crate::topology::{LiveError, LiveTopology, err, read};
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::{NodeObs, ProcessObs, ThreadObs};
@@ -128,6 +128,17 @@ fn process_obs(root: &Path, p: &Process, nr_nodes: usize) -> ProcessObs {
 
 /// Observe the host under `root`.
 pub fn observe(root: &Path, topo: &LiveTopology) -> Result<Snapshot, LiveError> {
+    Ok(observe_processes(root, topo, 0)?.0)
+}
+
+/// [`observe`], leaving out processes with less than `min_rss_bytes` resident (and kernel
+/// threads, which have none) after reading only their `stat`; also returns what was read
+/// of each process kept, by pid (the daemon's safety checks read it).
+pub fn observe_processes(
+    root: &Path,
+    topo: &LiveTopology,
+    min_rss_bytes: u64,
+) -> Result<(Snapshot, std::collections::BTreeMap<u32, Process>), LiveError> {
     let nr_nodes = topo.nr_node_ids();
     let cpu_nodes = topo.cpu_nodes();
     let node_of = |cpu: usize| cpu_nodes.get(cpu).copied().flatten();
@@ -146,8 +157,11 @@ pub fn observe(root: &Path, topo: &LiveTopology) -> Result<Snapshot, LiveError> 
     }
     let mut threads = Vec::new();
     let mut processes = Vec::new();
+    let mut read = std::collections::BTreeMap::new();
+    let keep =
+        |s: &crate::procfs::Stat| s.rss_pages > 0 && s.rss_pages * PAGE_BYTES >= min_rss_bytes;
     for pid in pids(root)? {
-        let Some(p) = read_process(root, pid)? else {
+        let Some(p) = read_process_if(root, pid, keep)? else {
             continue;
         };
         if p.maps.node_bytes.values().all(|&b| b == 0) {
@@ -162,14 +176,16 @@ pub fn observe(root: &Path, topo: &LiveTopology) -> Result<Snapshot, LiveError> 
             });
         }
         processes.push(process_obs(root, &p, nr_nodes));
+        read.insert(pid, p);
     }
-    Ok(Snapshot {
+    let snap = Snapshot {
         threads,
         processes,
         nodes,
         cpu_idle_ns: read_cpu_idle(root, cpu_nodes.len())?,
         samples: Vec::new(),
-    })
+    };
+    Ok((snap, read))
 }
 
 #[cfg(test)]

@@ -138,6 +138,17 @@ pub fn pids(root: &Path) -> Result<Vec<u32>, LiveError> {
 /// Read one process; `Ok(None)` if it went away while being read (not an error: processes
 /// exit at any time).
 pub fn read_process(root: &Path, pid: u32) -> Result<Option<Process>, LiveError> {
+    read_process_if(root, pid, |_| true)
+}
+
+/// [`read_process`], reading no more than `stat` of a process `keep` turns down (`Ok(None)`
+/// then): a pass over every process costs one small read for each process left out
+/// (`numa_maps` makes the kernel walk the page tables).
+pub fn read_process_if(
+    root: &Path,
+    pid: u32,
+    keep: impl Fn(&Stat) -> bool,
+) -> Result<Option<Process>, LiveError> {
     let dir: PathBuf = root.join(format!("proc/{pid}"));
     let gone = |e: &LiveError| !dir.exists() || e.message.contains("No such file");
     let stat_path = dir.join("stat");
@@ -146,6 +157,9 @@ pub fn read_process(root: &Path, pid: u32) -> Result<Option<Process>, LiveError>
         Err(e) if gone(&e) => return Ok(None),
         Err(e) => return Err(e),
     };
+    if !keep(&stat) {
+        return Ok(None);
+    }
     let name = read(&dir.join("status"))
         .ok()
         .and_then(|t| {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The live daemon's must-shows (issue 6), each a scenario in the 4-node QEMU TCG guest
+# (docs/vm-tests.md): numa01-like under stable/softdirty with record and replay, perf bench
+# numa mem against the kernel's balancing, the hint sensor, the safety rules, idle CPU.
+# Prints every scenario's output and a PASS/FAIL summary with the measured figures; exits 1
+# if any check failed.
+#
+# Usage: scripts/vm/daemon-tests.sh [SCENARIO...]   (default: all; names without .sh)
+# Needs scripts/vm/setup.sh and the release build (scripts/vm/test.sh does both).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$repo"
+all=(daemon-numa01 daemon-perfbench daemon-hint daemon-safety daemon-idle)
+[ $# -gt 0 ] && all=("$@")
+mkdir -p target/vm/scen target/vm/logs
+rc=0
+summary=()
+for s in "${all[@]}"; do
+  src=scripts/vm/scenarios/$s.sh
+  [ -f "$src" ] || { echo "daemon-tests: no scenario $src" >&2; exit 2; }
+  # One file for the guest: the shared functions, then the scenario.
+  cat scripts/vm/scenarios/lib.sh "$src" > "target/vm/scen/$s.sh"
+  out=target/vm/logs/$s.out
+  printf '\n== %s (4 nodes x 2 CPUs, TCG)\n' "$s"
+  start=$(date +%s)
+  r=0
+  scripts/vm/run.sh --nodes 4 --timeout 420 --scenario "target/vm/scen/$s.sh" --log "$out" \
+    ${BUDGET:+--env BUDGET=$BUDGET} || r=$?
+  cat "$out"
+  wall=$(( $(date +%s) - start ))
+  while IFS= read -r l; do summary+=("$s: $l"); done < <(grep -E '^(PASS|FAIL):' "$out" || true)
+  if [ $r -ne 0 ]; then
+    rc=1
+    grep -qE '^FAIL:' "$out" || summary+=("$s: FAIL: scenario exit status $r (see target/vm/logs/$s-4n.console.log)")
+  fi
+  summary+=("$s: wall ${wall} s")
+done
+printf '\n== daemon must-shows\n'
+printf '%s\n' "${summary[@]}"
+exit $rc

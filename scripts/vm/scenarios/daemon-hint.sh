@@ -1,0 +1,31 @@
+# numa01-like under `numabal daemon` (stable, sensor hint) with the kernel's balancing on:
+# the daemon places threads, the kernel migrates pages on its hinting faults. Must show the
+# same placement criteria as daemon-numa01.sh within 60 s, with both counters reported.
+echo 1 > /proc/sys/kernel/numa_balancing
+mig0=$(vmstat numa_pages_migrated)
+numa01-like --procs 2 --threads 2 --mb 128 --seconds 150 > /tmp/w.out 2>&1 &
+wait_lines /tmp/w.out 2 'mb='
+P=$(pids_in /tmp/w.out)
+t0=$(now_s)
+numabal daemon --sensor hint --decision-log /tmp/dec.jsonl &
+D=$!
+conv=""
+while :; do
+  sleep 5
+  t=$(elapsed "$t0"); ok=1; nodes=""
+  for p in $P; do
+    line=$(placed "$p") || ok=0
+    say "t=${t}s $line"
+    nodes="$nodes $(echo "$line" | sed -n 's/.*mem_node=\([0-9]*\).*/\1/p')"
+  done
+  [ "$(echo $nodes | tr ' ' '\n' | sort -u | wc -l)" -lt 2 ] && ok=0
+  if [ $ok = 1 ] && [ -z "$conv" ]; then conv=$t; fi
+  awk -v t="$t" 'BEGIN { exit !(t >= 60) }' && break
+done
+kill -TERM $D; wait $D || true
+tail -1 /tmp/dec.jsonl
+moved=$(tail -1 /tmp/dec.jsonl | sed -n 's/.*"pages_moved":\([0-9]*\).*/\1/p')
+say "kernel numa_pages_migrated: $(( $(vmstat numa_pages_migrated) - mig0 )); pages moved by the daemon: ${moved:-?}"
+if [ -n "$conv" ]; then pass "hint: placed within 60 s (at ${conv} s)"; else fail "hint: not placed within 60 s"; fi
+kill $P 2>/dev/null || true
+exit $FAILED

@@ -1,0 +1,66 @@
+# `perf bench numa mem` (4 processes of 1 thread, 64 MiB each, memory starting on node 0)
+# twice: under `numabal daemon` (stable, softdirty) with numa_balancing=0, then under the
+# kernel's own balancing (numa_balancing=1, no daemon). Must show: the daemon's run goes its
+# full length and ends with each process's memory on its thread's node (numastat); time to
+# converge and pages migrated of both, side by side.
+SECS=${BENCH_S:-40}
+
+# Children of PID (perf bench's worker processes).
+children() { for s in /proc/[0-9]*/stat; do awk -v p="$1" '$4 == p { print $1 }' "$s" 2>/dev/null; done; }
+
+# Run the bench under the current settings; polls placement every 2 s; sets CONV (s after
+# the bench started, or "never") and ENDOK (1 if every process ends placed).
+bench() {
+  perf bench numa mem -p 4 -t 1 -P 64 -s "$SECS" -zZ0c > /tmp/bench.out 2>&1 &
+  B=$!
+  t0=$(now_s); CONV=never; ENDOK=0; kids=""
+  while kill -0 $B 2>/dev/null; do
+    sleep 2
+    [ -z "$kids" ] && kids=$(children $B)
+    [ -z "$kids" ] && continue
+    ok=1; n=0
+    for k in $kids; do
+      [ -d /proc/$k ] || { ok=0; continue; }
+      placed "$k" > /tmp/placed.$k || ok=0
+      n=$((n + 1))
+    done
+    [ $n -lt 4 ] && ok=0
+    if [ $ok = 1 ] && [ "$CONV" = never ]; then CONV=$(elapsed "$t0"); fi
+    [ $ok = 1 ] && ENDOK=1 || ENDOK=0
+    last=$(cat /tmp/placed.* 2>/dev/null | tr '\n' ';'); rm -f /tmp/placed.*
+  done
+  RC=0; wait $B || RC=$?
+  say "last placement before the bench ended: $last"
+  grep -iE 'converge|runtime-max|secs' /tmp/bench.out | head -5 || true
+}
+
+echo 0 > /proc/sys/kernel/numa_balancing
+m0=$(vmstat numa_pages_migrated); s0=$(vmstat pgmigrate_success)
+numabal daemon --sensor softdirty --softdirty-budget-pct "${BUDGET:-50}" --min-rss-mb 32 \
+  --decision-log /tmp/dec.jsonl &
+D=$!
+sleep 1
+say "== perf bench numa mem under numabal daemon (numa_balancing=0)"
+bench
+kill -TERM $D; wait $D || true
+d_conv=$CONV; d_end=$ENDOK; d_rc=$RC
+d_moved=$(tail -1 /tmp/dec.jsonl | sed -n 's/.*"pages_moved":\([0-9]*\).*/\1/p')
+d_kmig=$(( $(vmstat numa_pages_migrated) - m0 )); d_pgm=$(( $(vmstat pgmigrate_success) - s0 ))
+
+echo 1 > /proc/sys/kernel/numa_balancing
+m0=$(vmstat numa_pages_migrated); s0=$(vmstat pgmigrate_success)
+say "== perf bench numa mem under the kernel's NUMA balancing (numa_balancing=1, no daemon)"
+bench
+k_conv=$CONV; k_end=$ENDOK; k_rc=$RC
+k_kmig=$(( $(vmstat numa_pages_migrated) - m0 )); k_pgm=$(( $(vmstat pgmigrate_success) - s0 ))
+
+say "== side by side (${SECS} s runs, 4 x 1 thread x 64 MiB, memory from node 0)"
+printf '%-28s %14s %14s\n' "" "numabal daemon" "kernel"
+printf '%-28s %14s %14s\n' "converged after (s)" "$d_conv" "$k_conv"
+printf '%-28s %14s %14s\n' "placed at the end" "$d_end" "$k_end"
+printf '%-28s %14s %14s\n' "pages moved by the daemon" "${d_moved:-?}" "0"
+printf '%-28s %14s %14s\n' "numa_pages_migrated" "$d_kmig" "$k_kmig"
+printf '%-28s %14s %14s\n' "pgmigrate_success" "$d_pgm" "$k_pgm"
+[ "$d_rc" = 0 ] && pass "the bench ran its full length under the daemon" || fail "bench exit $d_rc under the daemon"
+[ "$d_end" = 1 ] && pass "under the daemon every process ends with >= 90% of its memory on its thread's node" || fail "not placed at the end under the daemon"
+exit $FAILED

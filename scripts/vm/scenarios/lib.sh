@@ -1,0 +1,79 @@
+# Shared shell functions of the daemon scenarios (busybox sh inside the guest). The driver
+# (scripts/vm/daemon-tests.sh) puts this file in front of each scenario.
+set -e
+
+say() { echo "$*"; }
+fail() { echo "FAIL: $*"; FAILED=1; }
+pass() { echo "PASS: $*"; }
+FAILED=0
+# Loopback for the daemon's metrics endpoint (the guest's /init leaves lo down).
+ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up 2>/dev/null || true
+
+now_s() { awk '{print $1}' /proc/uptime; }
+elapsed() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }
+vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+online_cpus() { cat /sys/devices/system/cpu/online; }
+
+# "cpu:node " pairs from numactl --hardware (independent of numabal).
+CPU_MAP=$(numactl --hardware | awk '/^node [0-9]+ cpus:/ { for (i = 4; i <= NF; i++) printf "%s:%s ", $i, $2 }')
+node_of_cpu() { for p in $CPU_MAP; do [ "${p%%:*}" = "$1" ] && { echo "${p#*:}"; return; }; done; echo "?"; }
+
+# Worker threads of a process (every task but the main thread, which only waits).
+workers() { for t in /proc/$1/task/*; do t=${t##*/}; [ "$t" != "$1" ] && echo "$t"; done; }
+
+# Distinct nodes the workers of PID last ran on (from /proc/PID/task/TID/stat, field 39).
+thread_nodes() {
+  for t in $(workers "$1"); do
+    c=$(awk '{ print $39 }' "/proc/$1/task/$t/stat" 2>/dev/null) || continue
+    node_of_cpu "$c"
+  done | sort -u | tr '\n' ' '
+}
+
+# numastat -p PID: "node fraction total_mb" of the node holding most of its memory.
+mem_peak() {
+  numastat -p "$1" | awk '/^Total/ { best = 0; for (i = 2; i < NF; i++) if ($i > $best || best == 0) best = i;
+      printf "%d %.3f %.1f\n", best - 2, ($NF > 0 ? $best / $NF : 0), $NF }'
+}
+
+# Fraction of PID's memory (numastat -p) on NODE.
+mem_on() {
+  numastat -p "$1" | awk -v n="$2" '/^Total/ { printf "%.3f\n", ($NF > 0 ? $(n + 2) / $NF : 0) }'
+}
+
+# One process is placed: its workers all on one node holding >= 90% of its memory. Prints
+# "pid=P threads=NODES mem=NODE:FRACTION" and returns 0 when placed.
+placed() {
+  tn=$(thread_nodes "$1")
+  set -- "$1" $(mem_peak "$1")
+  line="pid=$1 thread_nodes=[${tn% }] mem_node=$2 mem_frac=$3 mem_mb=$4"
+  echo "$line"
+  [ "${tn% }" = "$2" ] && awk -v f="$3" 'BEGIN { exit !(f >= 0.9) }'
+}
+
+# Wait until FILE has N lines matching PATTERN (at most 120 s).
+wait_lines() {
+  i=0
+  while [ "$(grep -c "$3" "$1" 2>/dev/null || true)" -lt "$2" ]; do
+    i=$((i + 1)); [ $i -gt 1200 ] && { cat "$1"; fail "waited 120 s for $2 lines '$3' in $1"; return 1; }
+    sleep 0.1
+  done
+}
+
+# Pids printed as "pid=P" by a test program.
+pids_in() { sed -n 's/.*pid=\([0-9]*\) mb=.*/\1/p' "$1"; }
+
+# The JSON object after "placement": in a line of FILE matching PATTERN.
+placement_in() { grep "$2" "$1" | tail -1 | sed -n 's/.*"placement":\({[^}]*}\).*/\1/p'; }
+
+# Every worker of PID allowed on every online CPU again.
+affinity_restored() {
+  all=$(online_cpus); ok=0
+  for t in $(workers "$1"); do
+    a=$(awk '/^Cpus_allowed_list:/ { print $2 }' "/proc/$1/task/$t/status" 2>/dev/null) || continue
+    [ "$a" = "$all" ] || { echo "pid $1 tid $t Cpus_allowed_list $a (online $all)"; ok=1; }
+  done
+  return $ok
+}
+
+# The daemon's own CPU seconds so far (utime + stime of /proc/PID/stat, USER_HZ 100).
+cpu_s() { awk '{ printf "%.2f\n", ($14 + $15) / 100 }' "/proc/$1/stat"; }
