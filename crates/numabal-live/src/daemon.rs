@@ -140,7 +140,7 @@ fn metrics_text(a: &Actuator, pass: u64, managed: usize, samples: u64, cpu_s: f6
         ),
         (
             "numabal_pages_moved_total",
-            "Pages moved (move_pages, migrate_pages).",
+            "Pages moved: move_pages counts each address once (a transparent huge page too), migrate_pages base pages.",
             "counter",
             c.pages_moved as f64,
         ),

@@ -15,7 +15,9 @@
 //!             see no accesses
 //! ```
 //!
-//! Sample addresses are rounded down to their 4 KiB page; the page's node comes from a
+//! Sample addresses are rounded down to the start of their page, 4 KiB or a transparent
+//! huge page (`PERF_SAMPLE_DATA_PAGE_SIZE`, Linux 5.11; 4 KiB where the kernel does not
+//! say), so a huge page is one page to the policy; the page's node comes from a
 //! `move_pages` query (no move) when the daemon's pass begins.
 
 use crate::topology::{LiveError, err};
@@ -111,7 +113,9 @@ pub fn numa_balancing(root: &Path) -> u32 {
 pub fn choose(root: &Path, asked: Option<SensorKind>) -> Result<(SensorKind, String), LiveError> {
     let nb = numa_balancing(root);
     let balancing = nb & 1 == 1;
-    let soft_dirty = root.join("proc/self/clear_refs").exists();
+    // A fixture tree says by having the file; this host, by a page's soft-dirty bit.
+    let soft_dirty = root.join("proc/self/clear_refs").exists()
+        && (root != Path::new("/") || soft_dirty_works());
     let nbp = root.join("proc/sys/kernel/numa_balancing");
     match asked {
         Some(SensorKind::Hint) if !balancing => Err(err(
@@ -122,7 +126,8 @@ pub fn choose(root: &Path, asked: Option<SensorKind>) -> Result<(SensorKind, Str
         )),
         Some(SensorKind::SoftDirty) if !soft_dirty => Err(err(
             &root.join("proc/self/clear_refs"),
-            "missing: sensor softdirty needs /proc/PID/clear_refs (allowed here: maps)",
+            "missing, or the kernel has no soft-dirty bits (CONFIG_MEM_SOFT_DIRTY): sensor \
+             softdirty cannot work (allowed here: maps, and hint with numa_balancing=1)",
         )),
         Some(SensorKind::Pmu) => Err(err(
             Path::new("--sensor"),
@@ -142,6 +147,23 @@ pub fn choose(root: &Path, asked: Option<SensorKind>) -> Result<(SensorKind, Str
     }
 }
 
+/// Whether the running kernel tracks soft-dirty bits (`CONFIG_MEM_SOFT_DIRTY`): a page this
+/// process just wrote shows bit 55 in `/proc/self/pagemap`. Without the option, writing 4 to
+/// `clear_refs` is accepted and does nothing.
+pub fn soft_dirty_works() -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let page = vec![1u8; 2 * 4096];
+    let addr = (page.as_ptr() as u64 + 4095) & !4095;
+    std::hint::black_box(&page);
+    let Ok(mut f) = std::fs::File::open("/proc/self/pagemap") else {
+        return false;
+    };
+    let mut entry = [0u8; 8];
+    f.seek(SeekFrom::Start(addr / 4096 * 8))
+        .and_then(|_| f.read_exact(&mut entry))
+        .is_ok_and(|()| u64::from_le_bytes(entry) & (1 << 55) != 0)
+}
+
 /// Write-protect every page of `pid` for soft-dirty tracking (`clear_refs` = 4).
 pub fn clear_soft_dirty(root: &Path, pid: u32) -> std::io::Result<()> {
     std::fs::write(root.join(format!("proc/{pid}/clear_refs")), "4")
@@ -156,7 +178,7 @@ pub struct RawSample {
     pub tid: u32,
     /// CPU it faulted on.
     pub cpu: u32,
-    /// Page-aligned faulting address.
+    /// Faulting address rounded down to its page (base or transparent huge page).
     pub addr: u64,
 }
 
@@ -205,15 +227,19 @@ impl FaultSampler {
             ..Opts::default()
         };
         opts.sample_format.data_addr = true;
+        // The page size at the address (Linux 5.11): a transparent huge page is one page,
+        // one record, one move_pages address. Older kernels refuse it: 4 KiB pages then.
+        opts.sample_format.data_page_size = true;
         opts.record_id_format.task = true;
         opts.record_id_format.cpu = true;
         opts.record_id_format.time = true;
-        let counter = Counter::new(
-            Software::PageFault,
-            (Proc(tid), perf_event_open::config::Cpu::ALL),
-            &opts,
-        )
-        .inspect_err(|_| self.open_errors += 1)?;
+        let target = || (Proc(tid), perf_event_open::config::Cpu::ALL);
+        let counter = Counter::new(Software::PageFault, target(), &opts)
+            .or_else(|_| {
+                opts.sample_format.data_page_size = false;
+                Counter::new(Software::PageFault, target(), &opts)
+            })
+            .inspect_err(|_| self.open_errors += 1)?;
         let sampler = counter.sampler(self.ring_pages_log2)?;
         counter.enable()?;
         self.watches.insert(tid, (pid, Watch { sampler, counter }));
@@ -235,11 +261,16 @@ impl FaultSampler {
                 let cpu = s.record_id.cpu.unwrap_or(u32::MAX);
                 let (spid, stid) = s.record_id.task.map_or((*pid, tid), |t| (t.pid, t.tid));
                 self.samples += 1;
+                let size = s
+                    .data_page_size
+                    .filter(|z| z.is_power_of_two())
+                    .unwrap_or(4096)
+                    .max(4096);
                 out.push(RawSample {
                     pid: spid,
                     tid: stid,
                     cpu,
-                    addr: addr & !0xfff,
+                    addr: addr & !(size - 1),
                 });
             }
         }
@@ -280,7 +311,13 @@ mod tests {
         let tid = crate::sys::gettid();
         let mut s = FaultSampler::new(1, 4);
         if let Err(e) = s.watch(std::process::id(), tid) {
-            // perf_event_paranoid may forbid it for an unprivileged user: say so, loudly.
+            // perf_event_paranoid may forbid it for an unprivileged user: say so, loudly;
+            // any other error is a failure.
+            assert_eq!(
+                e.kind(),
+                std::io::ErrorKind::PermissionDenied,
+                "perf_event_open: {e}"
+            );
             eprintln!("perf_event_open refused here ({e}); sampling not tested");
             return;
         }
@@ -299,6 +336,26 @@ mod tests {
         assert!(
             ours >= 32,
             "{ours} of 64 first touches sampled ({} samples)",
+            out.len()
+        );
+        // softdirty: pages already written fault again after clear_refs=4.
+        if !soft_dirty_works() {
+            eprintln!("this kernel has no soft-dirty bits; clear_refs=4 not tested");
+            return;
+        }
+        clear_soft_dirty(Path::new("/"), std::process::id()).unwrap();
+        for i in (0..v.len()).step_by(4096) {
+            v[i] = 2;
+        }
+        out.clear();
+        s.drain(&mut out);
+        let again = out
+            .iter()
+            .filter(|r| r.addr + 2 * 1024 * 1024 > lo && r.addr < hi && r.tid == tid)
+            .count();
+        assert!(
+            again >= 1,
+            "no write fault after clear_refs ({} samples)",
             out.len()
         );
         std::hint::black_box(&v);

@@ -24,7 +24,10 @@ workers() { for t in /proc/$1/task/*; do t=${t##*/}; [ "$t" != "$1" ] && echo "$
 # Distinct nodes the workers of PID last ran on (from /proc/PID/task/TID/stat, field 39).
 thread_nodes() {
   for t in $(workers "$1"); do
-    c=$(awk '{ print $39 }' "/proc/$1/task/$t/stat" 2>/dev/null) || continue
+    # Fields after the comm (which may hold spaces: perf bench names its processes
+    # "process 0"): processor, field 39, is the 37th.
+    c=$(sed 's/.*) //' "/proc/$1/task/$t/stat" 2>/dev/null | awk '{ print $37 }') || continue
+    [ -n "$c" ] || continue
     node_of_cpu "$c"
   done | sort -u | tr '\n' ' '
 }
@@ -76,4 +79,4 @@ affinity_restored() {
 }
 
 # The daemon's own CPU seconds so far (utime + stime of /proc/PID/stat, USER_HZ 100).
-cpu_s() { awk '{ printf "%.2f\n", ($14 + $15) / 100 }' "/proc/$1/stat"; }
+cpu_s() { sed 's/.*) //' "/proc/$1/stat" | awk '{ printf "%.2f\n", ($12 + $13) / 100 }'; }
