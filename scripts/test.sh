@@ -51,4 +51,11 @@ step "tests"
 cargo test --locked --workspace --all-targets
 cargo test --locked --workspace --doc
 
+step "a real kernel: QEMU TCG guests with 2 and 4 emulated NUMA nodes (scripts/vm/test.sh)"
+if [ "${NUMABAL_SKIP_VM:-0}" = 1 ]; then
+  echo "NUMABAL_SKIP_VM=1: the real-kernel tests were NOT run" >&2
+else
+  scripts/vm/test.sh
+fi
+
 step "all tests passed"

@@ -25,8 +25,7 @@ for s in "${all[@]}"; do
   printf '\n== %s (4 nodes x 2 CPUs, TCG)\n' "$s"
   start=$(date +%s)
   r=0
-  scripts/vm/run.sh --nodes 4 --timeout 420 --scenario "target/vm/scen/$s.sh" --log "$out" \
-    ${BUDGET:+--env BUDGET=$BUDGET} || r=$?
+  scripts/vm/run.sh --nodes 4 --timeout 420 --scenario "target/vm/scen/$s.sh" --log "$out" || r=$?
   cat "$out"
   wall=$(( $(date +%s) - start ))
   while IFS= read -r l; do summary+=("$s: $l"); done < <(grep -E '^(PASS|FAIL):' "$out" || true)

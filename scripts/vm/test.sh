@@ -35,4 +35,9 @@ for nodes in 2 4; do
   echo "vm/test: $nodes-node boot took $(since "$t") s (wall, with the initramfs build)"
 done
 
+step "the live daemon's must-shows, 4 nodes"
+t=$(now)
+scripts/vm/daemon-tests.sh
+times+=("daemon scenarios: $(since "$t") s")
+
 step "all VM checks passed in $(since "$t_all") s (${times[*]})"

@@ -1197,6 +1197,26 @@ fn daemon_dry_run_and_its_refusals() {
             .any(|l| l["pid"] == 145 && l["skip"] == "name numa-mem is denied"),
         "{log:?}"
     );
+    // The shipped configuration parses and runs (its log and port overridden here).
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dist/numabal.toml");
+    let log_file = dir.path().join("decisions.jsonl");
+    numabal()
+        .args(["daemon", "--dry-run", "--passes", "1", "--root", &root])
+        .args([
+            "--config",
+            shipped,
+            "--metrics-port",
+            "0",
+            "--sensor",
+            "maps",
+        ])
+        .arg("--decision-log")
+        .arg(&log_file)
+        .assert()
+        .success();
+    let log = lines(&std::fs::read(&log_file).unwrap());
+    assert_eq!(log[0]["policy"], "stable", "{log:?}");
+    assert!(log.last().unwrap()["stop"].is_object());
     let json = dir.path().join("none.json");
     bad(
         &["daemon", "--dry-run", "--root", &root, "-p", "none"],

@@ -11,7 +11,7 @@ wait_lines /tmp/w.out 2 'mb='
 P=$(pids_in /tmp/w.out)
 for p in $P; do placed "$p" || true; done
 t0=$(now_s)
-numabal daemon --sensor softdirty --softdirty-budget-pct "${BUDGET:-50}" \
+numabal daemon --sensor softdirty \
   --record /tmp/rec.jsonl --decision-log /tmp/dec.jsonl --metrics-port 9893 &
 D=$!
 conv=""

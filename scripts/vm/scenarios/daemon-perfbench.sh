@@ -1,4 +1,4 @@
-# `perf bench numa mem` (4 processes of 1 thread, 64 MiB each, memory starting on node 0)
+# `perf bench numa mem` (4 processes of 1 thread, 160 MiB each, memory starting on node 0)
 # twice: under `numabal daemon` (stable, softdirty) with numa_balancing=0, then under the
 # kernel's own balancing (numa_balancing=1, no daemon). Must show: the daemon's run goes its
 # full length and ends with each process's memory on its thread's node (numastat); time to
@@ -20,7 +20,7 @@ children() {
 # Run the bench under the current settings; polls placement every 2 s; sets CONV (s after
 # the bench started, or "never") and ENDOK (1 if every process ends placed).
 bench() {
-  perf bench numa mem -p 4 -t 1 -P 64 -s "$SECS" -zZ0c > /tmp/bench.out 2>&1 &
+  perf bench numa mem -p 4 -t 1 -P 160 -s "$SECS" -zZ0c > /tmp/bench.out 2>&1 &
   B=$!
   t0=$(now_s); CONV=never; ENDOK=0; kids=""
   while kill -0 $B 2>/dev/null; do
@@ -46,7 +46,7 @@ bench() {
 
 echo 0 > /proc/sys/kernel/numa_balancing
 m0=$(vmstat numa_pages_migrated); s0=$(vmstat pgmigrate_success)
-numabal daemon --sensor softdirty --softdirty-budget-pct "${BUDGET:-50}" --min-rss-mb 32 \
+numabal daemon --sensor softdirty \
   --decision-log /tmp/dec.jsonl &
 D=$!
 sleep 1
@@ -64,7 +64,7 @@ bench
 k_conv=$CONV; k_end=$ENDOK; k_rc=$RC
 k_kmig=$(( $(vmstat numa_pages_migrated) - m0 )); k_pgm=$(( $(vmstat pgmigrate_success) - s0 ))
 
-say "== side by side (${SECS} s runs, 4 x 1 thread x 64 MiB, memory from node 0)"
+say "== side by side (${SECS} s runs, 4 x 1 thread x 160 MiB, memory from node 0)"
 printf '%-28s %14s %14s\n' "" "numabal daemon" "kernel"
 printf '%-28s %14s %14s\n' "converged after (s)" "$d_conv" "$k_conv"
 printf '%-28s %14s %14s\n' "placed at the end" "$d_end" "$k_end"

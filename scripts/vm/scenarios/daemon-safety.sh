@@ -24,7 +24,6 @@ cat > /tmp/numabal.toml <<EOT
 [daemon]
 policy = "stable"
 sensor = "softdirty"
-softdirty_budget_pct = ${BUDGET:-50}
 migrate_mb_s = 2
 decision_log = "/tmp/dec.jsonl"
 [safety]
