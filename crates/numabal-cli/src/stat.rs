@@ -12,6 +12,14 @@ pub struct StatArgs {
     /// Without it: every process with memory.
     #[arg(long = "pid", short = 'p', value_name = "PID|PATTERN")]
     pids: Vec<String>,
+    /// Also sample the processes' page faults for this many seconds and print each one's
+    /// local access ratio (accesses from a CPU of the page's node).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    sample_s: f64,
+    /// The sensor for --sample-s: auto, hint (kernel.numa_balancing=1) or softdirty
+    /// (clears the processes' soft-dirty bits once, then samples the write faults).
+    #[arg(long, default_value = "auto")]
+    sensor: String,
     /// Where the host's `/proc` and `/sys` are found (a fixture tree in tests).
     #[arg(long, default_value = "/")]
     root: PathBuf,
@@ -87,5 +95,88 @@ pub fn stat(a: &StatArgs) -> Result<(), Failure> {
         "{}",
         output::node_table("Per-node threads (where each last ran)", &threads, nr, 0)
     );
+    if a.sample_s > 0.0 {
+        local_ratio(a, &chosen, &cpu_nodes)?;
+    }
+    Ok(())
+}
+
+/// `--sample-s`: each chosen process's sampled accesses and the share from a CPU of the
+/// page's node.
+fn local_ratio(
+    a: &StatArgs,
+    chosen: &[&numabal_live::Process],
+    cpu_nodes: &[Option<usize>],
+) -> Result<(), Failure> {
+    use numabal_live::sensor::{FaultSampler, SensorKind, choose, clear_soft_dirty};
+    if !(a.sample_s <= 3600.0) {
+        return Err(Failure::Input(format!(
+            "--sample-s: is {} (allowed: 0 to 3600)",
+            a.sample_s
+        )));
+    }
+    let asked =
+        SensorKind::parse(&a.sensor).map_err(|e| Failure::Input(format!("--sensor: {e}")))?;
+    let (kind, why) = choose(&a.root, asked)?;
+    if !kind.samples() {
+        return Err(Failure::Input(format!(
+            "--sensor: {} takes no samples here ({why}; allowed: hint with \
+             kernel.numa_balancing=1, softdirty)",
+            kind.name()
+        )));
+    }
+    let mut s = FaultSampler::new(1, 8);
+    let mut errors = Vec::new();
+    for p in chosen {
+        for &(tid, _) in &p.threads {
+            if let Err(e) = s.watch(p.stat.pid, tid) {
+                errors.push(format!("{tid}: {e}"));
+            }
+        }
+        if kind == SensorKind::SoftDirty {
+            let _ = clear_soft_dirty(&a.root, p.stat.pid);
+        }
+    }
+    if s.watched() == 0 {
+        return Err(Failure::Input(format!(
+            "--sample-s: no thread could be watched ({})",
+            errors.join("; ")
+        )));
+    }
+    let mut raw = Vec::new();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(a.sample_s);
+    while std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        s.drain(&mut raw);
+    }
+    let pids: std::collections::BTreeSet<u32> = chosen.iter().map(|p| p.stat.pid).collect();
+    let samples = numabal_live::daemon::resolve(&raw, &pids, cpu_nodes);
+    println!();
+    println!(
+        "Local access ratio ({} sensor, {} s; {})",
+        kind.name(),
+        a.sample_s,
+        kind.blind_spots()
+    );
+    println!(
+        "{:<28} {:>10} {:>10} {:>8}",
+        "PID", "samples", "local", "ratio"
+    );
+    for p in chosen {
+        let mine: Vec<_> = samples.iter().filter(|x| x.pid.0 == p.stat.pid).collect();
+        let local = mine.iter().filter(|x| x.node == x.page_node).count();
+        let ratio = if mine.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.3}", local as f64 / mine.len() as f64)
+        };
+        println!(
+            "{:<28} {:>10} {:>10} {:>8}",
+            format!("{} ({})", p.stat.pid, p.name),
+            mine.len(),
+            local,
+            ratio
+        );
+    }
     Ok(())
 }

@@ -1123,6 +1123,27 @@ fn stat_reads_proc_like_numastat_p() {
         &["-p 999: no such process under"],
         &json,
     );
+    // The local access ratio needs a sampling sensor: the fixture host has none.
+    bad(
+        &["stat", "--root", &root, "-p", "145", "--sample-s", "1"],
+        &["--sensor: maps takes no samples here"],
+        &json,
+    );
+    bad(
+        &[
+            "stat",
+            "--root",
+            &root,
+            "-p",
+            "145",
+            "--sample-s",
+            "1",
+            "--sensor",
+            "hint",
+        ],
+        &["sensor hint needs kernel.numa_balancing=1"],
+        &json,
+    );
 }
 
 /// `numabal daemon --dry-run` runs numad's passes on a fixture host (the first pass only

@@ -457,9 +457,10 @@ fn target_of(snap: &Snapshot, pid: Pid) -> Option<Target> {
         })
 }
 
-/// Samples of managed processes with their pages' nodes (a `move_pages` query per process,
-/// unique pages, in chunks); pages not present any more are dropped.
-fn resolve(
+/// Samples of the processes in `managed` with their pages' nodes (a `move_pages` query per
+/// process, unique pages, in chunks) and their CPUs' nodes; pages not present any more are
+/// dropped.
+pub fn resolve(
     raw: &[RawSample],
     managed: &BTreeSet<u32>,
     cpu_nodes: &[Option<usize>],

@@ -28,6 +28,8 @@ while :; do
   if [ $ok = 1 ] && [ -z "$conv" ]; then conv=$t; fi
   awk -v t="$t" 'BEGIN { exit !(t >= 60) }' && break
 done
+say "== numabal stat --sample-s 3 (local access ratio of sampled writes, after placement)"
+numabal stat -p numa01-like --sample-s 3 --sensor softdirty | tail -4 || true
 say "== metrics"
 wget -q -O - http://127.0.0.1:9893/metrics | grep -v '^#' || fail "no metrics on 127.0.0.1:9893"
 kill -TERM $D; wait $D || true
