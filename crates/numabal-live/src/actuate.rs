@@ -257,6 +257,33 @@ impl Actuator {
         v
     }
 
+    /// A page move to `node` may go ahead: the process is there and `node` is in its
+    /// `Mems_allowed`; else the log line saying why not.
+    fn admit(
+        &mut self,
+        v: &mut Value,
+        call: &str,
+        node: usize,
+        target: Option<&Target>,
+    ) -> Result<(), Value> {
+        match target {
+            None => {
+                self.counts.gone += 1;
+                v["gone"] = json!(format!("process exited before {call}"));
+                Err(v.clone())
+            }
+            Some(t) if !t.mems_allowed.contains(node) => {
+                self.counts.errors += 1;
+                v["refused"] = json!(format!(
+                    "node {node} is outside Mems_allowed {}",
+                    t.mems_allowed
+                ));
+                Err(v.clone())
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
     fn move_pages(
         &mut self,
         now_ns: u64,
@@ -267,18 +294,8 @@ impl Actuator {
     ) -> Value {
         let t_s = now_ns as f64 / 1e9;
         let mut v = json!({"t_s": t_s, "pid": pid.0, "move_pages": addrs.len(), "to": node});
-        let Some(target) = target else {
-            self.counts.gone += 1;
-            v["gone"] = json!("process exited before move_pages");
-            return v;
-        };
-        if !target.mems_allowed.contains(node) {
-            self.counts.errors += 1;
-            v["refused"] = json!(format!(
-                "node {node} is outside Mems_allowed {}",
-                target.mems_allowed
-            ));
-            return v;
+        if let Err(why) = self.admit(&mut v, "move_pages", node, target.as_ref()) {
+            return why;
         }
         let budget = self.rate.pages(now_ns);
         let n = addrs.len().min(budget);
@@ -335,19 +352,10 @@ impl Actuator {
     ) -> Value {
         let t_s = now_ns as f64 / 1e9;
         let mut v = json!({"t_s": t_s, "pid": pid.0, "migrate_pages": {"from": from, "to": to}});
-        let Some(target) = target else {
-            self.counts.gone += 1;
-            v["gone"] = json!("process exited before migrate_pages");
-            return v;
-        };
-        if !target.mems_allowed.contains(to) {
-            self.counts.errors += 1;
-            v["refused"] = json!(format!(
-                "node {to} is outside Mems_allowed {}",
-                target.mems_allowed
-            ));
-            return v;
+        if let Err(why) = self.admit(&mut v, "migrate_pages", to, target.as_ref()) {
+            return why;
         }
+        let target = target.expect("admitted");
         let bytes = target.node_bytes.get(from).copied().unwrap_or(0);
         if self.rate.pages(now_ns) == 0 {
             let pages = bytes / 4096;

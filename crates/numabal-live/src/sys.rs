@@ -96,23 +96,26 @@ pub fn migrate_pages(pid: u32, from: &Mask, to: &Mask) -> io::Result<usize> {
     Ok(rc as usize)
 }
 
-/// Where each page of `pid` at `addrs` is: a node id, or the negative errno the kernel
-/// gives for it (`-ENOENT`: not present, `-EFAULT`: not mapped).
-pub fn query_nodes(pid: u32, addrs: &[usize]) -> io::Result<Vec<i32>> {
+/// `move_pages(2)`: with `node`, move each page at `addrs` to it (`MPOL_MF_MOVE`); without,
+/// only ask where each page is. Returns each page's status.
+fn move_pages(pid: u32, addrs: &[usize], node: Option<usize>) -> io::Result<Vec<i32>> {
     let pages: Vec<*const libc::c_void> = addrs.iter().map(|&a| a as *const _).collect();
+    let nodes: Option<Vec<libc::c_int>> = node.map(|n| vec![n as libc::c_int; addrs.len()]);
+    let nodes_ptr = nodes.as_ref().map_or(std::ptr::null(), |v| v.as_ptr());
+    let flags = if node.is_some() { MPOL_MF_MOVE } else { 0 };
     let mut status = vec![0i32; addrs.len()];
-    // SAFETY: `pages` and `status` both hold `addrs.len()` entries and live across the
-    // call; with `nodes` NULL the kernel only reads `pages` (addresses in the target's
-    // address space, never dereferenced here) and writes `status`.
+    // SAFETY: `pages`, `status` and (when not NULL) `nodes` all hold `addrs.len()` entries
+    // and live across the call; the kernel reads `pages` (addresses in the target's address
+    // space, never dereferenced here) and `nodes`, and writes `status`.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_move_pages,
             pid as libc::pid_t,
             addrs.len() as libc::c_ulong,
             pages.as_ptr(),
-            std::ptr::null::<i32>(),
+            nodes_ptr,
             status.as_mut_ptr(),
-            0 as libc::c_int,
+            flags,
         )
     };
     if rc < 0 {
@@ -121,32 +124,18 @@ pub fn query_nodes(pid: u32, addrs: &[usize]) -> io::Result<Vec<i32>> {
     Ok(status)
 }
 
+/// Where each page of `pid` at `addrs` is: a node id, or the negative errno the kernel
+/// gives for it (`-ENOENT`: not present, `-EFAULT`: not mapped).
+pub fn query_nodes(pid: u32, addrs: &[usize]) -> io::Result<Vec<i32>> {
+    move_pages(pid, addrs, None)
+}
+
 /// `move_pages(pid, addrs, node...)` with `MPOL_MF_MOVE` (pages mapped by this process
 /// only): moves each page at `addrs` to `node`; returns each page's status, its node after
 /// the call or a negative errno (`-EBUSY`, `-ENOMEM`, `-EACCES` for a page other processes
 /// map too, `-ENOENT` not present, `-EFAULT` not mapped).
 pub fn move_pages_to(pid: u32, addrs: &[usize], node: usize) -> io::Result<Vec<i32>> {
-    let pages: Vec<*const libc::c_void> = addrs.iter().map(|&a| a as *const _).collect();
-    let nodes = vec![node as libc::c_int; addrs.len()];
-    let mut status = vec![0i32; addrs.len()];
-    // SAFETY: `pages`, `nodes` and `status` all hold `addrs.len()` entries and live across
-    // the call; the kernel reads `pages` (addresses in the target's address space, never
-    // dereferenced here) and `nodes`, and writes `status`.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_move_pages,
-            pid as libc::pid_t,
-            addrs.len() as libc::c_ulong,
-            pages.as_ptr(),
-            nodes.as_ptr(),
-            status.as_mut_ptr(),
-            MPOL_MF_MOVE,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(status)
+    move_pages(pid, addrs, Some(node))
 }
 
 /// This thread's id.

@@ -9,19 +9,8 @@ P=$(pids_in /tmp/w.out)
 t0=$(now_s)
 numabal daemon --sensor hint --decision-log /tmp/dec.jsonl &
 D=$!
-conv=""
-while :; do
-  sleep 5
-  t=$(elapsed "$t0"); ok=1; nodes=""
-  for p in $P; do
-    line=$(placed "$p") || ok=0
-    say "t=${t}s $line"
-    nodes="$nodes $(echo "$line" | sed -n 's/.*mem_node=\([0-9]*\).*/\1/p')"
-  done
-  [ "$(echo $nodes | tr ' ' '\n' | sort -u | wc -l)" -lt 2 ] && ok=0
-  if [ $ok = 1 ] && [ -z "$conv" ]; then conv=$t; fi
-  awk -v t="$t" 'BEGIN { exit !(t >= 60) }' && break
-done
+watch_placement "$P" 60 "$t0"
+conv=$CONV
 kill -TERM $D; wait $D || true
 tail -1 /tmp/dec.jsonl
 moved=$(tail -1 /tmp/dec.jsonl | sed -n 's/.*"pages_moved":\([0-9]*\).*/\1/p')

@@ -14,20 +14,8 @@ t0=$(now_s)
 numabal daemon --sensor softdirty \
   --record /tmp/rec.jsonl --decision-log /tmp/dec.jsonl --metrics-port 9893 &
 D=$!
-conv=""
-while :; do
-  sleep 5
-  t=$(elapsed "$t0"); ok=1; nodes=""
-  for p in $P; do
-    line=$(placed "$p") || ok=0
-    say "t=${t}s $line"
-    nodes="$nodes $(echo "$line" | sed -n 's/.*mem_node=\([0-9]*\).*/\1/p')"
-  done
-  distinct=$(echo $nodes | tr ' ' '\n' | sort -u | wc -l)
-  [ "$distinct" -lt 2 ] && ok=0
-  if [ $ok = 1 ] && [ -z "$conv" ]; then conv=$t; fi
-  awk -v t="$t" 'BEGIN { exit !(t >= 60) }' && break
-done
+watch_placement "$P" 60 "$t0"
+conv=$CONV
 say "== numabal stat --sample-s 3 (local access ratio of sampled writes, after placement)"
 numabal stat -p numa01-like --sample-s 3 --sensor softdirty | tail -4 || true
 say "== metrics"

@@ -80,3 +80,23 @@ affinity_restored() {
 
 # The daemon's own CPU seconds so far (utime + stime of /proc/PID/stat, USER_HZ 100).
 cpu_s() { sed 's/.*) //' "/proc/$1/stat" | awk '{ printf "%.2f\n", ($12 + $13) / 100 }'; }
+
+# Poll every 5 s for SECONDS (after T0, a /proc/uptime reading) whether every process of
+# PIDS is placed and no two share a node; prints each poll; sets CONV to the first time all
+# held (empty if never).
+watch_placement() {
+  pids=$1; secs=$2; t0w=$3; CONV=""
+  while :; do
+    sleep 5
+    t=$(elapsed "$t0w"); ok=1; nodes=""
+    for p in $pids; do
+      line=$(placed "$p") || ok=0
+      say "t=${t}s $line"
+      nodes="$nodes $(echo "$line" | sed -n 's/.*mem_node=\([0-9]*\).*/\1/p')"
+    done
+    [ "$(echo $nodes | tr ' ' '\n' | sort -u | wc -l)" -lt "$(echo $pids | wc -w)" ] && ok=0
+    if [ $ok = 1 ] && [ -z "$CONV" ]; then CONV=$t; fi
+    awk -v t="$t" -v s="$secs" 'BEGIN { exit !(t >= s) }' && break
+  done
+  true
+}
