@@ -350,6 +350,34 @@ pub fn run_process(prog: Prog, o: &Options, sharing: Sharing) -> Result<(), Stri
     Ok(())
 }
 
+/// A program's `main`: parse the command line (`--help` prints the usage; a bad argument is
+/// one line and exit status 2), run `run`, report its error (exit status 1).
+pub fn main_with(
+    prog: Prog,
+    run: impl FnOnce(&Options) -> Result<(), String>,
+) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match parse_args(prog, &args) {
+        Ok(Parsed::Help) => {
+            println!("{}", prog.usage());
+            return ExitCode::SUCCESS;
+        }
+        Ok(Parsed::Run(o)) => o,
+        Err(e) => {
+            eprintln!("{}: error: {e} (try --help)", prog.name());
+            return ExitCode::from(2);
+        }
+    };
+    match run(&o) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}: error: {e}", prog.name());
+            ExitCode::FAILURE
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

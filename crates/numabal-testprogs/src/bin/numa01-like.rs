@@ -2,7 +2,7 @@
 //! writing all of it (see the crate docs and `--help`). The parent re-executes itself with
 //! `--child` once per process and waits for them.
 
-use numabal_testprogs::{Options, Parsed, Prog, Sharing, child_args, parse_args, run_process};
+use numabal_testprogs::{Options, Prog, Sharing, child_args, main_with, run_process};
 use std::process::{Child, Command, ExitCode};
 
 fn spawn_children(o: &Options) -> Result<(), String> {
@@ -37,29 +37,11 @@ fn spawn_children(o: &Options) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let prog = Prog::Numa01;
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let o = match parse_args(prog, &args) {
-        Ok(Parsed::Help) => {
-            println!("{}", prog.usage());
-            return ExitCode::SUCCESS;
+    main_with(Prog::Numa01, |o| {
+        if o.child {
+            run_process(Prog::Numa01, o, Sharing::Shared)
+        } else {
+            spawn_children(o)
         }
-        Ok(Parsed::Run(o)) => o,
-        Err(e) => {
-            eprintln!("{}: error: {e} (try --help)", prog.name());
-            return ExitCode::from(2);
-        }
-    };
-    let res = if o.child {
-        run_process(prog, &o, Sharing::Shared)
-    } else {
-        spawn_children(&o)
-    };
-    match res {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{}: error: {e}", prog.name());
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
