@@ -10,6 +10,7 @@ mod record;
 mod replay;
 mod stat;
 mod suite;
+mod sweep;
 
 use clap::{Args, Parser, Subcommand};
 use fsresolver::FsResolver;
@@ -50,9 +51,13 @@ enum Cmd {
     /// This host's processes like `numastat -p`: memory per node from numa_maps, and the
     /// nodes their threads last ran on.
     Stat(stat::StatArgs),
-    /// The placement daemon on this host (in progress: `--dry-run` logs the decisions of
-    /// the shared policy core as JSON lines).
+    /// The placement daemon on this host: the shared policy core (stable or numad) on
+    /// live observations, acting through sched_setaffinity and move_pages/migrate_pages
+    /// within the safety rules; decisions as JSON lines.
     Daemon(daemon::DaemonArgs),
+    /// A grid of runs (machines x workloads x policies x tunable values x seeds), in
+    /// parallel, one JSON line per finished run; an existing results file is resumed.
+    Sweep(sweep::SweepArgs),
     /// Record this host's observations (topology, then one pass per interval) as versioned
     /// JSON lines.
     Record(record::RecordArgs),
@@ -252,6 +257,7 @@ fn main() -> ExitCode {
         Some(Cmd::Advise(a)) => advise::advise(&a),
         Some(Cmd::Stat(a)) => stat::stat(&a),
         Some(Cmd::Daemon(a)) => daemon::daemon(&a),
+        Some(Cmd::Sweep(a)) => sweep::sweep(&a),
         Some(Cmd::Record(a)) => record::record(&a),
     };
     match res {

@@ -1418,3 +1418,115 @@ fn sim_trace_replays_a_recording_through_numad() {
         &json,
     );
 }
+
+/// `numabal sweep`: 3 tunables x 3 values (one at a time) x 5 seeds = 45 runs, stopped
+/// after 22 and resumed: 45 lines in the end, none redone; a line cut short by an
+/// interruption is made again; CSV has a row per run.
+#[test]
+fn sweep_resumes_without_redoing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.jsonl");
+    let grid = dir.path().join("grid.toml");
+    std::fs::write(
+        &grid,
+        "machines = [\"tiny-2n4\"]\nworkloads = [\"numa02\"]\npolicies = [\"autonuma\"]\n\
+         seeds = 5\nset = [\"sim.max_time_s=30\"]\n[each]\n\
+         \"policy.scan_delay_ms\" = [100, 500, 1000]\n\
+         \"policy.scan_size_mb\" = [16, 64, 256]\n\
+         \"policy.scan_period_min_ms\" = [100, 400, 1000]\n",
+    )
+    .unwrap();
+    let keys = |path: &std::path::Path| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let run = |extra: &[&str]| {
+        numabal()
+            .args(["sweep", "--grid"])
+            .arg(&grid)
+            .arg("-o")
+            .arg(&out)
+            .args(extra)
+            .assert()
+            .success()
+    };
+    let first = run(&["--max-runs", "22"]);
+    let err = String::from_utf8_lossy(&first.get_output().stderr).to_string();
+    assert!(err.contains("45 runs in the grid, 0 already in"), "{err}");
+    let before = keys(&out);
+    assert_eq!(before.len(), 22);
+    let second = run(&["--csv", dir.path().join("s.csv").to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&second.get_output().stderr).to_string();
+    assert!(
+        err.contains("22 already in") && err.contains("23 to run now"),
+        "{err}"
+    );
+    let after = keys(&out);
+    assert_eq!(after.len(), 45);
+    // None redone: the first 22 lines are untouched and every key appears once.
+    assert_eq!(&after[..22], &before[..]);
+    let unique: std::collections::BTreeSet<&String> = after.iter().collect();
+    assert_eq!(unique.len(), 45);
+    let csv = std::fs::read_to_string(dir.path().join("s.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 46);
+    assert!(csv.starts_with("machine,workload,policy,policy.scan_delay_ms,"));
+    // A write cut short by a kill: the half line is dropped and its run made again.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let last = text.lines().last().unwrap().len();
+    std::fs::write(&out, &text[..text.len() - 1 - last / 2]).unwrap();
+    let third = run(&[]);
+    let err = String::from_utf8_lossy(&third.get_output().stderr).to_string();
+    assert!(
+        err.contains("line 45 is incomplete") && err.contains("1 to run now"),
+        "{err}"
+    );
+    assert_eq!(keys(&out), after);
+    // Bad input: a line that is not a result, an empty value, no policies.
+    let json = dir.path().join("none.json");
+    std::fs::write(dir.path().join("bad.jsonl"), "hello\n{}\n").unwrap();
+    bad(
+        &[
+            "sweep",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--policies",
+            "none",
+            "-o",
+            dir.path().join("bad.jsonl").to_str().unwrap(),
+        ],
+        &["bad.jsonl: line 1: not a sweep result"],
+        &json,
+    );
+    bad(
+        &[
+            "sweep",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--policies",
+            "none",
+            "--vary",
+            "policy.x=",
+            "-o",
+            "x.jsonl",
+        ],
+        &["vary.policy.x: an empty value"],
+        &json,
+    );
+    bad(
+        &["sweep", "-m", "tiny-2n4", "-w", "numa02", "-o", "x.jsonl"],
+        &["policies: none given"],
+        &json,
+    );
+}
