@@ -10,6 +10,7 @@ mod record;
 mod replay;
 mod stat;
 mod suite;
+mod svg;
 mod sweep;
 
 use clap::{Args, Parser, Subcommand};
@@ -124,6 +125,11 @@ struct SimArgs {
     /// workload; the machine is the recording's, the decisions go to stdout.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "numastat", "seed"])]
     trace: Option<PathBuf>,
+    /// Write the run's figures as SVG files into this directory (memory.svg: each
+    /// process's memory per node over time; sampled every simulated second unless
+    /// `--numastat-every` says otherwise).
+    #[arg(long, value_name = "DIR", conflicts_with = "trace")]
+    svg_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -316,6 +322,9 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
     }
     if let Some(s) = a.numastat_every {
         scenario.sets.push(format!("sim.numastat_every_s={s}"));
+    } else if a.svg_dir.is_some() {
+        // Samples do not change the run (mechanisms::numastat_samples_do_not_change_the_run).
+        scenario.sets.push("sim.numastat_every_s=1".into());
     }
     let sc = build(
         &scenario,
@@ -331,6 +340,19 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
     output::print_run(&sc, &r);
     if a.numastat {
         output::print_numastat_samples(&r, sc.machine.nr_nodes());
+    }
+    if let Some(dir) = &a.svg_dir {
+        let io =
+            |e: std::io::Error| Failure::Input(format!("{}: cannot write: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let title = format!(
+            "{} under {} on {} (seed {})",
+            r.scenario.workload, r.scenario.policy, r.scenario.machine, r.scenario.seed
+        );
+        if let Some(svg) = svg::memory_svg(&r.numastat, sc.machine.nr_nodes(), &title) {
+            std::fs::write(dir.join("memory.svg"), svg).map_err(io)?;
+            eprintln!("numabal sim: wrote {}", dir.join("memory.svg").display());
+        }
     }
     Ok(())
 }

@@ -1530,3 +1530,68 @@ fn sweep_resumes_without_redoing_runs() {
         &json,
     );
 }
+
+/// `numabal sim --svg-dir`: memory.svg of numa01 under autonuma, one panel per process; its
+/// data shows the two processes' memory moving apart (both start on node 0, each ends on
+/// its own node), as in the autonuma-benchmark plots.
+#[test]
+fn memory_svg_of_numa01_under_autonuma_shows_processes_moving_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    numabal()
+        .args([
+            "sim",
+            "-m",
+            "autonuma-2n24",
+            "-w",
+            "numa01",
+            "-p",
+            "autonuma",
+            "--svg-dir",
+        ])
+        .arg(dir.path().join("figs"))
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let svg = std::fs::read_to_string(dir.path().join("figs/memory.svg")).unwrap();
+    assert!(svg.starts_with("<svg"));
+    assert_eq!(
+        svg.matches("MB per node").count(),
+        2,
+        "one panel per process"
+    );
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let samples = r["numastat"].as_array().unwrap();
+    let split = |x: &serde_json::Value| -> Vec<(usize, f64)> {
+        x["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let mb: Vec<f64> = p["node_mb"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_f64().unwrap())
+                    .collect();
+                let total: f64 = mb.iter().sum();
+                let (n, m) = mb
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| a.1.total_cmp(b.1))
+                    .unwrap();
+                (n, m / total)
+            })
+            .collect()
+    };
+    let both: Vec<&serde_json::Value> = samples
+        .iter()
+        .filter(|x| x["processes"].as_array().unwrap().len() == 2)
+        .collect();
+    let first = split(both[0]);
+    assert!(first.iter().all(|&(n, f)| n == 0 && f > 0.99), "{first:?}");
+    let last = split(both[both.len() - 1]);
+    assert_ne!(last[0].0, last[1].0, "{last:?}");
+    assert!(last.iter().all(|&(_, f)| f > 0.9), "{last:?}");
+}
