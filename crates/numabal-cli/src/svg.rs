@@ -140,7 +140,11 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
         assert_eq!(svg.matches("MB per node").count(), 2);
         // Each panel has a legend entry and a line per node, in the node's colour.
-        let label = |n: u32| svg.lines().filter(|l| l.trim() == format!("node {n}")).count();
+        let label = |n: u32| {
+            svg.lines()
+                .filter(|l| l.trim() == format!("node {n}"))
+                .count()
+        };
         assert_eq!((label(0), label(1)), (2, 2));
         assert!(svg.matches("#D62728").count() >= 4, "node 1's colour");
         assert!(memory_svg(&[], 2, "x").is_none());
