@@ -350,7 +350,7 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
             r.scenario.workload, r.scenario.policy, r.scenario.machine, r.scenario.seed
         );
         if let Some(svg) = svg::memory_svg(&r.numastat, sc.machine.nr_nodes(), &title) {
-            std::fs::write(dir.join("memory.svg"), svg).map_err(io)?;
+            output::write_atomic(&dir.join("memory.svg"), svg.as_bytes())?;
             eprintln!("numabal sim: wrote {}", dir.join("memory.svg").display());
         }
     }

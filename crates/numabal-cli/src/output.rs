@@ -46,8 +46,16 @@ pub fn print_list() {
 /// never leaves a partial file.
 pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Failure> {
     let label = path.display().to_string();
-    let text = serde_json::to_string_pretty(value)
+    let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| Failure::Internal(format!("{label}: {e}")))?;
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
+}
+
+/// Write `bytes` to `path` whole or not at all: a temporary file beside it, synced, then
+/// renamed over it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let label = path.display().to_string();
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -59,8 +67,7 @@ pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let res = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.write_all(b"\n")?;
+        f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();

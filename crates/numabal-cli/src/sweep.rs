@@ -111,6 +111,12 @@ struct Point {
 impl Point {
     /// The run's identity in the results file.
     fn key(&self) -> String {
+        format!("{}|seed={}", self.base_key(), self.seed)
+    }
+
+    /// The grid point's identity, seed aside: runs that differ only by seed share it (and
+    /// their scenario).
+    fn base_key(&self) -> String {
         let mut k = format!(
             "machine={}|workload={}|policy={}",
             self.machine, self.workload, self.policy
@@ -118,7 +124,7 @@ impl Point {
         for (f, v) in &self.vary {
             k += &format!("|{f}={v}");
         }
-        k + &format!("|seed={}", self.seed)
+        k
     }
 }
 
@@ -306,24 +312,21 @@ pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
         return Err(input("--jobs: must be at least 1"));
     }
     let (points, sets) = grid(a)?;
-    // Every grid point checked before any run: bad input fails first.
-    let mut checked: BTreeSet<String> = BTreeSet::new();
+    // One scenario per grid point, built (and so checked) before any run: bad input fails
+    // first. A run sets its seed on it, as `numabal compare` does.
+    let mut built: BTreeMap<String, Scenario> = BTreeMap::new();
     for p in &points {
-        let probe = Point {
-            seed: 0,
-            ..p.clone()
-        };
-        if checked.insert(probe.key()) {
-            scenario(p, &sets)?;
+        if let std::collections::btree_map::Entry::Vacant(e) = built.entry(p.base_key()) {
+            e.insert(scenario(p, &sets)?);
         }
     }
     let done = resume(&a.out)?;
-    let todo: Vec<&Point> = points.iter().filter(|p| !done.contains(&p.key())).collect();
-    let todo: Vec<&Point> = match a.max_runs {
-        Some(n) => todo.into_iter().take(n).collect(),
-        None => todo,
-    };
-    let already = points.len() - points.iter().filter(|p| !done.contains(&p.key())).count();
+    let remaining: Vec<&Point> = points.iter().filter(|p| !done.contains(&p.key())).collect();
+    let already = points.len() - remaining.len();
+    let todo: Vec<&Point> = remaining
+        .into_iter()
+        .take(a.max_runs.unwrap_or(usize::MAX))
+        .collect();
     if !a.quiet {
         eprintln!(
             "numabal sweep: {} runs in the grid, {already} already in {}, {} to run now",
@@ -350,7 +353,8 @@ pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
     }
     let finished = AtomicUsize::new(0);
     let one = |p: &&Point| -> Result<(), Failure> {
-        let sc = scenario(p, &sets)?;
+        let mut sc = built[&p.base_key()].clone();
+        sc.sim.seed = p.seed;
         let r = numabal_sim::run(&sc)?;
         let line = json!({
             "key": p.key(), "machine": p.machine, "workload": p.workload, "policy": p.policy,
@@ -389,7 +393,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
     };
     bar.finish_and_clear();
     res?;
-    let total = resume(&a.out)?.len();
+    let total = already + finished.load(Ordering::Relaxed);
     if !a.quiet {
         eprintln!(
             "numabal sweep: {} new runs; {total} of {} in {}",
@@ -462,5 +466,5 @@ fn write_csv(results: &Path, csv: &Path) -> Result<(), Failure> {
         out += &cells.iter().map(|c| field(c)).collect::<Vec<_>>().join(",");
         out.push('\n');
     }
-    std::fs::write(csv, out).map_err(|e| input(format!("{}: cannot write: {e}", csv.display())))
+    crate::output::write_atomic(csv, out.as_bytes())
 }

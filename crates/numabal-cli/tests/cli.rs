@@ -1146,9 +1146,9 @@ fn stat_reads_proc_like_numastat_p() {
     );
 }
 
-/// `numabal daemon --dry-run` runs numad's passes on a fixture host (the first pass only
-/// admits processes: no decision yet); without `--dry-run`, and with a policy that has no
-/// passes, it says why it will not run.
+/// `numabal daemon --dry-run` on a fixture host: numad's passes, then stable from a TOML
+/// file whose [safety] denies the process (the skip is logged), then the shipped
+/// dist/numabal.toml; bad policies, tunables, sensors and config keys are one-line errors.
 #[test]
 fn daemon_dry_run_and_its_refusals() {
     let dir = tempfile::tempdir().unwrap();

@@ -17,7 +17,7 @@
 use crate::actuate::{Actuator, Target};
 use crate::observe::{Snapshot, USER_HZ, observe_processes};
 use crate::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
-use crate::safety::{Rules, check, read_limits};
+use crate::safety::{Rules, check, limits_of};
 use crate::sensor::{FaultSampler, RawSample, SensorKind, choose, clear_soft_dirty};
 use crate::topology::{LiveError, err};
 use crate::{machine_of, read_topology};
@@ -277,8 +277,11 @@ pub fn run(
             if pid == std::process::id() {
                 continue;
             }
-            let verdict = match (procs.get(&pid), read_limits(root, pid)) {
-                (Some(proc_), Ok(mut limits)) => {
+            let verdict = match procs
+                .get(&pid)
+                .map(|p| (p, limits_of(root, pid, &p.status)))
+            {
+                Some((proc_, Ok(mut limits))) => {
                     // An affinity the daemon narrowed is its own doing: judge the thread's
                     // original one.
                     if let Some(orig) = actuator.original(Tid(pid))
@@ -289,8 +292,8 @@ pub fn run(
                     check(proc_, &limits, &host_cpus, &host_nodes, &cfg.rules)
                         .map_err(|s| s.to_string())
                 }
-                (None, _) => Err("gone while being read".to_string()),
-                (_, Err(e)) => Err(format!("cannot be judged: {e}")),
+                None => Err("gone while being read".to_string()),
+                Some((_, Err(e))) => Err(format!("cannot be judged: {e}")),
             };
             match verdict {
                 Ok(()) => {
@@ -391,8 +394,11 @@ pub fn run(
             }
         }
         pass += 1;
-        let samples = sampler.as_ref().map_or(0, |s| s.samples);
-        if let Ok(mut m) = metrics.lock() {
+        // The metrics text (and the read of /proc/self/stat) only when someone can ask.
+        if metrics_port.is_some()
+            && let Ok(mut m) = metrics.lock()
+        {
+            let samples = sampler.as_ref().map_or(0, |s| s.samples);
             *m = metrics_text(&actuator, pass, managed_count, samples, own_cpu_s());
         }
         if cfg.passes.is_some_and(|n| pass >= n) {

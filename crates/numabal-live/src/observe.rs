@@ -74,15 +74,13 @@ pub fn read_cpu_idle(root: &Path, nr_cpus: usize) -> Result<Vec<u64>, LiveError>
     Ok(idle)
 }
 
-/// `Mems_allowed_list:` of `/proc/PID/status` (all nodes if absent).
-fn mems_allowed(root: &Path, pid: u32, nr_nodes: usize) -> Mask {
-    std::fs::read_to_string(root.join(format!("proc/{pid}/status")))
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                let v = l.strip_prefix("Mems_allowed_list:")?;
-                Mask::parse_list(v.trim(), None).ok()
-            })
+/// `Mems_allowed_list:` of a `/proc/PID/status` text (all nodes if absent).
+fn mems_allowed(status: &str, nr_nodes: usize) -> Mask {
+    status
+        .lines()
+        .find_map(|l| {
+            let v = l.strip_prefix("Mems_allowed_list:")?;
+            Mask::parse_list(v.trim(), None).ok()
         })
         .unwrap_or_else(|| Mask::full(nr_nodes))
 }
@@ -101,7 +99,7 @@ pub fn kvm_vcpus(cmdline: &str) -> Option<u32> {
     None
 }
 
-fn process_obs(root: &Path, p: &Process, nr_nodes: usize) -> ProcessObs {
+fn process_obs(p: &Process, nr_nodes: usize) -> ProcessObs {
     let mut node_bytes = vec![0u64; nr_nodes];
     for (&n, &b) in &p.maps.node_bytes {
         if n < nr_nodes {
@@ -117,7 +115,7 @@ fn process_obs(root: &Path, p: &Process, nr_nodes: usize) -> ProcessObs {
         rss_bytes: p.stat.rss_pages * PAGE_BYTES,
         node_bytes,
         interleaved: p.maps.interleaved,
-        mems_allowed: mems_allowed(root, p.stat.pid, nr_nodes),
+        mems_allowed: mems_allowed(&p.status, nr_nodes),
         kvm_vcpus: if p.name.starts_with("qemu") {
             kvm_vcpus(&p.cmdline)
         } else {
@@ -175,7 +173,7 @@ pub fn observe_processes(
                 node: node_of(cpu),
             });
         }
-        processes.push(process_obs(root, &p, nr_nodes));
+        processes.push(process_obs(&p, nr_nodes));
         read.insert(pid, p);
     }
     let snap = Snapshot {

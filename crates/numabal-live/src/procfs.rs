@@ -115,6 +115,9 @@ pub struct Process {
     pub stat: Stat,
     /// `status` `Name:` (what numastat prints).
     pub name: String,
+    /// The text of `status` (empty if it could not be read), read once for the name, the
+    /// cpuset limits and the uid.
+    pub status: String,
     /// `cmdline`, arguments joined by spaces.
     pub cmdline: String,
     /// `numa_maps`.
@@ -160,12 +163,10 @@ pub fn read_process_if(
     if !keep(&stat) {
         return Ok(None);
     }
-    let name = read(&dir.join("status"))
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("Name:").map(|n| n.trim().to_string()))
-        })
+    let status = read(&dir.join("status")).unwrap_or_default();
+    let name = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Name:").map(|n| n.trim().to_string()))
         .unwrap_or_else(|| stat.comm.clone());
     let cmdline = read(&dir.join("cmdline"))
         .map(|t| {
@@ -200,6 +201,7 @@ pub fn read_process_if(
     Ok(Some(Process {
         stat,
         name,
+        status,
         cmdline,
         maps,
         threads,

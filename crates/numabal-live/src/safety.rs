@@ -27,7 +27,13 @@ pub struct Limits {
 /// Read a process's limits.
 pub fn read_limits(root: &Path, pid: u32) -> Result<Limits, LiveError> {
     let sp = root.join(format!("proc/{pid}/status"));
-    let status = read(&sp)?;
+    limits_of(root, pid, &read(&sp)?)
+}
+
+/// A process's limits from the `status` text already read (a [`crate::Process`] carries
+/// it), plus its `cgroup` file.
+pub fn limits_of(root: &Path, pid: u32, status: &str) -> Result<Limits, LiveError> {
+    let sp = root.join(format!("proc/{pid}/status"));
     let field = |name: &str| -> Result<&str, LiveError> {
         status
             .lines()

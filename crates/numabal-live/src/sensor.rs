@@ -183,9 +183,9 @@ pub struct RawSample {
 }
 
 struct Watch {
-    // The sampler maps the counter's ring buffer; the counter owns the event.
     sampler: Sampler,
-    counter: Counter,
+    /// Owns the event the sampler's ring buffer belongs to: kept alive, never read.
+    _counter: Counter,
 }
 
 /// Software page-fault sampling, one event per watched thread.
@@ -242,7 +242,16 @@ impl FaultSampler {
             .inspect_err(|_| self.open_errors += 1)?;
         let sampler = counter.sampler(self.ring_pages_log2)?;
         counter.enable()?;
-        self.watches.insert(tid, (pid, Watch { sampler, counter }));
+        self.watches.insert(
+            tid,
+            (
+                pid,
+                Watch {
+                    sampler,
+                    _counter: counter,
+                },
+            ),
+        );
         Ok(())
     }
 
@@ -254,7 +263,6 @@ impl FaultSampler {
     /// Every sample waiting in the rings, in thread order then time order.
     pub fn drain(&mut self, out: &mut Vec<RawSample>) {
         for (&tid, (pid, w)) in &self.watches {
-            let _ = &w.counter;
             for (_, rec) in w.sampler.iter() {
                 let Record::Sample(s) = rec else { continue };
                 let Some(addr) = s.data_addr else { continue };

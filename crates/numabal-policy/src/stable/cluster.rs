@@ -101,6 +101,22 @@ pub enum ClusterDecision<T> {
     },
 }
 
+impl<T: Copy> ClusterDecision<T> {
+    /// The thread moves it makes, `(thread, from, to)`: none, one, or the two of a swap.
+    pub fn moves(&self) -> Vec<(T, usize, usize)> {
+        match *self {
+            ClusterDecision::Nothing(_) => Vec::new(),
+            ClusterDecision::Move { thread, from, to } => vec![(thread, from, to)],
+            ClusterDecision::Swap {
+                thread,
+                victim,
+                from,
+                to,
+            } => vec![(thread, from, to), (victim, to, from)],
+        }
+    }
+}
+
 /// The decision and how it was reached.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClusterOutcome<T> {

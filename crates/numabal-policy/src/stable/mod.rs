@@ -322,18 +322,8 @@ impl StableNuma {
                 rebalanced = true;
                 out = ClusterOutcome::moving(c);
             }
-            match out.decision {
-                ClusterDecision::Nothing(_) => {}
-                ClusterDecision::Move { thread, to, .. } => r.members[thread].node = Some(to),
-                ClusterDecision::Swap {
-                    thread,
-                    victim,
-                    from,
-                    to,
-                } => {
-                    r.members[thread].node = Some(to);
-                    r.members[victim].node = Some(from);
-                }
+            for (thread, _, to) in out.decision.moves() {
+                r.members[thread].node = Some(to);
             }
             out.map(|s| r.members[s].tid)
         });

@@ -30,7 +30,7 @@
 //! - Every live thread counts as runnable (the daemon sees a thread's CPU, not its
 //!   runqueue).
 
-use super::{ClusterDecision, HintFault, PageRecord, PageState, Placement, StableNuma, Tunables};
+use super::{HintFault, PageRecord, PageState, Placement, StableNuma, Tunables};
 use crate::api::{Action, Observation, Policy};
 use numabal_model::{Machine, Pid, Tid};
 use std::collections::{BTreeMap, BTreeSet};
@@ -265,22 +265,10 @@ impl StableSampled {
         let core = self.core.as_mut().expect("core");
         core.set_node_cpus(&caps);
         let end = core.on_scan_sequence_end(pid, |t| live.contains(&t));
-        let mut moved: Vec<(Tid, usize, usize)> = Vec::new();
-        if let Some(c) = &end.cluster {
-            match c.decision {
-                ClusterDecision::Nothing(_) => {}
-                ClusterDecision::Move { thread, from, to } => moved.push((thread, from, to)),
-                ClusterDecision::Swap {
-                    thread,
-                    victim,
-                    from,
-                    to,
-                } => {
-                    moved.push((thread, from, to));
-                    moved.push((victim, to, from));
-                }
-            }
-        }
+        let mut moved = end
+            .cluster
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.decision.moves());
         // A node holds no more of this process's threads than it has CPUs left: a move
         // past that is undone (the core's "sufficiently higher" rule alone may allow it).
         let members = core.members(pid);

@@ -353,29 +353,22 @@ impl Sim<'_> {
         let mut cost = 0.0;
         let mut moved: Vec<(usize, usize)> = Vec::new();
         if let Some(c) = &out.cluster {
-            match c.decision {
-                ClusterDecision::Nothing(_) => {}
-                ClusterDecision::Move { thread, to, .. } => {
-                    let t = thread.idx() - 1;
+            let cause = match c.decision {
+                ClusterDecision::Nothing(_) => Cause::Policy,
+                ClusterDecision::Move { .. } => {
                     self.st().stats.thread_moves += 1;
                     self.st().stats.thread_rebalances += u64::from(out.rebalanced);
-                    self.sched.policy_move(t as u32, to, Cause::Policy, now);
-                    moved.push((t, to));
+                    Cause::Policy
                 }
-                ClusterDecision::Swap {
-                    thread,
-                    victim,
-                    from,
-                    to,
-                } => {
-                    let (a, b) = (thread.idx() - 1, victim.idx() - 1);
+                ClusterDecision::Swap { .. } => {
                     self.st().stats.thread_swaps += 1;
-                    self.sched.policy_move(a as u32, to, Cause::PolicySwap, now);
-                    self.sched
-                        .policy_move(b as u32, from, Cause::PolicySwap, now);
-                    moved.push((a, to));
-                    moved.push((b, from));
+                    Cause::PolicySwap
                 }
+            };
+            for (tid, _, to) in c.decision.moves() {
+                let t = tid.idx() - 1;
+                self.sched.policy_move(t as u32, to, cause, now);
+                moved.push((t, to));
             }
         }
         for (t, node) in moved {
