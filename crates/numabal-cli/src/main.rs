@@ -333,6 +333,11 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
             .or_else(|| a.scenario.scenario.is_none().then(|| "none".into())),
         a.seed,
     )?;
+    // A figure directory that cannot be made fails before the run, not after it.
+    if let Some(dir) = &a.svg_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", dir.display())))?;
+    }
     let r = numabal_sim::run(&sc)?;
     if let Some(path) = &a.json {
         output::write_json_atomic(path, &r)?;
@@ -342,9 +347,6 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
         output::print_numastat_samples(&r, sc.machine.nr_nodes());
     }
     if let Some(dir) = &a.svg_dir {
-        let io =
-            |e: std::io::Error| Failure::Input(format!("{}: cannot write: {e}", dir.display()));
-        std::fs::create_dir_all(dir).map_err(io)?;
         let title = format!(
             "{} under {} on {} (seed {})",
             r.scenario.workload, r.scenario.policy, r.scenario.machine, r.scenario.seed
