@@ -51,6 +51,10 @@ step "tests"
 cargo test --locked --workspace --all-targets
 cargo test --locked --workspace --doc
 
+step "the demo's HTML report in headless Chromium, every figure drawn (scripts/report-check.sh)"
+cargo build --locked --release -p numabal-cli
+scripts/report-check.sh
+
 step "a real kernel: QEMU TCG guests with 2 and 4 emulated NUMA nodes (scripts/vm/test.sh)"
 if [ "${NUMABAL_SKIP_VM:-0}" = 1 ]; then
   echo "NUMABAL_SKIP_VM=1: the real-kernel tests were NOT run" >&2

@@ -6,8 +6,10 @@ mod advise;
 mod daemon;
 mod fsresolver;
 mod output;
+mod progress;
 mod record;
 mod replay;
+mod report;
 mod stat;
 mod suite;
 mod svg;
@@ -62,6 +64,48 @@ enum Cmd {
     /// Record this host's observations (topology, then one pass per interval) as versioned
     /// JSON lines.
     Record(record::RecordArgs),
+    /// The report of a saved result (`--json` of sim, compare or suite, or a sweep's
+    /// results file): one self-contained HTML file and/or the figures as SVG.
+    Report(ReportArgs),
+}
+
+/// Where a command writes its report.
+#[derive(Args, Debug, Clone, Default)]
+struct ReportOut {
+    /// Write the report here: one self-contained HTML file (figures as inline SVG, no
+    /// script, nothing fetched) with a summary table, the scenario, the tunables and the
+    /// numabal version.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Write each figure of the report as an SVG file into this directory (memory.svg:
+    /// each process's memory per node over time; locality, activity, runtime, counters,
+    /// stalls, ping-pong, throughput where there is data).
+    #[arg(long, value_name = "DIR")]
+    svg_dir: Option<PathBuf>,
+}
+
+impl ReportOut {
+    fn wanted(&self) -> bool {
+        self.html.is_some() || self.svg_dir.is_some()
+    }
+
+    /// A figure directory that cannot be made fails before the runs, not after them.
+    fn prepare(&self) -> Result<(), Failure> {
+        report::prepare_svg_dir(self.svg_dir.as_deref())
+    }
+
+    fn write(&self, r: &report::Report, cmd: &str) -> Result<(), Failure> {
+        r.write(self.html.as_deref(), self.svg_dir.as_deref(), cmd)
+    }
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// A saved result: the `--json` of sim, compare or suite, or a sweep's `--out` file.
+    #[arg(value_name = "RESULT")]
+    result: PathBuf,
+    #[command(flatten)]
+    out: ReportOut,
 }
 
 #[derive(Args, Debug)]
@@ -125,11 +169,11 @@ struct SimArgs {
     /// workload; the machine is the recording's, the decisions go to stdout.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "numastat", "seed"])]
     trace: Option<PathBuf>,
-    /// Write the run's figures as SVG files into this directory (memory.svg: each
-    /// process's memory per node over time; sampled every simulated second unless
-    /// `--numastat-every` says otherwise).
-    #[arg(long, value_name = "DIR", conflicts_with = "trace")]
-    svg_dir: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportOut,
+    /// No progress on stderr.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -151,6 +195,11 @@ struct CompareArgs {
     /// Write the machine-readable result here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportOut,
+    /// No progress on stderr.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -177,6 +226,11 @@ struct SuiteArgs {
     /// Write the machine-readable result here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportOut,
+    /// No progress on stderr.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug, Default)]
@@ -187,6 +241,11 @@ struct DemoArgs {
     /// Write the machine-readable comparison here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportOut,
+    /// No progress on stderr.
+    #[arg(long)]
+    quiet: bool,
 }
 
 enum Failure {
@@ -249,7 +308,7 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         None => demo(&DemoArgs {
             seeds: 3,
-            json: None,
+            ..Default::default()
         }),
         Some(Cmd::Demo(a)) => demo(&a),
         Some(Cmd::List) => {
@@ -265,6 +324,7 @@ fn main() -> ExitCode {
         Some(Cmd::Daemon(a)) => daemon::daemon(&a),
         Some(Cmd::Sweep(a)) => sweep::sweep(&a),
         Some(Cmd::Record(a)) => record::record(&a),
+        Some(Cmd::Report(a)) => report_cmd(&a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -313,6 +373,12 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
                     .into(),
             ));
         }
+        if a.report.wanted() {
+            return Err(Failure::Input(
+                "--trace: a replay prints decisions only (not allowed with --html or --svg-dir)"
+                    .into(),
+            ));
+        }
         let policy = a.policy.clone().unwrap_or_else(|| "numad".into());
         return replay::replay(trace, &policy, &s.sets);
     }
@@ -322,9 +388,6 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
     }
     if let Some(s) = a.numastat_every {
         scenario.sets.push(format!("sim.numastat_every_s={s}"));
-    } else if a.svg_dir.is_some() {
-        // Samples do not change the run (mechanisms::numastat_samples_do_not_change_the_run).
-        scenario.sets.push("sim.numastat_every_s=1".into());
     }
     let sc = build(
         &scenario,
@@ -333,12 +396,11 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
             .or_else(|| a.scenario.scenario.is_none().then(|| "none".into())),
         a.seed,
     )?;
-    // A figure directory that cannot be made fails before the run, not after it.
-    if let Some(dir) = &a.svg_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", dir.display())))?;
-    }
-    let r = numabal_sim::run(&sc)?;
+    a.report.prepare()?;
+    let progress = progress::Progress::simulated("sim", a.quiet);
+    let r = numabal_sim::run_observed(&sc, Some(&|t| progress.simulated_to(t)));
+    progress.finish();
+    let r = r?;
     if let Some(path) = &a.json {
         output::write_json_atomic(path, &r)?;
     }
@@ -346,16 +408,7 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
     if a.numastat {
         output::print_numastat_samples(&r, sc.machine.nr_nodes());
     }
-    if let Some(dir) = &a.svg_dir {
-        let title = format!(
-            "{} under {} on {} (seed {})",
-            r.scenario.workload, r.scenario.policy, r.scenario.machine, r.scenario.seed
-        );
-        if let Some(svg) = svg::memory_svg(&r.numastat, sc.machine.nr_nodes(), &title) {
-            output::write_atomic(&dir.join("memory.svg"), svg.as_bytes())?;
-            eprintln!("numabal sim: wrote {}", dir.join("memory.svg").display());
-        }
-    }
+    a.report.write(&report::Report::of_run(&r), "sim")?;
     Ok(())
 }
 
@@ -377,12 +430,30 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
         specs.push(one.policy);
     }
     let seeds: Vec<u64> = (0..a.seeds).map(|i| a.first_seed + i).collect();
-    let r = numabal_sim::compare(&sc, &specs, &seeds, a.jobs)?;
+    a.report.prepare()?;
+    let progress = progress::Progress::runs("compare", (specs.len() * seeds.len()) as u64, a.quiet);
+    let r = numabal_sim::compare_observed(&sc, &specs, &seeds, a.jobs, &|r| {
+        progress.run_done(&format!("{} seed {}", r.scenario.policy, r.scenario.seed))
+    });
+    progress.finish();
+    let r = r?;
     if let Some(path) = &a.json {
         output::write_json_atomic(path, &r)?;
     }
     output::print_compare(&r);
+    a.report.write(&report::Report::of_compare(&r), "compare")?;
     Ok(())
+}
+
+fn report_cmd(a: &ReportArgs) -> Result<(), Failure> {
+    if !a.out.wanted() {
+        return Err(Failure::Input(
+            "report: say where it goes (--html FILE and/or --svg-dir DIR)".into(),
+        ));
+    }
+    let r = report::Report::load(&a.result)?;
+    a.out.prepare()?;
+    a.out.write(&r, "report")
 }
 
 fn demo(a: &DemoArgs) -> Result<(), Failure> {
@@ -397,6 +468,11 @@ fn demo(a: &DemoArgs) -> Result<(), Failure> {
     println!("(INVERSE_BIND) puts every slice on the other node; `interleave` spreads pages over");
     println!("both nodes. Seed 003 of the reference documents measured none/bind = 1.52 and");
     println!("reverse/bind = 1.92 on the real machine; the ratios below are against bind.");
+    println!("Then the balancers, which start from `none`'s placement and must find `bind`'s:");
+    println!("`autonuma` (the Linux 6.x kernel's NUMA balancing: scanning, hinting faults, page");
+    println!("and task migration) and `stable` (Stable-NUMA's page states and thread clustering).");
+    println!("`--html report.html` draws it all: memory per node over time, locality, faults,");
+    println!("migrations, runtime boxes.");
     println!();
     let args = CompareArgs {
         scenario: ScenarioArgs {
@@ -410,15 +486,24 @@ fn demo(a: &DemoArgs) -> Result<(), Failure> {
             "none".into(),
             "reverse-bind".into(),
             "interleave".into(),
+            "autonuma".into(),
+            "stable".into(),
         ],
         seeds: a.seeds.max(1),
         first_seed: 1,
         jobs: None,
         json: a.json.clone(),
+        report: a.report.clone(),
+        quiet: a.quiet,
     };
     compare(&args)?;
     println!();
-    println!("Try: numabal sim -m autonuma-2n24 -w numa01 -p none     (one run, per-node memory)");
+    println!(
+        "Try: numabal demo --html demo.html                     (the report of this comparison)"
+    );
+    println!(
+        "     numabal sim -m autonuma-2n24 -w numa01 -p autonuma --svg-dir fig  (memory moving apart)"
+    );
     println!("     numabal compare -m autonuma-2n24 -w numa01 --policies none,bind,reverse-bind");
     println!("     numabal list");
     Ok(())

@@ -46,10 +46,56 @@ pub fn print_list() {
 /// never leaves a partial file.
 pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Failure> {
     let label = path.display().to_string();
-    let mut text = serde_json::to_string_pretty(value)
+    let text = serde_json::to_string_pretty(value)
         .map_err(|e| Failure::Internal(format!("{label}: {e}")))?;
+    let mut text = inline_scalar_arrays(&text);
     text.push('\n');
     write_atomic(path, text.as_bytes())
+}
+
+/// serde_json's pretty layout with every array of plain numbers (or nulls, booleans) on
+/// one line: a run's time series stays a few lines per figure instead of one per value.
+pub fn inline_scalar_arrays(pretty: &str) -> String {
+    let lines: Vec<&str> = pretty.lines().collect();
+    let scalar = |l: &str| {
+        let v = l.trim().trim_end_matches(',');
+        v == "null"
+            || v == "true"
+            || v == "false"
+            || (!v.is_empty()
+                && v.bytes()
+                    .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)))
+    };
+    let mut out = String::with_capacity(pretty.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        if l.ends_with('[') {
+            // The values up to the closing bracket, if all scalars.
+            let mut j = i + 1;
+            while j < lines.len() && scalar(lines[j]) {
+                j += 1;
+            }
+            if j > i + 1 && j < lines.len() && lines[j].trim_start().starts_with(']') {
+                out.push_str(l);
+                for (k, v) in lines[i + 1..j].iter().enumerate() {
+                    if k > 0 {
+                        out.push(' ');
+                    }
+                    out.push_str(v.trim());
+                }
+                out.push_str(lines[j].trim_start());
+                out.push('\n');
+                i = j + 1;
+                continue;
+            }
+        }
+        out.push_str(l);
+        out.push('\n');
+        i += 1;
+    }
+    out.pop();
+    out
 }
 
 /// Write `bytes` to `path` whole or not at all: a temporary file beside it, synced, then

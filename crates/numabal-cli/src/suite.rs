@@ -92,16 +92,19 @@ pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
         .iter()
         .map(|b| b.workload.name().to_string())
         .collect();
-    let progress = Progress::new(names, policies.len() * seeds.len());
-    eprintln!(
-        "numabal suite: {} on {}: {} workloads x {} policies x {} seeds = {} runs",
-        spec.name,
-        bases[0].machine.name(),
-        bases.len(),
-        specs.len(),
-        seeds.len(),
-        progress.total
-    );
+    a.report.prepare()?;
+    let progress = Progress::new(names, policies.len() * seeds.len(), a.quiet);
+    if !a.quiet {
+        eprintln!(
+            "numabal suite: {} on {}: {} workloads x {} policies x {} seeds = {} runs",
+            spec.name,
+            bases[0].machine.name(),
+            bases.len(),
+            specs.len(),
+            seeds.len(),
+            progress.total
+        );
+    }
     let r = numabal_sim::suite(
         &spec.name,
         &spec.description,
@@ -117,12 +120,15 @@ pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
         output::write_json_atomic(path, &r)?;
     }
     output::print_suite(&r);
+    a.report
+        .write(&crate::report::Report::of_suite(&r), "suite")?;
     Ok(())
 }
 
 /// Progress on stderr: a bar on a terminal, else one line per finished workload.
 struct Progress {
     bar: ProgressBar,
+    quiet: bool,
     total: usize,
     per_workload: usize,
     names: Vec<String>,
@@ -131,9 +137,14 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(names: Vec<String>, per_workload: usize) -> Progress {
+    fn new(names: Vec<String>, per_workload: usize, quiet: bool) -> Progress {
         let total = names.len() * per_workload;
-        let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        let target = if quiet {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        };
+        let bar = ProgressBar::with_draw_target(Some(total as u64), target);
         if let Ok(style) = ProgressStyle::with_template(
             "{elapsed_precise} [{bar:30}] {pos}/{len} runs, eta {eta} {wide_msg}",
         ) {
@@ -141,6 +152,7 @@ impl Progress {
         }
         Progress {
             bar,
+            quiet,
             total,
             per_workload,
             done_of: names.iter().map(|_| AtomicUsize::new(0)).collect(),
@@ -153,7 +165,7 @@ impl Progress {
         let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         let finished = self.done_of[w].fetch_add(1, Ordering::Relaxed) + 1 == self.per_workload;
         if self.bar.is_hidden() {
-            if finished {
+            if finished && !self.quiet {
                 eprintln!(
                     "numabal suite: {} done ({n}/{} runs)",
                     self.names[w], self.total

@@ -77,6 +77,9 @@ pub struct SweepArgs {
     /// No progress on stderr.
     #[arg(long)]
     quiet: bool,
+    /// The report of every result in the file (`numabal report` of it).
+    #[command(flatten)]
+    report: crate::ReportOut,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -320,6 +323,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
             e.insert(scenario(p, &sets)?);
         }
     }
+    a.report.prepare()?;
     let done = resume(&a.out)?;
     let remaining: Vec<&Point> = points.iter().filter(|p| !done.contains(&p.key())).collect();
     let already = points.len() - remaining.len();
@@ -360,6 +364,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
             "key": p.key(), "machine": p.machine, "workload": p.workload, "policy": p.policy,
             "vary": p.vary.iter().cloned().collect::<BTreeMap<String, String>>(),
             "seed": p.seed, "finished": r.finished, "metrics": r.metrics,
+            "stalls": r.stalls, "ping_pong": r.ping_pong, "tunables": r.scenario.tunables,
             "numabal_version": env!("CARGO_PKG_VERSION"),
         });
         {
@@ -404,6 +409,10 @@ pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
     }
     if let Some(csv) = &a.csv {
         write_csv(&a.out, csv)?;
+    }
+    if a.report.wanted() {
+        let r = crate::report::Report::load(&a.out)?;
+        a.report.write(&r, "sweep")?;
     }
     Ok(())
 }

@@ -1561,19 +1561,25 @@ fn memory_svg_of_numa01_under_autonuma_shows_processes_moving_apart() {
         2,
         "one panel per process"
     );
+    // The figure draws the run's series: each process's MB per node at each sample.
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let samples = r["numastat"].as_array().unwrap();
-    let split = |x: &serde_json::Value| -> Vec<(usize, f64)> {
-        x["processes"]
-            .as_array()
-            .unwrap()
+    let procs = r["series"]["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 2);
+    let from = |p: &serde_json::Value| p["from"].as_u64().unwrap() as usize;
+    let len = |p: &serde_json::Value| p["node_mb"][0].as_array().unwrap().len();
+    let lo = procs.iter().map(from).max().unwrap();
+    let hi = procs.iter().map(|p| from(p) + len(p)).min().unwrap();
+    assert!(hi > lo + 10, "both processes in {lo}..{hi}");
+    // (node holding most, its share) of each process at global sample k.
+    let split = |k: usize| -> Vec<(usize, f64)> {
+        procs
             .iter()
             .map(|p| {
                 let mb: Vec<f64> = p["node_mb"]
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|v| v.as_f64().unwrap())
+                    .map(|n| n[k - from(p)].as_f64().unwrap())
                     .collect();
                 let total: f64 = mb.iter().sum();
                 let (n, m) = mb
@@ -1585,13 +1591,128 @@ fn memory_svg_of_numa01_under_autonuma_shows_processes_moving_apart() {
             })
             .collect()
     };
-    let both: Vec<&serde_json::Value> = samples
-        .iter()
-        .filter(|x| x["processes"].as_array().unwrap().len() == 2)
-        .collect();
-    let first = split(both[0]);
+    let first = split(lo);
     assert!(first.iter().all(|&(n, f)| n == 0 && f > 0.99), "{first:?}");
-    let last = split(both[both.len() - 1]);
+    let last = split(hi - 1);
     assert_ne!(last[0].0, last[1].0, "{last:?}");
     assert!(last.iter().all(|&(_, f)| f > 0.9), "{last:?}");
+}
+
+/// `--html` and `--svg-dir` on sim, compare and sweep, and `numabal report` of their saved
+/// results: the same figures from the same results; a file that is not a result is refused.
+#[test]
+fn reports_of_runs_and_saved_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |f: &str| dir.path().join(f);
+    let figures = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    // One run: its memory over time, locality, activity, counters, stalls.
+    numabal()
+        .args([
+            "sim", "-m", "tiny-2n4", "-w", "numa02", "-p", "autonuma", "--quiet",
+        ])
+        .args(["--set", "sim.max_time_s=40", "--json"])
+        .arg(p("sim.json"))
+        .arg("--html")
+        .arg(p("sim.html"))
+        .arg("--svg-dir")
+        .arg(p("sim-figs"))
+        .assert()
+        .success();
+    let sim_figs = figures(&p("sim-figs"));
+    for f in ["memory.svg", "locality.svg", "activity.svg", "counters.svg"] {
+        assert!(sim_figs.contains(&f.to_string()), "{sim_figs:?}");
+    }
+    assert!(
+        !sim_figs.contains(&"runtime.svg".to_string()),
+        "one run: no box plot"
+    );
+    let html = std::fs::read_to_string(p("sim.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert_eq!(html.matches("<figure id=").count(), sim_figs.len());
+    assert!(html.contains("scan_period_min_ms"), "the tunables used");
+    assert!(html.contains(env!("CARGO_PKG_VERSION")));
+    assert!(!html.contains("<script") && !html.contains("https://"));
+    // The saved result gives the same report.
+    numabal()
+        .arg("report")
+        .arg(p("sim.json"))
+        .arg("--html")
+        .arg(p("again.html"))
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(p("again.html")).unwrap(), html);
+
+    // A comparison over seeds: box plots and per-policy bars.
+    numabal()
+        .args(["compare", "-m", "tiny-2n4", "-w", "numa02", "--quiet"])
+        .args(["--policies", "none,autonuma", "--seeds", "3", "--svg-dir"])
+        .arg(p("cmp-figs"))
+        .assert()
+        .success();
+    let cmp = figures(&p("cmp-figs"));
+    for f in [
+        "memory-none.svg",
+        "memory-autonuma.svg",
+        "runtime.svg",
+        "counters.svg",
+    ] {
+        assert!(cmp.contains(&f.to_string()), "{cmp:?}");
+    }
+
+    // A sweep's results file, with a workload's throughput against a varied field.
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p("sim.json")).unwrap()).unwrap();
+    let mut lines = String::new();
+    for (policy, threads, seed, tput) in [
+        ("none", 1, 1, 100.0),
+        ("none", 2, 1, 180.0),
+        ("none", 4, 1, 300.0),
+        ("bind", 1, 1, 110.0),
+        ("bind", 2, 1, 215.0),
+        ("bind", 4, 1, 420.0),
+    ] {
+        let mut m = run["metrics"].clone();
+        m["throughput_per_s"] = serde_json::json!(tput);
+        let line = serde_json::json!({
+            "key": format!("k|{policy}|{threads}|{seed}"), "machine": "tiny-2n4",
+            "workload": "w", "policy": policy, "vary": {"workload.process.0.group.0.threads": threads.to_string()},
+            "seed": seed, "finished": true, "metrics": m, "numabal_version": "0.1.0",
+        });
+        lines += &format!("{line}\n");
+    }
+    std::fs::write(p("sweep.jsonl"), lines).unwrap();
+    numabal()
+        .arg("report")
+        .arg(p("sweep.jsonl"))
+        .arg("--svg-dir")
+        .arg(p("sweep-figs"))
+        .assert()
+        .success();
+    let svg = std::fs::read_to_string(p("sweep-figs/throughput.svg")).unwrap();
+    assert!(svg.contains("throughput against workload.process.0.group.0.threads"));
+    assert!(svg.contains("bind") && svg.contains("none"));
+
+    // Not a result: one line, exit 2.
+    std::fs::write(p("x.json"), "{\"a\": 1}\n").unwrap();
+    let out = numabal()
+        .arg("report")
+        .arg(p("x.json"))
+        .arg("--html")
+        .arg(p("x.html"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("x.json") && err.contains("not a numabal result"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

@@ -181,6 +181,12 @@ pub struct SimSettings {
     /// ...and every this many seconds (0: not periodically).
     #[serde(default, skip_serializing_if = "is_zero_f")]
     pub numastat_every_s: f64,
+    /// The run's time series (per node and per process: memory, local access ratio,
+    /// hinting faults, pages migrated, thread migrations, scan CPU) every this many
+    /// seconds; 0: automatically, every second and then every 2, 4, ... s as the run grows,
+    /// so it keeps 128 to 256 samples.
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub series_every_s: f64,
     /// The scheduler lets a NUMA node run a few more tasks than its neighbours before it
     /// balances (Linux 5.7+: `adjust_numa_imbalance`, sized by `imb_numa_nr` since 5.16),
     /// at fork and in load balancing. `false`: kernels before 5.7 (RHEL 6's 2.6.32, RHEL
@@ -225,6 +231,7 @@ impl Default for SimSettings {
             check_invariants: false,
             numastat_at_s: Vec::new(),
             numastat_every_s: 0.0,
+            series_every_s: 0.0,
             allow_numa_imbalance: true,
             warmup_s: 0.0,
         }
@@ -258,6 +265,17 @@ impl SimSettings {
                 "numastat_every_s",
                 format!(
                     "is {e} (allowed: 0, or a tick ({} s) to 10000000)",
+                    self.tick_ms / 1e3
+                ),
+            ));
+        }
+        let e = self.series_every_s;
+        if !(e == 0.0 || (e >= self.tick_ms / 1e3 && e <= 1e7)) {
+            return Err(InputError::new(
+                label,
+                "series_every_s",
+                format!(
+                    "is {e} (allowed: 0 for automatic, or a tick ({} s) to 10000000)",
                     self.tick_ms / 1e3
                 ),
             ));

@@ -112,12 +112,26 @@ pub fn compare(
     seeds: &[u64],
     jobs: Option<usize>,
 ) -> Result<CompareResult, SimError> {
+    compare_observed(base, policies, seeds, jobs, &|_| {})
+}
+
+/// `compare`, calling `on_done(run)` as each run completes, from the worker thread that
+/// ran it, in no particular order (for progress reports; the result does not depend on it).
+pub fn compare_observed(
+    base: &Scenario,
+    policies: &[PolicySpec],
+    seeds: &[u64],
+    jobs: Option<usize>,
+    on_done: &(dyn Fn(&RunResult) + Sync),
+) -> Result<CompareResult, SimError> {
     let work: Vec<(usize, u64)> = (0..policies.len())
         .flat_map(|p| seeds.iter().map(move |&s| (p, s)))
         .collect();
     let runs = run_all(work.len(), jobs, |i| {
         let (p, seed) = work[i];
-        run_one(base, &policies[p], seed)
+        let r = run_one(base, &policies[p], seed)?;
+        on_done(&r);
+        Ok(r)
     })?;
     Ok(summarise(base, policies, seeds, runs))
 }

@@ -274,6 +274,8 @@ pub struct Sim<'a> {
     cost: CostModel,
     objects: Vec<MemObject>,
     obj_refs: Vec<u32>,
+    /// Per object: the process whose private mapping it is (`None`: shared memory).
+    obj_owner: Vec<Option<usize>>,
     shared_objs: Vec<usize>,
     node_used: Vec<u64>,
     node_cap: Vec<u64>,
@@ -319,10 +321,23 @@ pub struct Sim<'a> {
     busy_snapshots: std::collections::VecDeque<(u64, Vec<f64>)>,
     /// A user-space daemon's queued `migrate_pages` calls and decision log.
     daemon: daemon::DaemonRt,
+    /// The run's time series (`sim.series_every_s`).
+    series: crate::series::Recorder,
+    /// Told the simulated time about once per simulated second (progress reports).
+    progress: Option<&'a (dyn Fn(f64) + Sync)>,
 }
 
 /// Run a scenario to completion.
 pub fn run(sc: &Scenario) -> Result<RunResult, SimError> {
+    run_observed(sc, None)
+}
+
+/// Run a scenario to completion, telling `progress` the simulated time about once per
+/// simulated second (it cannot change the run).
+pub fn run_observed(
+    sc: &Scenario,
+    progress: Option<&(dyn Fn(f64) + Sync)>,
+) -> Result<RunResult, SimError> {
     use crate::policies::Built;
     // The simulator's own models (kernel NUMA balancing, Stable-NUMA's mechanism) run
     // beside no core policy.
@@ -340,6 +355,7 @@ pub fn run(sc: &Scenario) -> Result<RunResult, SimError> {
             sim
         }
     };
+    sim.progress = progress;
     sim.run()?;
     Ok(sim.result())
 }
@@ -396,6 +412,7 @@ impl<'a> Sim<'a> {
             cost: CostModel::new(m),
             objects: Vec::new(),
             obj_refs: Vec::new(),
+            obj_owner: Vec::new(),
             shared_objs: Vec::new(),
             node_used: vec![0; m.nr_nodes()],
             node_cap: (0..m.nr_nodes()).map(|n| m.node_usable_pages(n)).collect(),
@@ -431,6 +448,8 @@ impl<'a> Sim<'a> {
             cpu_busy_ns: vec![0.0; m.nr_cpus()],
             busy_snapshots: std::collections::VecDeque::new(),
             daemon: daemon::DaemonRt::default(),
+            series: crate::series::Recorder::new(m.nr_nodes(), sc.sim.series_every_s),
+            progress: None,
         }
     }
 
@@ -495,6 +514,7 @@ impl<'a> Sim<'a> {
             self.objects
                 .push(MemObject::new(pages, thp, self.m.nr_nodes()));
             self.obj_refs.push(0);
+            self.obj_owner.push(None);
             self.shared_objs.push(self.objects.len() - 1);
         }
         // Process starts: instance k of a [[process]] forks a little after k-1; with
@@ -567,6 +587,7 @@ impl<'a> Sim<'a> {
             }
             self.count_moves();
         }
+        self.series_sample(true);
         Ok(())
     }
 
@@ -609,6 +630,14 @@ impl<'a> Sim<'a> {
                     self.run_migrate_pages();
                 }
                 self.snapshot_busy();
+                if self.series.due(self.now) {
+                    self.series_sample(false);
+                }
+                if let Some(p) = self.progress
+                    && self.now % 1_000_000_000 < self.tick_ns
+                {
+                    p(self.now as f64 / NS);
+                }
                 self.events.push(self.now + self.tick_ns, EventKind::Tick);
             }
             EventKind::NumastatSample { periodic } => self.numastat_sample(periodic),
@@ -656,6 +685,56 @@ impl<'a> Sim<'a> {
         });
     }
 
+    /// The node a thread runs on (or last ran on).
+    fn thread_node(&self, t: usize) -> usize {
+        let task = &self.sched.tasks[t];
+        self.m.cpus[task.cpu.unwrap_or(task.prev_cpu)].node
+    }
+
+    /// A time-series sample now (it reads counters only). `at_end`: the run's last, which
+    /// also has the processes that exited since the previous sample, at their exit.
+    fn series_sample(&mut self, at_end: bool) {
+        let node_mb: Vec<f64> = self
+            .node_used
+            .iter()
+            .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
+            .collect();
+        if at_end && self.series.last_ns() == Some(self.now) {
+            self.series.pop_last();
+        }
+        let since = self.series.last_ns();
+        let procs: Vec<(usize, Vec<f64>)> = (0..self.procs.len())
+            .filter_map(|i| {
+                let p = &self.procs[i];
+                match (p.end_ns, &p.node_mb_end) {
+                    (None, _) if !p.regions.is_empty() => Some((i, self.process_node_mb(i))),
+                    (Some(e), Some(mb)) if at_end && since.is_none_or(|s| e > s) => {
+                        Some((i, mb.clone()))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        let names: Vec<&str> = procs
+            .iter()
+            .map(|(i, _)| self.procs[*i].name.as_str())
+            .collect();
+        let now = self.now;
+        let bytes: Vec<(f64, f64)> = procs
+            .iter()
+            .map(|(i, _)| (self.procs[*i].bytes_local, self.procs[*i].bytes_remote))
+            .collect();
+        self.series.sample(
+            now,
+            &node_mb,
+            procs
+                .into_iter()
+                .zip(names)
+                .zip(bytes)
+                .map(|(((i, mb), name), b)| (i, name, mb, b)),
+        );
+    }
+
     /// Every process has started and every thread of a non-daemon process is done.
     fn work_done(&self) -> bool {
         self.pending_starts == 0
@@ -683,6 +762,8 @@ impl<'a> Sim<'a> {
                 continue;
             }
             self.migrations[mv.cause as usize] += 1;
+            self.series
+                .thread_moved(self.threads[mv.tid as usize].proc, to);
             // Ping-pong: back on a node it left; the interval runs from the last departure.
             let t = mv.tid as usize;
             if self.left_node_at.len() <= t {
@@ -742,6 +823,7 @@ impl<'a> Sim<'a> {
                     let thp = self.thp_for(r.thp, file);
                     self.objects.push(MemObject::new(pages, thp, n));
                     self.obj_refs.push(1);
+                    self.obj_owner.push(Some(self.procs.len()));
                     regions.push(Region {
                         obj: self.objects.len() - 1,
                         pages,
@@ -1491,6 +1573,7 @@ impl<'a> Sim<'a> {
         self.node_used[src] -= nr;
         self.node_used[dst] += nr;
         self.m_.pgmigrate_success += nr;
+        self.series.migrated(self.obj_owner[obj], dst, nr);
         let k = &self.m.spec.costs;
         let copy_ns = nr as f64 * PAGE_BYTES
             / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
@@ -1938,6 +2021,7 @@ impl<'a> Sim<'a> {
 
     fn account(&mut self, t: usize, cpu_node: usize, mem_node: usize, bytes: f64) {
         let pidx = self.threads[t].proc;
+        self.series.access(cpu_node, cpu_node == mem_node, bytes);
         if cpu_node == mem_node {
             self.local_bytes += bytes;
             self.procs[pidx].bytes_local += bytes;
@@ -2259,6 +2343,7 @@ impl<'a> Sim<'a> {
         let nid = o.node_of(head)?;
         let thisnid = self.m.cpus[cpu].node;
         self.m_.numa_hint_faults += 1;
+        self.series.hint_fault(pidx, thisnid);
         if nid == thisnid {
             self.m_.numa_hint_faults_local += 1;
         }
@@ -2493,6 +2578,7 @@ impl<'a> Sim<'a> {
                 },
                 seed: self.sc.sim.seed,
                 overrides: self.sc.overrides.clone(),
+                tunables: crate::policies::tunables_json(&self.sc.policy).unwrap_or_default(),
             },
             finished,
             metrics: m,
@@ -2512,6 +2598,7 @@ impl<'a> Sim<'a> {
             }),
             stable: self.stable_report(),
             numastat: self.numastat.clone(),
+            series: self.series.finish(),
             policy_log: self.daemon.log.clone(),
             node_state: self.node_state_at_end(),
         }

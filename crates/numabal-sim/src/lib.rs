@@ -22,9 +22,10 @@ pub mod memory;
 pub mod policies;
 pub mod result;
 pub mod sched;
+pub mod series;
 pub mod suite;
 
-pub use compare::{CompareResult, compare};
-pub use engine::{SimError, run, run_with};
+pub use compare::{CompareResult, compare, compare_observed};
+pub use engine::{SimError, run, run_observed, run_with};
 pub use result::RunResult;
 pub use suite::{SuiteResult, suite};

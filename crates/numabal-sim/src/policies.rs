@@ -37,6 +37,19 @@ pub enum Built {
     Stable(numabal_policy::stable::Tunables),
 }
 
+/// A policy's tunables as the run used them, defaults included where the policy has a
+/// tunables type (the kernel models, stable, numad); the given keys otherwise.
+pub fn tunables_json(spec: &PolicySpec) -> Result<serde_json::Value, InputError> {
+    let v = match spec.kind.as_str() {
+        "autonuma" => serde_json::to_value(Tunables::from_spec(spec, Flavour::Linux6)?),
+        "autonuma-2012" => serde_json::to_value(Tunables::from_spec(spec, Flavour::AutoNuma2012)?),
+        "stable" => serde_json::to_value(numabal_policy::stable::Tunables::from_spec(spec)?),
+        "numad" => serde_json::to_value(numabal_policy::numad::Tunables::from_spec(spec)?),
+        _ => serde_json::to_value(&spec.tunables),
+    };
+    v.map_err(|e| InputError::new(&spec.label, "policy", e.to_string()))
+}
+
 /// Build (and so validate) a policy spec.
 pub fn build(spec: &PolicySpec) -> Result<Built, InputError> {
     let flavour = match spec.kind.as_str() {

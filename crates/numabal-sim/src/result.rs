@@ -17,6 +17,9 @@ pub struct ScenarioSummary {
     pub seed: u64,
     /// `--set` overrides as given.
     pub overrides: Vec<String>,
+    /// The policy's tunables as the run used them (`policies::tunables_json`).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub tunables: serde_json::Value,
 }
 
 /// Run-level metrics (SPEC.md interface contract).
@@ -156,6 +159,9 @@ pub struct RunResult {
     /// `numastat -p` samples over the run (`sim.numastat_at_s`, `sim.numastat_every_s`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub numastat: Vec<NumastatSample>,
+    /// Per node and per process over the run, every `sim.series_every_s` (see `series`).
+    #[serde(default)]
+    pub series: crate::series::Series,
     /// A policy's decision log (numad's `Advising pid ...` and `PID ... moved` lines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policy_log: Vec<crate::engine::PolicyLogEntry>,

@@ -4,10 +4,10 @@
 
 use numabal_model::InputError;
 use numabal_model::scenario::PolicySpec;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// `-i [min:]max`, as numad writes it: `15` or `"5:15"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum Interval {
     /// `max` only (`min` keeps its default, 5).
@@ -17,7 +17,7 @@ pub enum Interval {
 }
 
 /// Tunables of `numad`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Tunables {
     /// `-u`: target utilisation of a node's resources, percent (10 to 130; above 100 only

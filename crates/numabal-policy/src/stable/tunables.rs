@@ -4,10 +4,10 @@
 
 use numabal_model::InputError;
 use numabal_model::scenario::PolicySpec;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// How an EMA entry of the thread tables starts (§IV-B gives the factor 0.5, not the start).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EmaStart {
     /// The first scan sequence an entry sees sets it to that sequence's count, so a thread
@@ -19,7 +19,7 @@ pub enum EmaStart {
 
 /// When a thread joins its root group (§IV-B: "whenever a thread first joins a root group",
 /// without saying when that is).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JoinAt {
     /// When the thread is created (`clone`, or the process's first thread at `exec`): the
@@ -34,7 +34,7 @@ pub enum JoinAt {
 }
 
 /// Tunables of `stable`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Tunables {
     /// Scanner: the fixed time between the starts of two scan windows ("Stable-NUMA scans all

@@ -4,7 +4,7 @@
 
 use numabal_model::InputError;
 use numabal_model::scenario::PolicySpec;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Which kernel the model follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +26,7 @@ impl Flavour {
 }
 
 /// Tunables and options of `autonuma` (Linux 6.x).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Tunables {
     /// `scan_delay_ms`: delay before a new mm (and a new VMA) is first scanned.

@@ -315,6 +315,9 @@ impl Sim<'_> {
                         let node = self.m.cpus[prev].node;
                         let (cpu, _) = self.kthread_cpu(prev, node);
                         self.kthread_run(cpu, cost);
+                        // One step walks several mms: its time is the node's only.
+                        let node = self.m.cpus[cpu].node;
+                        self.series.scanned(None, node, cost);
                         self.aa().scand_cpu = cpu;
                     }
                     if pass_done {

@@ -367,6 +367,9 @@ impl Sim<'_> {
                 let cost = self.task_numa_work(t);
                 if cost > 0.0 {
                     self.nb().scan_ns += cost;
+                    // An async worker runs on the task's node too (scan_async_worker).
+                    let node = self.thread_node(t);
+                    self.series.scanned(Some(pidx), node, cost);
                     if self.nb().tun.scan_async {
                         self.scan_async_worker(t, cost);
                     } else {

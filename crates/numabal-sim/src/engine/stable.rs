@@ -250,6 +250,8 @@ impl Sim<'_> {
             }
             let cost = self.stable_scan_window(pidx, t);
             self.st().scan_ns += cost;
+            let node = self.thread_node(t);
+            self.series.scanned(Some(pidx), node, cost);
             self.charge_kernel(t, cost);
         }
     }

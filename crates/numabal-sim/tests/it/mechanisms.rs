@@ -446,6 +446,65 @@ fn numastat_samples_do_not_change_the_run() {
     assert_eq!(sampled.numastat[1].processes[0].node_mb, vec![512.0, 512.0]);
 }
 
+/// The time series reads counters only: any interval gives the same run, and its
+/// cumulative counters end at the run's totals.
+#[test]
+fn series_samples_do_not_change_the_run() {
+    let r = Inline(Vec::new());
+    let auto = run(&scenario_with(&r, "tiny-2n4", "numa02", "autonuma", 1, &[]));
+    let fine = run(&scenario_with(
+        &r,
+        "tiny-2n4",
+        "numa02",
+        "autonuma",
+        1,
+        &["sim.series_every_s=0.1"],
+    ));
+    assert_eq!(
+        serde_json::to_value(&auto.metrics).unwrap(),
+        serde_json::to_value(&fine.metrics).unwrap()
+    );
+    for (s, every) in [(&auto.series, 1.0), (&fine.series, 0.1)] {
+        let n = s.t_s.len();
+        assert!(n > 10, "{n} samples");
+        assert_eq!(s.interval_s, every);
+        // A last sample at the end: the tick at which the last thread's exit was seen.
+        let end = *s.t_s.last().unwrap() - auto.metrics.runtime_s;
+        assert!((0.0..0.004).contains(&end), "{end}");
+        let at_end = |f: fn(&numabal_sim::series::NodeSeries) -> &Vec<u64>| -> u64 {
+            s.nodes.iter().map(|x| f(x)[n - 1]).sum()
+        };
+        assert_eq!(
+            at_end(|x| &x.numa_hint_faults),
+            auto.metrics.numa_hint_faults
+        );
+        assert_eq!(
+            at_end(|x| &x.pages_migrated),
+            auto.metrics.pgmigrate_success
+        );
+        assert_eq!(
+            at_end(|x| &x.thread_migrations),
+            auto.metrics.thread_migrations_internode
+        );
+        let scan: f64 = s.nodes.iter().map(|x| x.scan_cpu_s[n - 1]).sum();
+        assert!((scan - auto.metrics.scan_cpu_s).abs() < 1e-4, "{scan}");
+        // numa02's one process: its counters are the run's.
+        let p = &s.processes[0];
+        assert_eq!(
+            *p.numa_hint_faults.last().unwrap(),
+            auto.metrics.numa_hint_faults
+        );
+        assert_eq!(p.node_mb.len(), 2);
+        // By 1 s main() has touched the whole GiB on one node (at 0.1 s: part of it).
+        let k = s.t_s.iter().position(|&t| t >= 1.0).unwrap();
+        let at_1s: Vec<f64> = p.node_mb.iter().map(|n| n[k - p.from]).collect();
+        assert!(at_1s.contains(&1024.0), "{at_1s:?}");
+        let first: f64 = p.node_mb.iter().map(|n| n[0]).sum();
+        assert!(first > 0.0 && first <= 1024.0, "{first}");
+    }
+    assert!(fine.series.t_s.len() > 5 * auto.series.t_s.len());
+}
+
 /// Work units: each thread's completed passes over its phase list times
 /// `work_per_iteration`; daemons' work is not the workload's.
 #[test]

@@ -1,0 +1,884 @@
+//! Reports: the figures of the reference documents drawn from results, as one
+//! self-contained HTML file (`--html`; inline SVG and CSS, no script, nothing fetched)
+//! and as SVG files (`--svg-dir`).
+//!
+//! | file | figure | after |
+//! |------|--------|-------|
+//! | `memory.svg` (`memory-POLICY.svg`) | each process's resident memory per node over time | autonuma-benchmark's plots |
+//! | `locality.svg` | local access ratio over time, per policy | seed 002 |
+//! | `activity.svg` | hinting faults/s, pages migrated/s, thread migrations/s over time | seed 002 |
+//! | `runtime.svg` | box plots of runtime normalised to the baseline policy's median | seed 002, Figures 3 and 9 |
+//! | `counters.svg` | per-policy bars of hinting faults, pages migrated, thread migrations | seed 002, Figures 14-16 |
+//! | `stalls.svg` | stall-length histogram | seed 001 |
+//! | `ping-pong.svg` | CDF of thread ping-pong round-trip intervals | seed 002, Figure 5 |
+//! | `throughput.svg` | throughput against each varied field (a sweep's load) | seed 004, Figure 15 |
+//!
+//! A figure without data (no hinting faults under static policies, one run per policy for
+//! a box plot, no varied field) is left out, and the report says so.
+
+use crate::Failure;
+use crate::svg::{self, Bar, BarPanel, Line, Panel};
+use numabal_sim::result::{Metrics, PingPongHistogram, StallHistogram};
+use numabal_sim::series::Series;
+use numabal_sim::{CompareResult, RunResult, SuiteResult};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One run as a report sees it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The policy (the group of the summary and the figures).
+    pub policy: String,
+    pub machine: String,
+    pub workload: String,
+    pub seed: u64,
+    /// A sweep's varied fields and their values.
+    pub vary: BTreeMap<String, String>,
+    pub finished: bool,
+    pub metrics: Metrics,
+    pub stalls: StallHistogram,
+    pub ping_pong: PingPongHistogram,
+    /// The time series (not kept in a sweep's lines).
+    pub series: Option<Series>,
+    pub tunables: Value,
+    pub overrides: Vec<String>,
+}
+
+impl Entry {
+    fn of_run(r: &RunResult) -> Entry {
+        Entry {
+            policy: r.scenario.policy.clone(),
+            machine: r.scenario.machine.clone(),
+            workload: r.scenario.workload.clone(),
+            seed: r.scenario.seed,
+            vary: BTreeMap::new(),
+            finished: r.finished,
+            metrics: r.metrics.clone(),
+            stalls: r.stalls.clone(),
+            ping_pong: r.ping_pong.clone(),
+            series: Some(r.series.clone()),
+            tunables: r.scenario.tunables.clone(),
+            overrides: r.scenario.overrides.clone(),
+        }
+    }
+
+    /// The cell a runtime is normalised within: same machine, workload and varied values.
+    fn cell(&self) -> String {
+        let mut k = format!("{}|{}", self.machine, self.workload);
+        for (f, v) in &self.vary {
+            k += &format!("|{f}={v}");
+        }
+        k
+    }
+}
+
+/// What a report is made of.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub title: String,
+    /// `sim`, `compare`, `suite` or `sweep`.
+    pub kind: &'static str,
+    /// The numabal that made the results.
+    pub version: String,
+    /// Policies in order; the first is the baseline of the ratios.
+    pub policies: Vec<String>,
+    pub entries: Vec<Entry>,
+    /// Extra scenario lines (suite name, grid).
+    pub scenario: Vec<(String, String)>,
+}
+
+/// One figure of a report.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// File stem of its SVG (and the `id` in the HTML).
+    pub name: String,
+    pub title: String,
+    pub caption: String,
+    pub svg: String,
+}
+
+impl Report {
+    fn new(title: String, kind: &'static str, version: &str, entries: Vec<Entry>) -> Report {
+        let mut policies: Vec<String> = Vec::new();
+        for e in &entries {
+            if !policies.contains(&e.policy) {
+                policies.push(e.policy.clone());
+            }
+        }
+        Report {
+            title,
+            kind,
+            version: version.to_string(),
+            policies,
+            entries,
+            scenario: Vec::new(),
+        }
+    }
+
+    /// The report of one run.
+    pub fn of_run(r: &RunResult) -> Report {
+        Report::new(
+            format!(
+                "{} on {} under {} (seed {})",
+                r.scenario.workload, r.scenario.machine, r.scenario.policy, r.scenario.seed
+            ),
+            "sim",
+            &r.numabal_version,
+            vec![Entry::of_run(r)],
+        )
+    }
+
+    /// The report of a comparison (policies in its order).
+    pub fn of_compare(c: &CompareResult) -> Report {
+        let entries = c
+            .policy_order
+            .iter()
+            .filter_map(|p| c.policies.get(p))
+            .flat_map(|p| p.runs.iter().map(Entry::of_run))
+            .collect();
+        let mut r = Report::new(
+            format!(
+                "{} on {}: {}",
+                c.workload,
+                c.machine,
+                c.policy_order.join(", ")
+            ),
+            "compare",
+            &c.numabal_version,
+            entries,
+        );
+        r.policies = c.policy_order.clone();
+        r
+    }
+
+    /// The report of a suite (every workload's runs).
+    pub fn of_suite(s: &SuiteResult) -> Report {
+        let entries = s
+            .workload_order
+            .iter()
+            .filter_map(|w| s.workloads.get(w))
+            .flat_map(|c| {
+                c.policy_order
+                    .iter()
+                    .filter_map(|p| c.policies.get(p))
+                    .flat_map(|p| p.runs.iter().map(Entry::of_run))
+            })
+            .collect();
+        let mut r = Report::new(
+            format!("suite {} on {}", s.suite, s.machine),
+            "suite",
+            &s.numabal_version,
+            entries,
+        );
+        r.policies = s.policy_order.clone();
+        r.scenario
+            .push(("suite".into(), format!("{}: {}", s.suite, s.description)));
+        r.scenario
+            .push(("workloads".into(), s.workload_order.join(", ")));
+        r
+    }
+
+    /// The report of a sweep's results file (one JSON line per run); `label` names the file
+    /// in errors.
+    pub fn of_sweep_lines(text: &str, label: &str) -> Result<Report, Failure> {
+        let mut entries = Vec::new();
+        let mut version = String::new();
+        for (i, l) in text.lines().enumerate() {
+            if l.trim().is_empty() {
+                continue;
+            }
+            let bad = |what: String| {
+                Failure::Input(format!(
+                    "{label}: line {}: {what} (expected a numabal sweep result line)",
+                    i + 1
+                ))
+            };
+            // The last line may be cut by a kill: a resumed sweep reruns it; skip it here.
+            let v: Value = match serde_json::from_str(l) {
+                Ok(v) => v,
+                Err(_) if i + 1 == text.lines().count() => continue,
+                Err(e) => return Err(bad(e.to_string())),
+            };
+            let s = |k: &str| {
+                v[k].as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad(format!("no \"{k}\"")))
+            };
+            let metrics: Metrics = serde_json::from_value(v["metrics"].clone())
+                .map_err(|e| bad(format!("\"metrics\": {e}")))?;
+            version = v["numabal_version"].as_str().unwrap_or("").to_string();
+            entries.push(Entry {
+                policy: s("policy")?,
+                machine: s("machine")?,
+                workload: s("workload")?,
+                seed: v["seed"]
+                    .as_u64()
+                    .ok_or_else(|| bad("no \"seed\"".into()))?,
+                vary: v["vary"]
+                    .as_object()
+                    .map(|o| {
+                        o.iter()
+                            .map(|(k, x)| {
+                                (
+                                    k.clone(),
+                                    x.as_str().map_or_else(|| x.to_string(), str::to_string),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                finished: v["finished"].as_bool().unwrap_or(true),
+                metrics,
+                stalls: serde_json::from_value(v["stalls"].clone()).unwrap_or_default(),
+                ping_pong: serde_json::from_value(v["ping_pong"].clone()).unwrap_or_default(),
+                series: None,
+                tunables: v["tunables"].clone(),
+                overrides: Vec::new(),
+            });
+        }
+        if entries.is_empty() {
+            return Err(Failure::Input(format!(
+                "{label}: no result lines (expected a numabal sweep results file)"
+            )));
+        }
+        // Sorted by run, as the CSV: the file's order is the order runs finished in.
+        entries.sort_by(|a, b| {
+            (&a.machine, &a.workload, &a.policy, &a.vary, a.seed).cmp(&(
+                &b.machine,
+                &b.workload,
+                &b.policy,
+                &b.vary,
+                b.seed,
+            ))
+        });
+        let mut r = Report::new(format!("sweep {label}"), "sweep", &version, entries);
+        let fields: std::collections::BTreeSet<&String> =
+            r.entries.iter().flat_map(|e| e.vary.keys()).collect();
+        if !fields.is_empty() {
+            let f: Vec<String> = fields.iter().map(|s| s.to_string()).collect();
+            r.scenario.push(("varied".into(), f.join(", ")));
+        }
+        Ok(r)
+    }
+
+    /// A saved result (`--json` of sim, compare, suite, or a sweep's results file), by its
+    /// shape.
+    pub fn load(path: &Path) -> Result<Report, Failure> {
+        let label = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Input(format!("{label}: cannot read: {e}")))?;
+        let whole: Result<Value, _> = serde_json::from_str(&text);
+        let v = match whole {
+            Ok(v) => v,
+            // Several JSON lines: a sweep.
+            Err(_) => return Report::of_sweep_lines(&text, &label),
+        };
+        let parse_err = |what: &str, e: serde_json::Error| {
+            Failure::Input(format!("{label}: not a numabal {what} result: {e}"))
+        };
+        if v.get("workloads").is_some() && v.get("geomean").is_some() {
+            let s: SuiteResult = serde_json::from_value(v).map_err(|e| parse_err("suite", e))?;
+            Ok(Report::of_suite(&s))
+        } else if v.get("policies").is_some() && v.get("policy_order").is_some() {
+            let c: CompareResult =
+                serde_json::from_value(v).map_err(|e| parse_err("compare", e))?;
+            Ok(Report::of_compare(&c))
+        } else if v.get("metrics").is_some() && v.get("scenario").is_some() {
+            let r: RunResult = serde_json::from_value(v).map_err(|e| parse_err("sim", e))?;
+            Ok(Report::of_run(&r))
+        } else if v.get("key").is_some() && v.get("metrics").is_some() {
+            Report::of_sweep_lines(&text, &label)
+        } else {
+            Err(Failure::Input(format!(
+                "{label}: not a numabal result (allowed: the --json of sim, compare or suite, or a sweep's results file)"
+            )))
+        }
+    }
+
+    fn of_policy<'a>(&'a self, p: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries.iter().filter(move |e| e.policy == p)
+    }
+
+    /// Per policy, its first run with a series (lowest seed of the first workload).
+    fn first_runs(&self) -> Vec<(&str, &Entry, &Series)> {
+        let first_wl = self
+            .entries
+            .first()
+            .map(|e| e.workload.clone())
+            .unwrap_or_default();
+        self.policies
+            .iter()
+            .filter_map(|p| {
+                self.of_policy(p)
+                    .filter(|e| e.workload == first_wl)
+                    .filter_map(|e| e.series.as_ref().map(|s| (e, s)))
+                    .min_by_key(|(e, _)| e.seed)
+                    .map(|(e, s)| (p.as_str(), e, s))
+            })
+            .collect()
+    }
+
+    /// Every figure with data, in the table's order.
+    pub fn figures(&self) -> (Vec<Figure>, Vec<String>) {
+        let mut figs = Vec::new();
+        let mut left_out = Vec::new();
+        let mut add = |name: &str, title: String, caption: String, svg: Option<String>| match svg {
+            Some(svg) => figs.push(Figure {
+                name: name.to_string(),
+                title,
+                caption,
+                svg,
+            }),
+            None => left_out.push(format!("{name}: {caption}")),
+        };
+        let first = self.first_runs();
+        let one = self.policies.len() == 1;
+        for (p, e, s) in &first {
+            let name = if one {
+                "memory".to_string()
+            } else {
+                format!("memory-{p}")
+            };
+            let title = format!("{} under {p}: memory per node over time", e.workload);
+            add(
+                &name,
+                title.clone(),
+                format!(
+                    "Each process's resident memory on each node (numastat -p) over the run, seed {}, one panel per process (at most {}); every {} s.",
+                    e.seed,
+                    svg::MAX_PANELS,
+                    s.interval_s
+                ),
+                memory_svg(s, &title),
+            );
+        }
+        if !first.is_empty() {
+            let wl = &first[0].1.workload;
+            add(
+                "locality",
+                format!("{wl}: local access ratio over time"),
+                "Of the bytes accessed in each interval, the share on the accessing CPU's node; the first seed of each policy.".into(),
+                svg::lines_svg(
+                    &format!("{wl}: local access ratio over time"),
+                    &[Panel {
+                        title: "local access ratio".into(),
+                        x_desc: "simulated time (s)".into(),
+                        y_desc: "local / all".into(),
+                        lines: first
+                            .iter()
+                            .map(|(p, _, s)| Line {
+                                label: p.to_string(),
+                                points: s.t_s.iter().copied().zip(s.local_access_ratio.iter().copied()).collect(),
+                            })
+                            .collect(),
+                        y_min_top: 1.0,
+                        ..Default::default()
+                    }],
+                ),
+            );
+            let rate = |f: fn(&numabal_sim::series::NodeSeries) -> &Vec<u64>,
+                        s: &Series|
+             -> Vec<(f64, Option<f64>)> {
+                let tot: Vec<u64> = (0..s.t_s.len())
+                    .map(|k| s.nodes.iter().map(|n| f(n)[k]).sum())
+                    .collect();
+                (0..s.t_s.len())
+                    .map(|k| {
+                        let (t0, c0) = if k == 0 {
+                            (0.0, 0)
+                        } else {
+                            (s.t_s[k - 1], tot[k - 1])
+                        };
+                        let dt = s.t_s[k] - t0;
+                        (s.t_s[k], (dt > 0.0).then(|| (tot[k] - c0) as f64 / dt))
+                    })
+                    .collect()
+            };
+            let panel =
+                |title: &str, y: &str, f: fn(&numabal_sim::series::NodeSeries) -> &Vec<u64>| {
+                    Panel {
+                        title: title.into(),
+                        x_desc: "simulated time (s)".into(),
+                        y_desc: y.into(),
+                        lines: first
+                            .iter()
+                            .map(|(p, _, s)| Line {
+                                label: p.to_string(),
+                                points: rate(f, s),
+                            })
+                            .collect(),
+                        log_y: true,
+                        ..Default::default()
+                    }
+                };
+            add(
+                "activity",
+                format!("{wl}: balancing activity over time"),
+                "NUMA hinting faults, base pages migrated and inter-node thread migrations per simulated second in each interval (log scale; intervals without any are gaps); the first seed of each policy.".into(),
+                svg::lines_svg(
+                    &format!("{wl}: balancing activity over time"),
+                    &[
+                        panel("numa_hint_faults per second", "faults/s", |n| &n.numa_hint_faults),
+                        panel("pages migrated per second", "pages/s", |n| &n.pages_migrated),
+                        panel("thread migrations (inter-node) per second", "moves/s", |n| &n.thread_migrations),
+                    ],
+                ),
+            );
+        }
+        // Runtime normalised within each cell to the baseline's median.
+        let base = self.policies.first().cloned().unwrap_or_default();
+        let mut base_median: BTreeMap<String, f64> = BTreeMap::new();
+        {
+            let mut by_cell: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+            for e in self.of_policy(&base) {
+                by_cell
+                    .entry(e.cell())
+                    .or_default()
+                    .push(e.metrics.runtime_s);
+            }
+            for (c, mut v) in by_cell {
+                v.sort_by(f64::total_cmp);
+                base_median.insert(c, svg::quantile(&v, 0.5));
+            }
+        }
+        let normalised: Vec<(String, Vec<f64>)> = self
+            .policies
+            .iter()
+            .map(|p| {
+                let v = self
+                    .of_policy(p)
+                    .filter_map(|e| base_median.get(&e.cell()).map(|m| e.metrics.runtime_s / m))
+                    .collect();
+                (p.clone(), v)
+            })
+            .collect();
+        let several = normalised.iter().any(|(_, v)| v.len() >= 2);
+        add(
+            "runtime",
+            "Runtime normalised to the baseline".into(),
+            format!(
+                "Each run's runtime divided by the median runtime of {base} (the baseline) in the same workload{}; boxes: quartiles, whiskers: 1.5 box lengths, points beyond them: outliers; the line at 1 is the baseline.",
+                if self.kind == "sweep" {
+                    " and grid point"
+                } else {
+                    ""
+                }
+            ),
+            if several {
+                svg::box_svg(
+                    "Runtime normalised to the baseline",
+                    &format!("runtime / median of {base}"),
+                    &normalised,
+                    1.0,
+                )
+            } else {
+                None
+            },
+        );
+        let bar_panel = |title: &str, f: fn(&Metrics) -> f64| {
+            let bars: Vec<Bar> = self
+                .policies
+                .iter()
+                .map(|p| {
+                    let v: Vec<f64> = self.of_policy(p).map(|e| f(&e.metrics)).collect();
+                    let n = v.len().max(1) as f64;
+                    Bar {
+                        value: v.iter().sum::<f64>() / n,
+                        min: v.iter().copied().fold(f64::INFINITY, f64::min),
+                        max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    }
+                })
+                .collect();
+            BarPanel {
+                title: title.into(),
+                y_desc: "mean per run".into(),
+                categories: self.policies.clone(),
+                series: if bars.iter().all(|b| b.value == 0.0) {
+                    Vec::new()
+                } else {
+                    vec![("mean over runs".into(), bars)]
+                },
+            }
+        };
+        add(
+            "counters",
+            "Faults, migrations and thread migrations per policy".into(),
+            "Mean per run of numa_hint_faults, pgmigrate_success (base pages migrated, by any cause) and inter-node thread migrations (all causes); whiskers from the smallest to the largest run. A counter that is zero under every policy is left out.".into(),
+            svg::bars_svg(
+                "Faults, migrations and thread migrations per policy",
+                &[
+                    bar_panel("numa_hint_faults", |m| m.numa_hint_faults as f64),
+                    bar_panel("pages migrated (pgmigrate_success)", |m| m.pgmigrate_success as f64),
+                    bar_panel("thread migrations (inter-node)", |m| m.thread_migrations_internode as f64),
+                ],
+            ),
+        );
+        let buckets = numabal_sim::result::STALL_BUCKETS_MS;
+        let stall_labels: Vec<String> = buckets.iter().map(|b| format!(">={b} ms")).collect();
+        add(
+            "stalls",
+            "Stall lengths".into(),
+            "Per bucket of stall length (time a thread could not run for NUMA balancing's own work: scanning, migrating, faults), the number of stalls per run, mean over runs (log scale).".into(),
+            svg::lines_svg(
+                "Stall lengths",
+                &[Panel {
+                    title: "stalls per run by length".into(),
+                    x_desc: "stall length".into(),
+                    y_desc: "stalls per run".into(),
+                    lines: self
+                        .policies
+                        .iter()
+                        .map(|p| {
+                            let runs: Vec<&Entry> = self.of_policy(p).collect();
+                            let n = runs.len().max(1) as f64;
+                            Line {
+                                label: p.clone(),
+                                points: (0..buckets.len())
+                                    .map(|i| {
+                                        let c: u64 = runs.iter().map(|e| e.stalls.count.get(i).copied().unwrap_or(0)).sum();
+                                        (i as f64, Some(c as f64 / n))
+                                    })
+                                    .collect(),
+                            }
+                        })
+                        .collect(),
+                    x_labels: Some(stall_labels),
+                    log_y: true,
+                    ..Default::default()
+                }],
+            ),
+        );
+        let pp_bounds = numabal_sim::result::PING_PONG_BUCKETS_S;
+        let pp_labels: Vec<String> = pp_bounds[1..]
+            .iter()
+            .map(|b| {
+                if *b < 1.0 {
+                    format!("<{} ms", b * 1000.0)
+                } else {
+                    format!("<{b} s")
+                }
+            })
+            .chain(std::iter::once("all".to_string()))
+            .collect();
+        let pp_lines: Vec<Line> = self
+            .policies
+            .iter()
+            .map(|p| {
+                let mut c = vec![0u64; pp_bounds.len()];
+                for e in self.of_policy(p) {
+                    for (i, x) in e.ping_pong.count.iter().enumerate().take(c.len()) {
+                        c[i] += x;
+                    }
+                }
+                let total: u64 = c.iter().sum();
+                // Every policy keeps its line (and so its colour); one without round trips
+                // has no points.
+                Line {
+                    label: format!("{p} ({total} round trips)"),
+                    points: (0..c.len())
+                        .filter(|_| total > 0)
+                        .map(|i| {
+                            (
+                                i as f64,
+                                Some(c[..=i].iter().sum::<u64>() as f64 / total as f64),
+                            )
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        add(
+            "ping-pong",
+            "Thread ping-pong intervals".into(),
+            "Cumulative share of round trips (a thread back on a node it had left) that took less than each bound, from leaving the node to coming back; policies without round trips are left out.".into(),
+            svg::lines_svg(
+                "Thread ping-pong intervals (CDF)",
+                &[Panel {
+                    title: "round trips shorter than".into(),
+                    x_desc: "interval from leaving a node to returning".into(),
+                    y_desc: "share of round trips".into(),
+                    lines: pp_lines,
+                    x_labels: Some(pp_labels),
+                    y_min_top: 1.0,
+                    ..Default::default()
+                }],
+            ),
+        );
+        // Throughput against each varied numeric field.
+        let fields: std::collections::BTreeSet<String> = self
+            .entries
+            .iter()
+            .flat_map(|e| e.vary.keys().cloned())
+            .collect();
+        let panels: Vec<Panel> = fields
+            .iter()
+            .filter(|f| {
+                self.entries
+                    .iter()
+                    .all(|e| e.vary.get(*f).is_none_or(|v| v.parse::<f64>().is_ok()))
+            })
+            .map(|f| Panel {
+                title: format!("throughput against {f}"),
+                x_desc: f.clone(),
+                y_desc: "work units / s".into(),
+                lines: self
+                    .policies
+                    .iter()
+                    .map(|p| {
+                        let mut at: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
+                        for e in self.of_policy(p) {
+                            if let Some(x) = e.vary.get(f).and_then(|v| v.parse::<f64>().ok()) {
+                                let s = at.entry(format!("{x:020.6}")).or_insert((x, 0.0, 0));
+                                s.1 += e.metrics.throughput_per_s;
+                                s.2 += 1;
+                            }
+                        }
+                        let mut pts: Vec<(f64, Option<f64>)> = at
+                            .values()
+                            .map(|(x, sum, n)| (*x, Some(sum / *n as f64)))
+                            .collect();
+                        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                        Line {
+                            label: p.clone(),
+                            points: pts,
+                        }
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .filter(|p| p.lines.iter().any(|l| l.points.len() >= 2))
+            // A workload without work units (no `work_per_iteration`) has no throughput.
+            .filter(|p| {
+                p.lines
+                    .iter()
+                    .any(|l| l.points.iter().any(|(_, y)| y.is_some_and(|y| y > 0.0)))
+            })
+            .collect();
+        add(
+            "throughput",
+            "Throughput against load".into(),
+            "Work done per simulated second (throughput_per_s), mean over seeds and the other varied fields, against each varied numeric field of a sweep (e.g. a workload's thread count: seed 004's throughput against warehouses).".into(),
+            svg::lines_svg("Throughput against load", &panels),
+        );
+        (figs, left_out)
+    }
+
+    /// The whole report as one HTML document.
+    pub fn html(&self, figs: &[Figure], left_out: &[String]) -> String {
+        let mut h = String::new();
+        h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+        h += &format!("<title>numabal: {}</title>\n", esc(&self.title));
+        h += "<style>\n\
+body{font-family:sans-serif;margin:2em auto;max-width:960px;color:#222}\n\
+table{border-collapse:collapse;margin:1em 0;font-size:85%}td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}\n\
+th{background:#eee}td:first-child,th:first-child{text-align:left}\n\
+figure{margin:2em 0;border-top:1px solid #ddd}figcaption{font-size:90%;color:#444}\n\
+pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}\n\
+.meta{color:#666}\n</style>\n</head>\n<body>\n";
+        h += &format!("<h1>{}</h1>\n", esc(&self.title));
+        h += &format!(
+            "<p class=\"meta\">numabal {} &middot; {} &middot; {} runs &middot; {} figures</p>\n",
+            esc(&self.version),
+            self.kind,
+            self.entries.len(),
+            figs.len()
+        );
+        h += "<h2>Summary</h2>\n";
+        h += &self.summary_table();
+        h += "<h2>Figures</h2>\n";
+        for f in figs {
+            h += &format!(
+                "<figure id=\"{}\" data-figure=\"{}\">\n<h3>{}</h3>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+                f.name,
+                f.name,
+                esc(&f.title),
+                f.svg.trim(),
+                esc(&f.caption)
+            );
+        }
+        if !left_out.is_empty() {
+            h += "<p>Left out for want of data:</p>\n<ul>\n";
+            for l in left_out {
+                h += &format!("<li>{}</li>\n", esc(l));
+            }
+            h += "</ul>\n";
+        }
+        h += "<h2>Scenario</h2>\n<table>\n";
+        let uniq = |f: fn(&Entry) -> String| -> String {
+            let mut v: Vec<String> = Vec::new();
+            for e in &self.entries {
+                let x = f(e);
+                if !v.contains(&x) {
+                    v.push(x);
+                }
+            }
+            v.join(", ")
+        };
+        let mut seeds: Vec<u64> = self.entries.iter().map(|e| e.seed).collect();
+        seeds.sort_unstable();
+        seeds.dedup();
+        let mut rows: Vec<(String, String)> = vec![
+            ("machine".into(), uniq(|e| e.machine.clone())),
+            ("workload".into(), uniq(|e| e.workload.clone())),
+            ("policies".into(), self.policies.join(", ")),
+            (
+                "seeds".into(),
+                seeds
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            ("overrides (--set)".into(), uniq(|e| e.overrides.join(" "))),
+        ];
+        rows.extend(self.scenario.iter().cloned());
+        for (k, v) in rows {
+            h += &format!(
+                "<tr><th>{}</th><td style=\"text-align:left\">{}</td></tr>\n",
+                esc(&k),
+                esc(&v)
+            );
+        }
+        h += "</table>\n<h2>Tunables</h2>\n";
+        for p in &self.policies {
+            let t = self
+                .of_policy(p)
+                .map(|e| &e.tunables)
+                .find(|t| !t.is_null());
+            let text = match t {
+                Some(Value::Object(o)) if o.is_empty() => "(none)".to_string(),
+                Some(t) => serde_json::to_string_pretty(t).unwrap_or_default(),
+                None => "(not recorded)".to_string(),
+            };
+            h += &format!("<h3>{}</h3>\n<pre>{}</pre>\n", esc(p), esc(&text));
+        }
+        h += &format!(
+            "<p class=\"meta\">Made by numabal {} from {} results; the figures are also written as SVG with --svg-dir.</p>\n</body>\n</html>\n",
+            env!("CARGO_PKG_VERSION"),
+            esc(&self.version)
+        );
+        h
+    }
+
+    fn summary_table(&self) -> String {
+        let mut h = String::from(
+            "<table>\n<tr><th>policy</th><th>runs</th><th>runtime s (mean)</th><th>CV</th><th>min</th><th>max</th><th>vs baseline</th><th>local access ratio</th><th>numa_hint_faults</th><th>pages migrated</th><th>thread migrations</th><th>scan CPU s</th></tr>\n",
+        );
+        let mut base_mean = None;
+        for p in &self.policies {
+            let runs: Vec<&Entry> = self.of_policy(p).collect();
+            let n = runs.len().max(1) as f64;
+            let mean =
+                |f: &dyn Fn(&Metrics) -> f64| runs.iter().map(|e| f(&e.metrics)).sum::<f64>() / n;
+            let rt: Vec<f64> = runs.iter().map(|e| e.metrics.runtime_s).collect();
+            let m = mean(&|m| m.runtime_s);
+            let sd = (rt.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n).sqrt();
+            let base = *base_mean.get_or_insert(m);
+            let unfinished = runs.iter().filter(|e| !e.finished).count();
+            h += &format!(
+                "<tr><td>{}</td><td>{}{}</td><td>{:.3}</td><td>{:.4}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.4}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.3}</td></tr>\n",
+                esc(p),
+                runs.len(),
+                if unfinished > 0 {
+                    format!(" ({unfinished} unfinished)")
+                } else {
+                    String::new()
+                },
+                m,
+                if m > 0.0 { sd / m } else { 0.0 },
+                rt.iter().copied().fold(f64::INFINITY, f64::min),
+                rt.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                if base > 0.0 { m / base } else { 0.0 },
+                mean(&|m| m.local_access_ratio),
+                mean(&|m| m.numa_hint_faults as f64),
+                mean(&|m| m.pgmigrate_success as f64),
+                mean(&|m| m.thread_migrations_internode as f64),
+                mean(&|m| m.scan_cpu_s),
+            );
+        }
+        h += "</table>\n";
+        if self.kind == "suite" || self.kind == "sweep" {
+            h += "<p>Means over every workload and grid point of the policy; the figures normalise within each.</p>\n";
+        }
+        h
+    }
+
+    /// Write the HTML and/or the SVG files; says what it wrote on stderr.
+    pub fn write(
+        &self,
+        html: Option<&Path>,
+        svg_dir: Option<&Path>,
+        cmd: &str,
+    ) -> Result<(), Failure> {
+        let (figs, left_out) = self.figures();
+        if let Some(dir) = svg_dir {
+            for f in &figs {
+                crate::output::write_atomic(
+                    &dir.join(format!("{}.svg", f.name)),
+                    f.svg.as_bytes(),
+                )?;
+            }
+            eprintln!(
+                "numabal {cmd}: wrote {} figures to {}",
+                figs.len(),
+                dir.display()
+            );
+        }
+        if let Some(path) = html {
+            crate::output::write_atomic(path, self.html(&figs, &left_out).as_bytes())?;
+            eprintln!(
+                "numabal {cmd}: wrote {} ({} figures)",
+                path.display(),
+                figs.len()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Each process's memory per node over a run's series: one panel per process, one line per
+/// node.
+pub fn memory_svg(s: &Series, title: &str) -> Option<String> {
+    let panels: Vec<Panel> = s
+        .processes
+        .iter()
+        .map(|p| Panel {
+            title: format!("{} (pid {}): MB per node", p.name, p.pid),
+            x_desc: "simulated time (s)".into(),
+            y_desc: "MB".into(),
+            lines: p
+                .node_mb
+                .iter()
+                .enumerate()
+                .map(|(n, mb)| Line {
+                    label: format!("node {n}"),
+                    points: mb
+                        .iter()
+                        .enumerate()
+                        .map(|(k, v)| (s.t_s[p.from + k], Some(*v)))
+                        .collect(),
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    svg::lines_svg(title, &panels)
+}
+
+/// Text for HTML.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A directory for `--svg-dir`, made before the runs (a bad one fails first).
+pub fn prepare_svg_dir(dir: Option<&Path>) -> Result<(), Failure> {
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", dir.display())))?;
+    }
+    Ok(())
+}
