@@ -6,6 +6,7 @@
 //! whiskers ([`bars_svg`]) and box plots ([`box_svg`]). Each returns `None` when it has
 //! nothing to draw, so a report never holds an empty figure.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// Colours of series 0, 1, ... (nodes, or policies), then repeating.
@@ -112,6 +113,41 @@ fn frame(
         root.present().ok()?;
     }
     Some(out)
+}
+
+/// Every chart here: f64 by f64.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The legend box, upper right.
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> Option<()> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .ok()
+}
+
+/// Axes with `labels` at x = 0, 1, ... (no vertical grid) and `y_fmt` on y.
+fn category_mesh<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    labels: Vec<String>,
+    y_desc: &str,
+    y_fmt: &dyn Fn(&f64) -> String,
+) -> Option<()> {
+    let n = labels.len();
+    let x_fmt = move |x: &f64| category(&labels, *x);
+    chart
+        .configure_mesh()
+        .x_labels(n * 4 + 1)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(y_fmt)
+        .y_desc(y_desc)
+        .disable_x_mesh()
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .ok()
 }
 
 /// The label of categorical x (categories at 0, 1, ...; nothing between them).
@@ -226,13 +262,7 @@ pub fn lines_svg(title: &str, panels: &[Panel]) -> Option<String> {
                         .ok()?;
                 }
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .ok()?;
+            legend(&mut chart)?;
         }
         Some(())
     })
@@ -278,7 +308,6 @@ pub fn bars_svg(title: &str, panels: &[BarPanel]) -> Option<String> {
                 .max(1e-9)
                 * 1.1;
             let n = p.categories.len();
-            let cats = p.categories.clone();
             let mut chart = ChartBuilder::on(area)
                 .caption(&p.title, ("sans-serif", 15))
                 .margin(8)
@@ -286,18 +315,9 @@ pub fn bars_svg(title: &str, panels: &[BarPanel]) -> Option<String> {
                 .y_label_area_size(70)
                 .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top)
                 .ok()?;
-            let x_fmt = move |x: &f64| category(&cats, *x);
-            let y_fmt = |y: &f64| fmt_tick(false, *y);
-            chart
-                .configure_mesh()
-                .x_labels(n * 4 + 1)
-                .x_label_formatter(&x_fmt)
-                .y_label_formatter(&y_fmt)
-                .y_desc(&p.y_desc)
-                .disable_x_mesh()
-                .light_line_style(WHITE.mix(0.0))
-                .draw()
-                .ok()?;
+            category_mesh(&mut chart, p.categories.clone(), &p.y_desc, &|y| {
+                fmt_tick(false, *y)
+            })?;
             let k = p.series.len() as f64;
             let w = 0.8 / k;
             for (si, (label, bars)) in p.series.iter().enumerate() {
@@ -324,13 +344,7 @@ pub fn bars_svg(title: &str, panels: &[BarPanel]) -> Option<String> {
                     ))
                     .ok()?;
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .ok()?;
+            legend(&mut chart)?;
         }
         Some(())
     })
@@ -377,25 +391,14 @@ pub fn box_svg(
     let (y0, y1) = (lo - pad, hi + pad);
     let n = boxes.len();
     frame(title, HEAD_H + 2 * PANEL_H, |body| {
-        let labels: Vec<String> = boxes.iter().map(|(l, _)| l.clone()).collect();
         let mut chart = ChartBuilder::on(body)
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(60)
             .build_cartesian_2d(-0.5..(n as f64 - 0.5), y0..y1)
             .ok()?;
-        let x_fmt = move |x: &f64| category(&labels, *x);
-        let y_fmt = |y: &f64| format!("{y:.3}");
-        chart
-            .configure_mesh()
-            .x_labels(n * 4 + 1)
-            .x_label_formatter(&x_fmt)
-            .y_label_formatter(&y_fmt)
-            .y_desc(y_desc)
-            .disable_x_mesh()
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .ok()?;
+        let labels = boxes.iter().map(|(l, _)| l.clone()).collect();
+        category_mesh(&mut chart, labels, y_desc, &|y| format!("{y:.3}"))?;
         chart
             .draw_series(std::iter::once(PathElement::new(
                 [(-0.5, reference), (n as f64 - 0.5, reference)],

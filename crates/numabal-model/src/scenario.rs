@@ -258,27 +258,19 @@ impl SimSettings {
                 format!("has {t} (allowed: times from 0 to 10000000 s)"),
             ));
         }
-        let e = self.numastat_every_s;
-        if !(e == 0.0 || (e >= self.tick_ms / 1e3 && e <= 1e7)) {
-            return Err(InputError::new(
-                label,
-                "numastat_every_s",
-                format!(
-                    "is {e} (allowed: 0, or a tick ({} s) to 10000000)",
-                    self.tick_ms / 1e3
-                ),
-            ));
-        }
-        let e = self.series_every_s;
-        if !(e == 0.0 || (e >= self.tick_ms / 1e3 && e <= 1e7)) {
-            return Err(InputError::new(
-                label,
-                "series_every_s",
-                format!(
-                    "is {e} (allowed: 0 for automatic, or a tick ({} s) to 10000000)",
-                    self.tick_ms / 1e3
-                ),
-            ));
+        // Sampling intervals: 0 (what 0 means), or a tick to 10^7 s.
+        let tick_s = self.tick_ms / 1e3;
+        for (field, e, zero) in [
+            ("numastat_every_s", self.numastat_every_s, "0"),
+            ("series_every_s", self.series_every_s, "0 for automatic"),
+        ] {
+            if !(e == 0.0 || (e >= tick_s && e <= 1e7)) {
+                return Err(InputError::new(
+                    label,
+                    field,
+                    format!("is {e} (allowed: {zero}, or a tick ({tick_s} s) to 10000000)"),
+                ));
+            }
         }
         if !(self.max_time_s > 0.0 && self.max_time_s <= 1e7) {
             return Err(InputError::new(

@@ -703,35 +703,26 @@ impl<'a> Sim<'a> {
             self.series.pop_last();
         }
         let since = self.series.last_ns();
-        let procs: Vec<(usize, Vec<f64>)> = (0..self.procs.len())
+        // Index, name, MiB per node, (local, remote) bytes: of each process to sample.
+        type Sampled = (usize, String, Vec<f64>, (f64, f64));
+        let procs: Vec<Sampled> = (0..self.procs.len())
             .filter_map(|i| {
                 let p = &self.procs[i];
-                match (p.end_ns, &p.node_mb_end) {
-                    (None, _) if !p.regions.is_empty() => Some((i, self.process_node_mb(i))),
-                    (Some(e), Some(mb)) if at_end && since.is_none_or(|s| e > s) => {
-                        Some((i, mb.clone()))
-                    }
-                    _ => None,
-                }
+                let mb = match (p.end_ns, &p.node_mb_end) {
+                    (None, _) if !p.regions.is_empty() => self.process_node_mb(i),
+                    (Some(e), Some(mb)) if at_end && since.is_none_or(|s| e > s) => mb.clone(),
+                    _ => return None,
+                };
+                Some((i, p.name.clone(), mb, (p.bytes_local, p.bytes_remote)))
             })
             .collect();
-        let names: Vec<&str> = procs
-            .iter()
-            .map(|(i, _)| self.procs[*i].name.as_str())
-            .collect();
         let now = self.now;
-        let bytes: Vec<(f64, f64)> = procs
-            .iter()
-            .map(|(i, _)| (self.procs[*i].bytes_local, self.procs[*i].bytes_remote))
-            .collect();
         self.series.sample(
             now,
             &node_mb,
             procs
-                .into_iter()
-                .zip(names)
-                .zip(bytes)
-                .map(|(((i, mb), name), b)| (i, name, mb, b)),
+                .iter()
+                .map(|(i, name, mb, b)| (*i, name.as_str(), mb.as_slice(), *b)),
         );
     }
 

@@ -217,7 +217,7 @@ impl Recorder {
         &mut self,
         now: u64,
         node_mb: &[f64],
-        procs: impl Iterator<Item = (usize, &'n str, Vec<f64>, (f64, f64))>,
+        procs: impl Iterator<Item = (usize, &'n str, &'n [f64], (f64, f64))>,
     ) {
         if self.t_ns.last() == Some(&now) {
             return;
@@ -246,7 +246,7 @@ impl Recorder {
                 continue;
             }
             let c = p.live;
-            p.points.push(Point { mb, c });
+            p.points.push(Point { mb: mb.to_vec(), c });
         }
         if self.fixed_ns.is_none() && self.t_ns.len() >= 2 * AUTO_SAMPLES {
             self.thin();
@@ -365,7 +365,7 @@ mod tests {
         r.sample(
             now,
             &[mb, 0.0],
-            std::iter::once((0, "p", vec![mb, 0.0], (0.0, 0.0))),
+            std::iter::once((0, "p", &[mb, 0.0][..], (0.0, 0.0))),
         );
     }
 
@@ -408,7 +408,7 @@ mod tests {
             r.sample(
                 t * 1_000_000_000,
                 &[1.0, 0.0],
-                std::iter::once((0, "p", vec![1.0, 0.0], bytes)),
+                std::iter::once((0, "p", &[1.0, 0.0][..], bytes)),
             )
         };
         r.access(0, true, 300.0);
@@ -434,7 +434,7 @@ mod tests {
         r.sample(
             2_000_000_000,
             &[5.0],
-            std::iter::once((1, "late", vec![5.0], (0.0, 0.0))),
+            std::iter::once((1, "late", &[5.0][..], (0.0, 0.0))),
         );
         let s = r.finish();
         assert_eq!(s.processes.len(), 1);
