@@ -89,8 +89,21 @@ impl ReportOut {
         self.html.is_some() || self.svg_dir.is_some()
     }
 
-    /// A figure directory that cannot be made fails before the runs, not after them.
+    /// A figure directory that cannot be made, or an HTML file in a directory that does
+    /// not exist, fails before the runs, not after them.
     fn prepare(&self) -> Result<(), Failure> {
+        if let Some(dir) = self
+            .html
+            .as_deref()
+            .and_then(|h| h.parent())
+            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+        {
+            return Err(Failure::Input(format!(
+                "--html: {}: cannot write there: no directory {}",
+                self.html.as_deref().unwrap_or(dir).display(),
+                dir.display()
+            )));
+        }
         report::prepare_svg_dir(self.svg_dir.as_deref())
     }
 

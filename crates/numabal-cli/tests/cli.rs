@@ -1699,6 +1699,21 @@ fn reports_of_runs_and_saved_results() {
     assert!(svg.contains("throughput against workload.process.0.group.0.threads"));
     assert!(svg.contains("bind") && svg.contains("none"));
 
+    // An HTML file where it cannot be written fails before the run: one line, exit 2.
+    let out = numabal()
+        .args(["sim", "-m", "tiny-2n4", "-w", "numa02", "--html"])
+        .arg(p("no/such/dir/r.html"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--html") && err.contains("no directory"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(out.stdout.is_empty(), "no run");
+
     // Not a result: one line, exit 2.
     std::fs::write(p("x.json"), "{\"a\": 1}\n").unwrap();
     let out = numabal()
