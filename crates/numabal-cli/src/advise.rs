@@ -148,13 +148,16 @@ pub fn advise(a: &AdviseArgs) -> Result<(), Failure> {
     };
     if a.verbose {
         for (n, nd) in nodes.iter().enumerate() {
-            println!(
+            outln!(
                 "Node {n}: MBs_total {}, MBs_free {}, CPUs_total {}, CPUs_free {}",
-                nd.mbs_total, nd.mbs_free, nd.cpus_total, nd.cpus_free
+                nd.mbs_total,
+                nd.mbs_free,
+                nd.cpus_total,
+                nd.cpus_free
             );
         }
     }
     let target = numad::advise(&nodes, &m.distance, cpus, a.mem_mb as i64);
-    println!("{}", target.to_list_string());
+    outln!("{}", target.to_list_string());
     Ok(())
 }

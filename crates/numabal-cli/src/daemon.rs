@@ -326,9 +326,14 @@ pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
         ),
         None => Box::new(std::io::stdout()),
     };
+    // A decision log nobody reads any more (its pipe closed) stops the daemon as SIGTERM
+    // does, restoring what it changed: an operator never loses decisions unnoticed.
     let mut log = |v: serde_json::Value| {
-        let _ = writeln!(sink, "{v}");
-        let _ = sink.flush();
+        if let Err(e) = writeln!(sink, "{v}").and_then(|()| sink.flush())
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     };
     let s = numabal_live::daemon::run(&cfg, policy, &stop, &mut log)?;
     eprintln!(

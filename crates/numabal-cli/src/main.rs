@@ -2,6 +2,10 @@
 //! library, formats results, and turns errors into one line and an exit status
 //! (2 for bad input, 1 for internal errors).
 
+// First: its out!/outln! macros are used by every module below.
+#[macro_use]
+mod stdout;
+
 mod advise;
 mod daemon;
 mod fsresolver;
@@ -292,7 +296,7 @@ fn topology(a: &TopologyArgs) -> Result<(), Failure> {
         Some(name) => {
             let m = numabal_model::scenario::load_machine(name, &a.sets, &FsResolver)?;
             let nodes = output::machine_numactl_nodes(&m);
-            print!("{}", output::numactl_hardware(&nodes, &m.distance, a.style));
+            out!("{}", output::numactl_hardware(&nodes, &m.distance, a.style));
         }
         None => {
             if let Some(s) = a.sets.first() {
@@ -302,7 +306,7 @@ fn topology(a: &TopologyArgs) -> Result<(), Failure> {
             }
             let t =
                 numabal_live::read_topology(&a.root).map_err(|e| Failure::Input(e.to_string()))?;
-            print!("{}", output::live_topology(&t, a.style));
+            out!("{}", output::live_topology(&t, a.style));
         }
     }
     Ok(())
@@ -470,23 +474,21 @@ fn report_cmd(a: &ReportArgs) -> Result<(), Failure> {
 }
 
 fn demo(a: &DemoArgs) -> Result<(), Failure> {
-    println!("numabal demo: numa02 (autonuma-benchmark) on the 24-CPU AutoNUMA benchmark machine");
-    println!();
-    println!(
-        "One process with a thread per CPU; main() first-touches the whole 1 GiB buffer on its"
-    );
-    println!("own node, then every thread zeroes its own slice 800 times. Without NUMA balancing");
-    println!("(`none`) half the threads work on remote memory and all of them share one memory");
-    println!("controller; `bind` (HARD_BIND) puts each slice next to its thread; `reverse-bind`");
-    println!("(INVERSE_BIND) puts every slice on the other node; `interleave` spreads pages over");
-    println!("both nodes. Seed 003 of the reference documents measured none/bind = 1.52 and");
-    println!("reverse/bind = 1.92 on the real machine; the ratios below are against bind.");
-    println!("Then the balancers, which start from `none`'s placement and must find `bind`'s:");
-    println!("`autonuma` (the Linux 6.x kernel's NUMA balancing: scanning, hinting faults, page");
-    println!("and task migration) and `stable` (Stable-NUMA's page states and thread clustering).");
-    println!("`--html report.html` draws it all: memory per node over time, locality, faults,");
-    println!("migrations, runtime boxes.");
-    println!();
+    outln!("numabal demo: numa02 (autonuma-benchmark) on the 24-CPU AutoNUMA benchmark machine");
+    outln!();
+    outln!("One process with a thread per CPU; main() first-touches the whole 1 GiB buffer on its");
+    outln!("own node, then every thread zeroes its own slice 800 times. Without NUMA balancing");
+    outln!("(`none`) half the threads work on remote memory and all of them share one memory");
+    outln!("controller; `bind` (HARD_BIND) puts each slice next to its thread; `reverse-bind`");
+    outln!("(INVERSE_BIND) puts every slice on the other node; `interleave` spreads pages over");
+    outln!("both nodes. Seed 003 of the reference documents measured none/bind = 1.52 and");
+    outln!("reverse/bind = 1.92 on the real machine; the ratios below are against bind.");
+    outln!("Then the balancers, which start from `none`'s placement and must find `bind`'s:");
+    outln!("`autonuma` (the Linux 6.x kernel's NUMA balancing: scanning, hinting faults, page");
+    outln!("and task migration) and `stable` (Stable-NUMA's page states and thread clustering).");
+    outln!("`--html report.html` draws it all: memory per node over time, locality, faults,");
+    outln!("migrations, runtime boxes.");
+    outln!();
     let args = CompareArgs {
         scenario: ScenarioArgs {
             machine: Some("autonuma-2n24".into()),
@@ -510,14 +512,14 @@ fn demo(a: &DemoArgs) -> Result<(), Failure> {
         quiet: a.quiet,
     };
     compare(&args)?;
-    println!();
-    println!(
+    outln!();
+    outln!(
         "Try: numabal demo --html demo.html                     (the report of this comparison)"
     );
-    println!(
+    outln!(
         "     numabal sim -m autonuma-2n24 -w numa01 -p autonuma --svg-dir fig  (memory moving apart)"
     );
-    println!("     numabal compare -m autonuma-2n24 -w numa01 --policies none,bind,reverse-bind");
-    println!("     numabal list");
+    outln!("     numabal compare -m autonuma-2n24 -w numa01 --policies none,bind,reverse-bind");
+    outln!("     numabal list");
     Ok(())
 }

@@ -21,24 +21,24 @@ pub fn print_list() {
             })
             .unwrap_or_default()
     };
-    println!("Machines (--machine NAME, or a TOML file):");
+    outln!("Machines (--machine NAME, or a TOML file):");
     for (n, t) in presets::MACHINES {
-        println!("  {n:<22} {}", desc(t));
+        outln!("  {n:<22} {}", desc(t));
     }
-    println!();
-    println!("Workloads (--workload NAME, or a TOML file):");
+    outln!();
+    outln!("Workloads (--workload NAME, or a TOML file):");
     for (n, t) in presets::WORKLOADS {
-        println!("  {n:<22} {}", desc(t));
+        outln!("  {n:<22} {}", desc(t));
     }
-    println!();
-    println!("Policies (--policy NAME):");
+    outln!();
+    outln!("Policies (--policy NAME):");
     for p in numabal_sim::policies::all() {
-        println!("  {:<22} {}", p.name, p.summary);
+        outln!("  {:<22} {}", p.name, p.summary);
     }
-    println!();
-    println!("Suites (numabal suite NAME -m MACHINE, or a TOML file):");
+    outln!();
+    outln!("Suites (numabal suite NAME -m MACHINE, or a TOML file):");
     for (n, t) in presets::SUITES {
-        println!("  {n:<22} {}", desc(t));
+        outln!("  {n:<22} {}", desc(t));
     }
 }
 
@@ -176,7 +176,7 @@ pub fn node_table(
 /// `numabal sim`'s summary.
 pub fn print_run(sc: &Scenario, r: &RunResult) {
     let m = &r.metrics;
-    println!(
+    outln!(
         "{} on {} under {}, seed {}{}",
         r.scenario.workload,
         r.scenario.machine,
@@ -188,26 +188,30 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
             "  (stopped at sim.max_time_s: not finished)"
         }
     );
-    println!();
-    println!("  runtime                {:.2} s", m.runtime_s);
+    outln!();
+    outln!("  runtime                {:.2} s", m.runtime_s);
     if m.work_units > 0.0 {
-        println!(
+        outln!(
             "  throughput             {:.2} work units/s ({:.0} units)",
-            m.throughput_per_s, m.work_units
+            m.throughput_per_s,
+            m.work_units
         );
     }
-    println!("  local access ratio     {:.3}", m.local_access_ratio);
-    println!(
+    outln!("  local access ratio     {:.3}", m.local_access_ratio);
+    outln!(
         "  memory accessed        {:.1} GiB ({:.2} GiB/s)",
-        m.accessed_gib, m.access_gib_per_s
+        m.accessed_gib,
+        m.access_gib_per_s
     );
-    println!(
+    outln!(
         "  CPU time               {:.1} s user, {:.2} s kernel",
-        m.user_cpu_s, m.sys_cpu_s
+        m.user_cpu_s,
+        m.sys_cpu_s
     );
-    println!(
+    outln!(
         "  page faults            {} (THP {})",
-        m.pgfault, m.thp_fault_alloc
+        m.pgfault,
+        m.thp_fault_alloc
     );
     let causes: Vec<String> = r
         .thread_migrations_by_cause
@@ -215,7 +219,7 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         .filter(|(_, v)| **v > 0)
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    println!(
+    outln!(
         "  thread migrations      {} inter-node{}",
         m.thread_migrations_internode,
         if causes.is_empty() {
@@ -224,30 +228,38 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
             format!(" ({})", causes.join(", "))
         }
     );
-    println!(
+    outln!(
         "  NUMA balancing         numa_pte_updates {}, numa_hint_faults {} (local {}), numa_pages_migrated {}",
-        m.numa_pte_updates, m.numa_hint_faults, m.numa_hint_faults_local, m.numa_pages_migrated
+        m.numa_pte_updates,
+        m.numa_hint_faults,
+        m.numa_hint_faults_local,
+        m.numa_pages_migrated
     );
-    println!(
+    outln!(
         "                         numa_task_migrated {}, numa_task_swapped {}, scan {:.2} CPU s ({:.2} s in workers)",
-        m.numa_task_migrated, m.numa_task_swapped, m.scan_cpu_s, m.scan_cpu_hidden_s
+        m.numa_task_migrated,
+        m.numa_task_swapped,
+        m.scan_cpu_s,
+        m.scan_cpu_hidden_s
     );
-    println!(
+    outln!(
         "  stalls                 {} over 1 ms, longest {:.3} ms",
-        m.stall_events_over_1ms, m.stall_max_ms
+        m.stall_events_over_1ms,
+        m.stall_max_ms
     );
-    println!(
+    outln!(
         "  page migrations        pgmigrate_success {}, pgmigrate_fail {}",
-        m.pgmigrate_success, m.pgmigrate_fail
+        m.pgmigrate_success,
+        m.pgmigrate_fail
     );
     // A daemon's decisions (numad's log lines), the first few; all are in the JSON.
     const SHOWN: usize = 12;
     for (i, l) in r.policy_log.iter().take(SHOWN).enumerate() {
         let head = if i == 0 { "  decisions" } else { "" };
-        println!("{head:<25}{:>8.1} s  {}", l.t_s, l.message);
+        outln!("{head:<25}{:>8.1} s  {}", l.t_s, l.message);
     }
     if r.policy_log.len() > SHOWN {
-        println!(
+        outln!(
             "{:<25}... {} more in the JSON's policy_log",
             "",
             r.policy_log.len() - SHOWN
@@ -257,9 +269,11 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         && nb.stats.async_scans > 0
     {
         let s = &nb.stats;
-        println!(
+        outln!(
             "  scan_async             {} worker scans, {} on an idle CPU, {} outside the task's cpuset",
-            s.async_scans, s.async_scans_idle_cpu, s.async_scans_outside_cpuset
+            s.async_scans,
+            s.async_scans_idle_cpu,
+            s.async_scans_outside_cpuset
         );
     }
     if let Some(aa) = r
@@ -268,7 +282,7 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         .and_then(|n| n.autonuma_2012.as_ref())
     {
         let st = &aa.stats;
-        println!(
+        outln!(
             "  AutoNUMA (2012)        knuma_scand full_scans {}, knuma_migrated pages {} (cancelled {}), last_nid rejects {}, exchanges {}",
             st.full_scans,
             st.pages_migrated.iter().sum::<u64>(),
@@ -277,19 +291,19 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
             st.exchanges
         );
     }
-    println!();
+    outln!();
     let rows: Vec<(String, Vec<f64>)> = r
         .processes
         .iter()
         .map(|p| (format!("{} ({})", p.pid, p.name), p.node_mb.clone()))
         .collect();
-    print!("{}", numastat_table(&rows, sc.machine.nr_nodes()));
-    println!("(memory of each process when it exited)");
+    out!("{}", numastat_table(&rows, sc.machine.nr_nodes()));
+    outln!("(memory of each process when it exited)");
 }
 
 /// `numabal compare`'s table.
 pub fn print_compare(r: &CompareResult) {
-    println!(
+    outln!(
         "{} on {}, {} seed(s) per policy",
         r.workload,
         r.machine,
@@ -337,9 +351,9 @@ pub fn print_compare(r: &CompareResult) {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    println!("{t}");
+    outln!("{t}");
     if let Some(first) = r.policy_order.first() {
-        println!(
+        outln!(
             "(ratios are against `{first}`; CV = sample standard deviation / mean; NMMD = (max - min) / mean)"
         );
     }
@@ -426,7 +440,7 @@ pub fn suite_summary(r: &SuiteResult) -> String {
 
 /// `numabal suite`'s report: a table per workload, then the summary.
 pub fn print_suite(r: &SuiteResult) {
-    println!(
+    outln!(
         "suite {} on {}: {} workload(s) x {} polic{} ({}) x {} seed(s)",
         r.suite,
         r.machine,
@@ -441,12 +455,12 @@ pub fn print_suite(r: &SuiteResult) {
         r.seeds.len()
     );
     if !r.overrides.is_empty() {
-        println!("every run with --set {}", r.overrides.join(" --set "));
+        outln!("every run with --set {}", r.overrides.join(" --set "));
     }
     for w in &r.workload_order {
         let c = &r.workloads[w];
-        println!();
-        println!("{w}");
+        outln!();
+        outln!("{w}");
         let mut t = table(
             [
                 "policy",
@@ -488,10 +502,10 @@ pub fn print_suite(r: &SuiteResult) {
             ]);
         }
         right_align(&mut t, 9);
-        println!("{t}");
+        outln!("{t}");
     }
-    println!();
-    print!("{}", suite_summary(r));
+    outln!();
+    out!("{}", suite_summary(r));
 }
 
 #[cfg(test)]
@@ -702,13 +716,13 @@ pub fn live_topology(t: &numabal_live::LiveTopology, style: NumactlStyle) -> Str
 /// The `numastat -p` samples of a run (`--numastat`), oldest first.
 pub fn print_numastat_samples(r: &RunResult, nr_nodes: usize) {
     for smp in &r.numastat {
-        println!();
-        println!("numastat -p at {:.2} s", smp.t_s);
+        outln!();
+        outln!("numastat -p at {:.2} s", smp.t_s);
         let rows: Vec<(String, Vec<f64>)> = smp
             .processes
             .iter()
             .map(|p| (format!("{} ({})", p.pid, p.name), p.node_mb.clone()))
             .collect();
-        print!("{}", numastat_table(&rows, nr_nodes));
+        out!("{}", numastat_table(&rows, nr_nodes));
     }
 }

@@ -30,7 +30,7 @@ pub fn replay(trace: &Path, policy: &str, sets: &[String]) -> Result<(), Failure
             .collect();
         affinity.retain(|t, _| live.contains_key(t));
         for a in &out {
-            println!("{}", decision(pass.t_ns as f64 / 1e9, a));
+            outln!("{}", decision(pass.t_ns as f64 / 1e9, a));
             if let Action::SetThreadAffinity { tid, cpus } = a
                 && let Some(&pid) = live.get(tid)
             {
@@ -41,7 +41,7 @@ pub fn replay(trace: &Path, policy: &str, sets: &[String]) -> Result<(), Failure
     let node_cpus: Vec<Mask> = machine.nodes.iter().map(|n| n.cpus.clone()).collect();
     let placement =
         numabal_live::actuate::placement(affinity.values().map(|(p, m)| (*p, m)), &node_cpus);
-    println!("{}", serde_json::json!({ "placement": placement }));
+    outln!("{}", serde_json::json!({ "placement": placement }));
     eprintln!(
         "replayed {} passes of {} under {policy}",
         passes.len(),

@@ -89,9 +89,9 @@ pub fn stat(a: &StatArgs) -> Result<(), Failure> {
             (label(p), v)
         })
         .collect();
-    print!("{}", output::numastat_table(&mem, nr));
-    println!();
-    print!(
+    out!("{}", output::numastat_table(&mem, nr));
+    outln!();
+    out!(
         "{}",
         output::node_table("Per-node threads (where each last ran)", &threads, nr, 0)
     );
@@ -151,16 +151,19 @@ fn local_ratio(
     }
     let pids: std::collections::BTreeSet<u32> = chosen.iter().map(|p| p.stat.pid).collect();
     let samples = numabal_live::daemon::resolve(&raw, &pids, cpu_nodes);
-    println!();
-    println!(
+    outln!();
+    outln!(
         "Local access ratio ({} sensor, {} s; {})",
         kind.name(),
         a.sample_s,
         kind.blind_spots()
     );
-    println!(
+    outln!(
         "{:<28} {:>10} {:>10} {:>8}",
-        "PID", "samples", "local", "ratio"
+        "PID",
+        "samples",
+        "local",
+        "ratio"
     );
     for p in chosen {
         let mine: Vec<_> = samples.iter().filter(|x| x.pid.0 == p.stat.pid).collect();
@@ -170,7 +173,7 @@ fn local_ratio(
         } else {
             format!("{:.3}", local as f64 / mine.len() as f64)
         };
-        println!(
+        outln!(
             "{:<28} {:>10} {:>10} {:>8}",
             format!("{} ({})", p.stat.pid, p.name),
             mine.len(),

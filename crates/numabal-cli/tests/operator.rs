@@ -1,0 +1,130 @@
+//! What an operator meets in the first hour (issue 15): closed pipes, output paths checked
+//! before the work, progress with an end, messages in the user's words.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// Run `args` with standard output a pipe nobody reads (its reading end closed before the
+/// command starts, so the first write fails, whatever the timing): the command ends
+/// quietly, status 0, nothing on stderr but what it says there anyway (the daemon's
+/// summary).
+fn into_closed_pipe(args: &[&str]) {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("numabal"))
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    let expected = err.lines().all(|l| l.starts_with("numabal daemon: "));
+    assert!(expected, "{args:?} wrote on stderr: {err}");
+}
+
+/// A fixture host (2 nodes, one process) and a recording of it.
+fn fixture_host(dir: &Path) -> (String, String) {
+    numabal_live::procfs::fixture::guest_2n_with_process(
+        dir,
+        145,
+        "numa-mem",
+        "7f00 default anon=10 N0=5 N1=5 kernelpagesize_kB=4\n",
+        &[(145, 0)],
+        "cpu0 0 0 0 1 0\ncpu1 0 0 0 1 0\ncpu2 0 0 0 1 0\ncpu3 0 0 0 1 0\n",
+    );
+    std::fs::write(
+        dir.join("proc/145/status"),
+        "Name:\tnuma-mem\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0-1\n",
+    )
+    .unwrap();
+    let root = dir.display().to_string();
+    let rec = dir.join("rec.jsonl").display().to_string();
+    numabal()
+        .args([
+            "record",
+            "--root",
+            &root,
+            "--passes",
+            "2",
+            "--interval-s",
+            "0.01",
+        ])
+        .args(["--out", &rec])
+        .assert()
+        .success();
+    (root, rec)
+}
+
+/// Every subcommand that prints on standard output, into a closed pipe.
+#[test]
+fn a_closed_pipe_ends_every_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, rec) = fixture_host(dir.path());
+    let suite = small_suite(dir.path());
+    let q = "--quiet";
+    for args in [
+        vec!["list"],
+        vec!["demo", "--seeds", "1", q],
+        vec!["sim", "-m", "tiny-2n4", "-w", "numa02", "-p", "bind", q],
+        vec!["sim", "-m", "tiny-2n4", "-w", "numa02", "--numastat", q],
+        vec!["sim", "--trace", &rec, "-p", "numad"],
+        vec![
+            "compare",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--policies",
+            "none,bind",
+            q,
+        ],
+        vec!["suite", &suite, "-m", "tiny-2n4", "--seeds", "1", q],
+        vec!["topology", "-m", "rhel-4n40"],
+        vec!["topology", "--root", &root],
+        vec!["advise", "-m", "rhel-8n", "--cpus", "5", "--mem-mb", "8000"],
+        vec!["stat", "--root", &root],
+        vec![
+            "daemon",
+            "--dry-run",
+            "-p",
+            "numad",
+            "--passes",
+            "2",
+            "--root",
+            &root,
+        ],
+        vec!["--help"],
+        vec!["--version"],
+    ] {
+        into_closed_pipe(&args);
+    }
+}
+
+/// The same as a user types it: `numabal list | head -1` under `set -o pipefail`.
+#[test]
+fn list_into_head_under_pipefail() {
+    let bin = assert_cmd::cargo::cargo_bin("numabal");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; '{}' list | head -1",
+            bin.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
