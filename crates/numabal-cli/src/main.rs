@@ -93,25 +93,27 @@ impl ReportOut {
         self.html.is_some() || self.svg_dir.is_some()
     }
 
-    /// A figure directory that cannot be made, or an HTML file in a directory that does
-    /// not exist, fails before the runs, not after them.
-    fn prepare(&self) -> Result<(), Failure> {
-        if let Some(dir) = self
-            .html
-            .as_deref()
-            .and_then(|h| h.parent())
-            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
-        {
-            return Err(Failure::Input(format!(
-                "--html: {}: cannot write there: no directory {}",
-                self.html.as_deref().unwrap_or(dir).display(),
-                dir.display()
-            )));
+    /// Where the report and the `--json` result go, checked before the runs (a bad path
+    /// fails first, not after the work).
+    fn prepare(&self, json: Option<&std::path::Path>) -> Result<(), Failure> {
+        if let Some(json) = json {
+            output::check_output_file("--json", json, false)?;
         }
-        report::prepare_svg_dir(self.svg_dir.as_deref())
+        if let Some(html) = &self.html {
+            output::check_output_file("--html", html, false)?;
+        }
+        if let Some(dir) = &self.svg_dir {
+            output::check_output_dir("--svg-dir", dir)?;
+        }
+        Ok(())
     }
 
     fn write(&self, r: &report::Report, cmd: &str) -> Result<(), Failure> {
+        if let Some(dir) = &self.svg_dir {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Failure::Input(format!("--svg-dir {}: cannot make it: {e}", dir.display()))
+            })?;
+        }
         r.write(self.html.as_deref(), self.svg_dir.as_deref(), cmd)
     }
 }
@@ -413,9 +415,9 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
             .or_else(|| a.scenario.scenario.is_none().then(|| "none".into())),
         a.seed,
     )?;
-    a.report.prepare()?;
+    a.report.prepare(a.json.as_deref())?;
     let progress = progress::Progress::simulated("sim", a.quiet);
-    let r = numabal_sim::run_observed(&sc, Some(&|t| progress.simulated_to(t)));
+    let r = numabal_sim::run_observed(&sc, Some(&|p| progress.simulated_to(p)));
     progress.finish();
     let r = r?;
     if let Some(path) = &a.json {
@@ -447,7 +449,7 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
         specs.push(one.policy);
     }
     let seeds: Vec<u64> = (0..a.seeds).map(|i| a.first_seed + i).collect();
-    a.report.prepare()?;
+    a.report.prepare(a.json.as_deref())?;
     let progress = progress::Progress::runs("compare", (specs.len() * seeds.len()) as u64, a.quiet);
     let r = numabal_sim::compare_observed(&sc, &specs, &seeds, a.jobs, &|r| {
         progress.run_done(&format!("{} seed {}", r.scenario.policy, r.scenario.seed))
@@ -469,26 +471,11 @@ fn report_cmd(a: &ReportArgs) -> Result<(), Failure> {
         ));
     }
     let r = report::Report::load(&a.result)?;
-    a.out.prepare()?;
+    a.out.prepare(None)?;
     a.out.write(&r, "report")
 }
 
 fn demo(a: &DemoArgs) -> Result<(), Failure> {
-    outln!("numabal demo: numa02 (autonuma-benchmark) on the 24-CPU AutoNUMA benchmark machine");
-    outln!();
-    outln!("One process with a thread per CPU; main() first-touches the whole 1 GiB buffer on its");
-    outln!("own node, then every thread zeroes its own slice 800 times. Without NUMA balancing");
-    outln!("(`none`) half the threads work on remote memory and all of them share one memory");
-    outln!("controller; `bind` (HARD_BIND) puts each slice next to its thread; `reverse-bind`");
-    outln!("(INVERSE_BIND) puts every slice on the other node; `interleave` spreads pages over");
-    outln!("both nodes. Seed 003 of the reference documents measured none/bind = 1.52 and");
-    outln!("reverse/bind = 1.92 on the real machine; the ratios below are against bind.");
-    outln!("Then the balancers, which start from `none`'s placement and must find `bind`'s:");
-    outln!("`autonuma` (the Linux 6.x kernel's NUMA balancing: scanning, hinting faults, page");
-    outln!("and task migration) and `stable` (Stable-NUMA's page states and thread clustering).");
-    outln!("`--html report.html` draws it all: memory per node over time, locality, faults,");
-    outln!("migrations, runtime boxes.");
-    outln!();
     let args = CompareArgs {
         scenario: ScenarioArgs {
             machine: Some("autonuma-2n24".into()),
@@ -511,6 +498,23 @@ fn demo(a: &DemoArgs) -> Result<(), Failure> {
         report: a.report.clone(),
         quiet: a.quiet,
     };
+    // Where the results go is checked before the text: a bad path fails at once.
+    args.report.prepare(args.json.as_deref())?;
+    outln!("numabal demo: numa02 (autonuma-benchmark) on the 24-CPU AutoNUMA benchmark machine");
+    outln!();
+    outln!("One process with a thread per CPU; main() first-touches the whole 1 GiB buffer on its");
+    outln!("own node, then every thread zeroes its own slice 800 times. Without NUMA balancing");
+    outln!("(`none`) half the threads work on remote memory and all of them share one memory");
+    outln!("controller; `bind` (HARD_BIND) puts each slice next to its thread; `reverse-bind`");
+    outln!("(INVERSE_BIND) puts every slice on the other node; `interleave` spreads pages over");
+    outln!("both nodes. The AutoNUMA benchmark table (2012) measured none/bind = 1.52 and");
+    outln!("reverse/bind = 1.92 on the real machine; the ratios below are against bind.");
+    outln!("Then the balancers, which start from `none`'s placement and must find `bind`'s:");
+    outln!("`autonuma` (the Linux 6.x kernel's NUMA balancing: scanning, hinting faults, page");
+    outln!("and task migration) and `stable` (Stable-NUMA's page states and thread clustering).");
+    outln!("`--html report.html` draws it all: memory per node over time, locality, faults,");
+    outln!("migrations, runtime boxes.");
+    outln!();
     compare(&args)?;
     outln!();
     outln!(

@@ -42,6 +42,73 @@ pub fn print_list() {
     }
 }
 
+/// An output file (`flag` names it) checked before any work: not a directory, in a
+/// directory where a file can be created (the file is written there through a temporary
+/// file, renamed), and, if `append`, an existing file that can be opened for appending.
+/// Nothing is left behind by the check.
+pub fn check_output_file(flag: &str, path: &Path, append: bool) -> Result<(), Failure> {
+    let refuse = |why: String| Failure::Input(format!("{flag} {}: {why}", path.display()));
+    if path.is_dir() {
+        return Err(refuse("is a directory (allowed: a file name)".into()));
+    }
+    let dir = parent_dir(path);
+    if !dir.is_dir() {
+        return Err(refuse(format!("no directory {}", dir.display())));
+    }
+    probe(&dir).map_err(|e| refuse(format!("cannot create a file in {}: {e}", dir.display())))?;
+    if append && path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| refuse(format!("cannot append to it: {e}")))?;
+    }
+    Ok(())
+}
+
+/// An output directory (`--svg-dir`) checked before any work: an existing directory where
+/// files can be created, or one that can be made (its nearest existing ancestor is a
+/// directory where it can be). It is made when the files are written.
+pub fn check_output_dir(flag: &str, dir: &Path) -> Result<(), Failure> {
+    let refuse = |why: String| Failure::Input(format!("{flag} {}: {why}", dir.display()));
+    let mut existing = dir.to_path_buf();
+    while !existing.exists() {
+        existing = parent_dir(&existing);
+    }
+    if !existing.is_dir() {
+        return Err(refuse(if existing == dir {
+            "is a file, not a directory".into()
+        } else {
+            format!("{} is a file, not a directory", existing.display())
+        }));
+    }
+    probe(&existing).map_err(|e| {
+        refuse(format!(
+            "cannot create files in {}: {e}",
+            existing.display()
+        ))
+    })
+}
+
+/// The directory a path sits in (`.` for a bare name; `/` stays `/`).
+fn parent_dir(path: &Path) -> std::path::PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        Some(_) => Path::new(".").to_path_buf(),
+        None => path.to_path_buf(),
+    }
+}
+
+/// Create and remove a file in `dir`: the only sure test that files can be made there
+/// (permissions, read-only mounts, /proc and /sys all answer differently).
+fn probe(dir: &Path) -> std::io::Result<()> {
+    let p = dir.join(format!(".numabal-probe.tmp{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)?;
+    std::fs::remove_file(&p)
+}
+
 /// Write JSON to `path` through a temporary file in the same directory, so a failed run
 /// never leaves a partial file.
 pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Failure> {

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 /// Plain lines (not a terminal) at most this often.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
-/// Progress of `total` runs (`total` 0: one run, counted in simulated seconds).
+/// Steps of the bar of one run (its share done, in tenths of a percent).
+const RUN_STEPS: u64 = 1000;
+
+/// Progress of `total` runs, or of one run by the share of its work done.
 pub struct Progress {
     bar: ProgressBar,
     plain: bool,
@@ -31,9 +34,14 @@ impl Progress {
         )
     }
 
-    /// Progress of one run, in simulated seconds.
+    /// Progress of one run by the share of its work done (numabal_sim's `RunProgress`).
     pub fn simulated(cmd: &'static str, quiet: bool) -> Progress {
-        Progress::new(cmd, 0, quiet, "{elapsed_precise} {spinner} {wide_msg}")
+        Progress::new(
+            cmd,
+            RUN_STEPS,
+            quiet,
+            "{elapsed_precise} [{bar:30}] {percent:>3}%, eta {eta} {wide_msg}",
+        )
     }
 
     fn new(cmd: &'static str, total: u64, quiet: bool, template: &str) -> Progress {
@@ -84,13 +92,29 @@ impl Progress {
         self.line(|| format!("{n}/{} runs done", self.total), n == self.total);
     }
 
-    /// The run has simulated `t_s` seconds.
-    pub fn simulated_to(&self, t_s: f64) {
+    /// Where the run is: the bar at its share done, and in plain lines the simulated
+    /// time against the run's expected length (time so far over the share done).
+    pub fn simulated_to(&self, p: numabal_sim::RunProgress) {
         let wall = self.start.elapsed().as_secs_f64().max(1e-9);
-        let msg = || format!("{t_s:.0} s simulated, {:.1}x real time", t_s / wall);
-        self.bar.set_message(msg());
-        self.bar.tick();
-        self.line(msg, false);
+        let speed = p.t_s / wall;
+        self.bar.set_position((p.done * RUN_STEPS as f64) as u64);
+        self.bar
+            .set_message(format!("{:.0} s simulated, {speed:.1}x real time", p.t_s));
+        self.line(
+            || {
+                let of = if p.done > 0.0 {
+                    format!(" of about {:.0}", p.t_s / p.done)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{:.0}{of} s simulated ({:.0}% of the work), {speed:.1}x real time",
+                    p.t_s,
+                    100.0 * p.done
+                )
+            },
+            false,
+        );
     }
 
     /// Clear the bar.

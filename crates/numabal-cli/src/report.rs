@@ -873,12 +873,3 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
-
-/// A directory for `--svg-dir`, made before the runs (a bad one fails first).
-pub fn prepare_svg_dir(dir: Option<&Path>) -> Result<(), Failure> {
-    if let Some(dir) = dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", dir.display())))?;
-    }
-    Ok(())
-}

@@ -92,7 +92,7 @@ pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
         .iter()
         .map(|b| b.workload.name().to_string())
         .collect();
-    a.report.prepare()?;
+    a.report.prepare(a.json.as_deref())?;
     let progress = Progress::new(names, policies.len() * seeds.len(), a.quiet);
     if !a.quiet {
         eprintln!(

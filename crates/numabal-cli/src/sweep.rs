@@ -269,25 +269,46 @@ fn scenario(p: &Point, sets: &[String]) -> Result<Scenario, Failure> {
     Ok(build_checked(&args, Some(p.policy.clone()), Some(p.seed))?)
 }
 
-/// The keys already in the results file. A last line cut short (an interrupted write) is
-/// dropped from the file; any other bad line is an input error.
+/// How every sweep result line starts (serde_json writes its keys in order).
+const LINE_START: &str = "{\"finished\":";
+
+/// The run key of a results line, if it is one numabal sweep wrote.
+fn result_key(line: &str) -> Option<String> {
+    let v = serde_json::from_str::<Value>(line).ok()?;
+    let ours = v["metrics"].is_object() && v["numabal_version"].is_string();
+    ours.then(|| v["key"].as_str().map(String::from)).flatten()
+}
+
+/// The keys already in the results file. A last line cut short (an interrupted write: the
+/// start of one of our lines) is dropped from the file; anything else that is not our JSON
+/// lines (another file given by mistake, binary data) is refused and left untouched.
 fn resume(path: &Path) -> Result<BTreeSet<String>, Failure> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(BTreeSet::new());
+    let not_ours = |why: String| {
+        input(format!(
+            "{}: {why} (allowed: the JSON lines numabal sweep writes, or a new file)",
+            path.display()
+        ))
     };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeSet::new()),
+        Err(e) => return Err(input(format!("{}: cannot read: {e}", path.display()))),
+    };
+    let text = String::from_utf8(bytes)
+        .map_err(|_| not_ours("not a sweep results file: not text".into()))?;
     let mut keys = BTreeSet::new();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut good = 0;
     for (i, l) in lines.iter().enumerate() {
-        let key = serde_json::from_str::<Value>(l.trim_end())
-            .ok()
-            .and_then(|v| v["key"].as_str().map(String::from));
-        match key {
+        let cut_short = i + 1 == lines.len()
+            && !l.ends_with('\n')
+            && (l.starts_with(LINE_START) || LINE_START.starts_with(*l));
+        match result_key(l.trim_end()) {
             Some(k) if l.ends_with('\n') => {
                 keys.insert(k);
                 good += l.len();
             }
-            _ if i + 1 == lines.len() => {
+            _ if cut_short => {
                 eprintln!(
                     "numabal sweep: {}: line {} is incomplete (an interrupted write): dropped, \
                      its run is made again",
@@ -297,14 +318,7 @@ fn resume(path: &Path) -> Result<BTreeSet<String>, Failure> {
                 std::fs::write(path, &text[..good])
                     .map_err(|e| input(format!("{}: cannot write: {e}", path.display())))?;
             }
-            _ => {
-                return Err(input(format!(
-                    "{}: line {}: not a sweep result (allowed: the JSON lines numabal sweep \
-                     writes)",
-                    path.display(),
-                    i + 1
-                )));
-            }
+            _ => return Err(not_ours(format!("line {}: not a sweep result", i + 1))),
         }
     }
     Ok(keys)
@@ -323,7 +337,11 @@ pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
             e.insert(scenario(p, &sets)?);
         }
     }
-    a.report.prepare()?;
+    a.report.prepare(None)?;
+    crate::output::check_output_file("--out", &a.out, true)?;
+    if let Some(csv) = &a.csv {
+        crate::output::check_output_file("--csv", csv, false)?;
+    }
     let done = resume(&a.out)?;
     let remaining: Vec<&Point> = points.iter().filter(|p| !done.contains(&p.key())).collect();
     let already = points.len() - remaining.len();

@@ -128,3 +128,220 @@ fn list_into_head_under_pipefail() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Every output path is checked before the first run: a refusal of a path for an hour's
+/// simulation (pmbench on the 104-CPU machine, 80+ s) comes at once.
+#[test]
+fn output_paths_are_refused_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "a-file", "x");
+    let d = dir.path().display().to_string();
+    let suite = small_suite(dir.path());
+    let long = [
+        "-m",
+        "xeon-2n104",
+        "-w",
+        "pmbench",
+        "-p",
+        "autonuma",
+        "--quiet",
+    ];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--json", "/nonexistent/x.json"],
+            "--json /nonexistent/x.json: no directory /nonexistent",
+        ),
+        (
+            vec!["--json", "/proc/x.json"],
+            "--json /proc/x.json: cannot create a file in /proc",
+        ),
+        (vec!["--json", &d], "is a directory"),
+        (
+            vec!["--html", "/proc/x.html"],
+            "--html /proc/x.html: cannot create a file in /proc",
+        ),
+        (
+            vec!["--html", "/sys/x.html"],
+            "--html /sys/x.html: cannot create a file in /sys",
+        ),
+        (vec!["--svg-dir", &file], "--svg-dir"),
+        (
+            vec!["--svg-dir", "/proc/figs"],
+            "--svg-dir /proc/figs: cannot create files in /proc",
+        ),
+    ];
+    for (out, needle) in &cases {
+        let mut args = vec!["sim"];
+        args.extend(long);
+        args.extend(out);
+        let t = std::time::Instant::now();
+        refused(&args, &[needle]);
+        assert!(
+            t.elapsed().as_secs_f64() < 5.0,
+            "{args:?} took {:?}",
+            t.elapsed()
+        );
+    }
+    refused(
+        &["sim", "-m", "tiny-2n4", "-w", "numa02", "--svg-dir", &file],
+        &["a-file: is a file, not a directory"],
+    );
+    let under_file = format!("{file}/figs");
+    refused(
+        &[
+            "sim",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--svg-dir",
+            &under_file,
+        ],
+        &["a-file is a file, not a directory"],
+    );
+    let demo = numabal()
+        .args(["demo", "--html", "/sys/x.html"])
+        .output()
+        .unwrap();
+    assert_eq!(demo.status.code(), Some(2));
+    assert!(
+        demo.stdout.is_empty(),
+        "the demo's text comes after the check"
+    );
+    let others: Vec<Vec<&str>> = vec![
+        vec![
+            "compare",
+            "-m",
+            "xeon-2n104",
+            "-w",
+            "pmbench",
+            "--policies",
+            "none,autonuma",
+            "--json",
+            "/proc/c.json",
+        ],
+        vec![
+            "compare",
+            "-m",
+            "xeon-2n104",
+            "-w",
+            "pmbench",
+            "--policies",
+            "none",
+            "--html",
+            "/proc/c.html",
+        ],
+        vec!["suite", &suite, "-m", "tiny-2n4", "--json", "/proc/s.json"],
+        vec![
+            "sweep",
+            "-m",
+            "xeon-2n104",
+            "-w",
+            "pmbench",
+            "--policies",
+            "none",
+            "-o",
+            "/proc/s.jsonl",
+        ],
+        vec![
+            "sweep",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--policies",
+            "none",
+            "-o",
+            "/proc/s.jsonl",
+        ],
+    ];
+    for args in &others {
+        let t = std::time::Instant::now();
+        refused(args, &["/proc"]);
+        assert!(
+            t.elapsed().as_secs_f64() < 5.0,
+            "{args:?} took {:?}",
+            t.elapsed()
+        );
+    }
+    refused(
+        &[
+            "sweep",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--policies",
+            "none",
+            "-o",
+            &d,
+        ],
+        &["--out", "is a directory"],
+    );
+    let results = dir.path().join("s.jsonl").display().to_string();
+    refused(
+        &[
+            "sweep",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--policies",
+            "none",
+            "-o",
+            &results,
+            "--csv",
+            "/proc/s.csv",
+        ],
+        &["--csv /proc/s.csv: cannot create a file in /proc"],
+    );
+    assert!(
+        !dir.path().join("s.jsonl").exists(),
+        "no run, no results file"
+    );
+}
+
+/// `sweep -o` resumes only its own JSON lines: a binary file, another program's text, or a
+/// JSON file of another kind is refused and left as it was.
+#[test]
+fn sweep_refuses_a_results_file_that_is_not_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = |out: &Path| {
+        vec![
+            "sweep".to_string(),
+            "-m".into(),
+            "tiny-2n4".into(),
+            "-w".into(),
+            "numa02".into(),
+            "--policies".into(),
+            "none".into(),
+            "--quiet".into(),
+            "-o".into(),
+            out.display().to_string(),
+        ]
+    };
+    let binary: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
+    for (name, bytes, needle) in [
+        ("bin.jsonl", binary, "not a sweep results file: not text"),
+        (
+            "notes.txt",
+            b"my notes, no newline".to_vec(),
+            "line 1: not a sweep result",
+        ),
+        (
+            "r.json",
+            b"{\"metrics\": {}}\n".to_vec(),
+            "line 1: not a sweep result",
+        ),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, &bytes).unwrap();
+        let args = sweep(&p);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(
+            &args,
+            &[needle, "allowed: the JSON lines numabal sweep writes"],
+        );
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name} left as it was");
+    }
+}

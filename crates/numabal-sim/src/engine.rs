@@ -57,12 +57,14 @@ impl From<InputError> for SimError {
 mod aa2012;
 mod daemon;
 mod numab;
+mod progress;
 mod stable;
 
 pub use aa2012::{Aa2012Report, Aa2012Stats, MmAutonumaReport, TaskAutonumaReport};
 pub use daemon::{NodeState, NodeStateAtEnd, PolicyLogEntry};
 use numab::Numab;
 pub use numab::{NumabStats, TraceEvent};
+pub use progress::RunProgress;
 pub use stable::{StableReport, StableStats};
 
 const NS: f64 = 1e9;
@@ -323,8 +325,10 @@ pub struct Sim<'a> {
     daemon: daemon::DaemonRt,
     /// The run's time series (`sim.series_every_s`).
     series: crate::series::Recorder,
-    /// Told the simulated time about once per simulated second (progress reports).
-    progress: Option<&'a (dyn Fn(f64) + Sync)>,
+    /// Told where the run is about once per simulated second (progress reports).
+    progress: Option<&'a (dyn Fn(RunProgress) + Sync)>,
+    /// The workload's nominal duration (`progress.rs`), when there is someone to tell.
+    nominal_total_ns: f64,
 }
 
 /// Run a scenario to completion.
@@ -332,11 +336,11 @@ pub fn run(sc: &Scenario) -> Result<RunResult, SimError> {
     run_observed(sc, None)
 }
 
-/// Run a scenario to completion, telling `progress` the simulated time about once per
-/// simulated second (it cannot change the run).
+/// Run a scenario to completion, telling `progress` the simulated time and the share of
+/// the run done about once per simulated second (it cannot change the run).
 pub fn run_observed(
     sc: &Scenario,
-    progress: Option<&(dyn Fn(f64) + Sync)>,
+    progress: Option<&(dyn Fn(RunProgress) + Sync)>,
 ) -> Result<RunResult, SimError> {
     use crate::policies::Built;
     // The simulator's own models (kernel NUMA balancing, Stable-NUMA's mechanism) run
@@ -450,6 +454,7 @@ impl<'a> Sim<'a> {
             daemon: daemon::DaemonRt::default(),
             series: crate::series::Recorder::new(m.nr_nodes(), sc.sim.series_every_s),
             progress: None,
+            nominal_total_ns: 0.0,
         }
     }
 
@@ -507,6 +512,9 @@ impl<'a> Sim<'a> {
 
     /// Run until every thread finished or `max_time_s`.
     pub fn run(&mut self) -> Result<(), SimError> {
+        if self.progress.is_some() {
+            self.nominal_total_ns = self.nominal_total_ns();
+        }
         let wl = &self.sc.workload;
         for s in &wl.spec.shared {
             let pages = s.size.pages();
@@ -636,7 +644,7 @@ impl<'a> Sim<'a> {
                 if let Some(p) = self.progress
                     && self.now % 1_000_000_000 < self.tick_ns
                 {
-                    p(self.now as f64 / NS);
+                    p(self.run_progress());
                 }
                 self.events.push(self.now + self.tick_ns, EventKind::Tick);
             }

@@ -26,6 +26,6 @@ pub mod series;
 pub mod suite;
 
 pub use compare::{CompareResult, compare, compare_observed};
-pub use engine::{SimError, run, run_observed, run_with};
+pub use engine::{RunProgress, SimError, run, run_observed, run_with};
 pub use result::RunResult;
 pub use suite::{SuiteResult, suite};

@@ -86,3 +86,25 @@ pub fn small_suite(dir: &Path) -> String {
          [set]\n\"workload.process.0.region.0.size\" = \"128MiB\"\n",
     )
 }
+
+/// Run, expect exit 2 with a one-line error containing every `needle`, and nothing on
+/// standard output (for refusals that write no result file).
+pub fn refused(args: &[&str], needles: &[&str]) {
+    let out = numabal().args(args).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "exit status for {args:?}; stderr: {stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for n in needles {
+        assert!(stderr.contains(n), "`{n}` missing from: {stderr}");
+    }
+    assert!(
+        out.stdout.is_empty(),
+        "{args:?} printed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

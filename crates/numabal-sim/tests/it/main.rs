@@ -9,6 +9,7 @@ mod invariants;
 mod mechanisms;
 mod numad;
 mod operators;
+mod progress;
 mod rhel;
 mod stable;
 mod util;
