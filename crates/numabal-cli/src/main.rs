@@ -34,6 +34,9 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
+    /// Lay out terminal text and tables on as many columns as they need (default: fit 100).
+    #[arg(long, global = true)]
+    wide: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -324,6 +327,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    output::set_wide(cli.wide);
     let res = match cli.cmd {
         None => demo(&DemoArgs {
             seeds: 3,

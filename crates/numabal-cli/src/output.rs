@@ -10,8 +10,65 @@ use std::path::Path;
 
 use crate::Failure;
 
+/// `--wide`: terminal text is not fitted to [`WIDTH`] columns.
+static WIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The columns terminal text fits in by default (tables wrap their cells, long lines wrap
+/// at spaces).
+pub const WIDTH: usize = 100;
+
+/// `--wide`: lay text out on one line however long.
+pub fn set_wide(wide: bool) {
+    WIDE.store(wide, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The width to fit text in, `None` with `--wide`.
+pub fn width() -> Option<usize> {
+    (!WIDE.load(std::sync::atomic::Ordering::Relaxed)).then_some(WIDTH)
+}
+
+/// `text` with every line longer than [`width()`] wrapped at spaces; continuation lines
+/// start at column `indent` (where the line's value starts after its label).
+pub fn fit(text: &str, indent: usize) -> String {
+    let Some(w) = width() else {
+        return text.to_string();
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
+        let mut rest = body;
+        let mut first = true;
+        while rest.chars().count() + if first { 0 } else { indent } > w {
+            let room = w - if first { 0 } else { indent };
+            // The last space that keeps the line within the width (past the indent).
+            let cut = rest
+                .char_indices()
+                .take_while(|(i, _)| rest[..*i].chars().count() <= room)
+                .filter(|(i, c)| *c == ' ' && !rest[..*i].trim().is_empty())
+                .map(|(i, _)| i)
+                .last();
+            let Some(cut) = cut else { break };
+            if !first {
+                out.extend(std::iter::repeat_n(' ', indent));
+            }
+            out += rest[..cut].trim_end();
+            out.push('\n');
+            rest = rest[cut..].trim_start();
+            first = false;
+        }
+        if !first {
+            out.extend(std::iter::repeat_n(' ', indent));
+        }
+        out += rest;
+        out += nl;
+    }
+    out
+}
+
 /// `numabal list`.
 pub fn print_list() {
+    use std::fmt::Write as _;
+    let mut s = String::new();
     let desc = |text: &str| -> String {
         toml::from_str::<toml::Table>(text)
             .ok()
@@ -21,25 +78,26 @@ pub fn print_list() {
             })
             .unwrap_or_default()
     };
-    outln!("Machines (--machine NAME, or a TOML file):");
+    writeln!(s, "Machines (--machine NAME, or a TOML file):").ok();
     for (n, t) in presets::MACHINES {
-        outln!("  {n:<22} {}", desc(t));
+        writeln!(s, "  {n:<22} {}", desc(t)).ok();
     }
-    outln!();
-    outln!("Workloads (--workload NAME, or a TOML file):");
+    writeln!(s).ok();
+    writeln!(s, "Workloads (--workload NAME, or a TOML file):").ok();
     for (n, t) in presets::WORKLOADS {
-        outln!("  {n:<22} {}", desc(t));
+        writeln!(s, "  {n:<22} {}", desc(t)).ok();
     }
-    outln!();
-    outln!("Policies (--policy NAME):");
+    writeln!(s).ok();
+    writeln!(s, "Policies (--policy NAME):").ok();
     for p in numabal_sim::policies::all() {
-        outln!("  {:<22} {}", p.name, p.summary);
+        writeln!(s, "  {:<22} {}", p.name, p.summary).ok();
     }
-    outln!();
-    outln!("Suites (numabal suite NAME -m MACHINE, or a TOML file):");
+    writeln!(s).ok();
+    writeln!(s, "Suites (numabal suite NAME -m MACHINE, or a TOML file):").ok();
     for (n, t) in presets::SUITES {
-        outln!("  {n:<22} {}", desc(t));
+        writeln!(s, "  {n:<22} {}", desc(t)).ok();
     }
+    out!("{}", fit(&s, 25));
 }
 
 /// An output file (`flag` names it) checked before any work: not a directory, in a
@@ -242,8 +300,12 @@ pub fn node_table(
 
 /// `numabal sim`'s summary.
 pub fn print_run(sc: &Scenario, r: &RunResult) {
+    use std::fmt::Write as _;
+    // The summary as text first, fitted to the width as a whole.
+    let mut s = String::new();
     let m = &r.metrics;
-    outln!(
+    writeln!(
+        s,
         "{} on {} under {}, seed {}{}",
         r.scenario.workload,
         r.scenario.machine,
@@ -254,39 +316,45 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         } else {
             "  (stopped at sim.max_time_s: not finished)"
         }
-    );
-    outln!();
-    outln!("  runtime                {:.2} s", m.runtime_s);
+    )
+    .ok();
+    writeln!(s).ok();
+    writeln!(s, "  runtime                {:.2} s", m.runtime_s).ok();
     if m.work_units > 0.0 {
-        outln!(
+        writeln!(
+            s,
             "  throughput             {:.2} work units/s ({:.0} units)",
-            m.throughput_per_s,
-            m.work_units
-        );
+            m.throughput_per_s, m.work_units
+        )
+        .ok();
     }
-    outln!("  local access ratio     {:.3}", m.local_access_ratio);
-    outln!(
+    writeln!(s, "  local access ratio     {:.3}", m.local_access_ratio).ok();
+    writeln!(
+        s,
         "  memory accessed        {:.1} GiB ({:.2} GiB/s)",
-        m.accessed_gib,
-        m.access_gib_per_s
-    );
-    outln!(
+        m.accessed_gib, m.access_gib_per_s
+    )
+    .ok();
+    writeln!(
+        s,
         "  CPU time               {:.1} s user, {:.2} s kernel",
-        m.user_cpu_s,
-        m.sys_cpu_s
-    );
-    outln!(
+        m.user_cpu_s, m.sys_cpu_s
+    )
+    .ok();
+    writeln!(
+        s,
         "  page faults            {} (THP {})",
-        m.pgfault,
-        m.thp_fault_alloc
-    );
+        m.pgfault, m.thp_fault_alloc
+    )
+    .ok();
     let causes: Vec<String> = r
         .thread_migrations_by_cause
         .iter()
         .filter(|(_, v)| **v > 0)
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    outln!(
+    writeln!(
+        s,
         "  thread migrations      {} inter-node{}",
         m.thread_migrations_internode,
         if causes.is_empty() {
@@ -294,54 +362,60 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         } else {
             format!(" ({})", causes.join(", "))
         }
-    );
-    outln!(
+    )
+    .ok();
+    writeln!(
+        s,
         "  NUMA balancing         numa_pte_updates {}, numa_hint_faults {} (local {}), numa_pages_migrated {}",
         m.numa_pte_updates,
         m.numa_hint_faults,
         m.numa_hint_faults_local,
         m.numa_pages_migrated
-    );
-    outln!(
+    ).ok();
+    writeln!(
+        s,
         "                         numa_task_migrated {}, numa_task_swapped {}, scan {:.2} CPU s ({:.2} s in workers)",
         m.numa_task_migrated,
         m.numa_task_swapped,
         m.scan_cpu_s,
         m.scan_cpu_hidden_s
-    );
-    outln!(
+    ).ok();
+    writeln!(
+        s,
         "  stalls                 {} over 1 ms, longest {:.3} ms",
-        m.stall_events_over_1ms,
-        m.stall_max_ms
-    );
-    outln!(
+        m.stall_events_over_1ms, m.stall_max_ms
+    )
+    .ok();
+    writeln!(
+        s,
         "  page migrations        pgmigrate_success {}, pgmigrate_fail {}",
-        m.pgmigrate_success,
-        m.pgmigrate_fail
-    );
+        m.pgmigrate_success, m.pgmigrate_fail
+    )
+    .ok();
     // A daemon's decisions (numad's log lines), the first few; all are in the JSON.
     const SHOWN: usize = 12;
     for (i, l) in r.policy_log.iter().take(SHOWN).enumerate() {
         let head = if i == 0 { "  decisions" } else { "" };
-        outln!("{head:<25}{:>8.1} s  {}", l.t_s, l.message);
+        writeln!(s, "{head:<25}{:>8.1} s  {}", l.t_s, l.message).ok();
     }
     if r.policy_log.len() > SHOWN {
-        outln!(
+        writeln!(
+            s,
             "{:<25}... {} more in the JSON's policy_log",
             "",
             r.policy_log.len() - SHOWN
-        );
+        )
+        .ok();
     }
     if let Some(nb) = &r.numa_balancing
         && nb.stats.async_scans > 0
     {
-        let s = &nb.stats;
-        outln!(
+        let st = &nb.stats;
+        writeln!(
+            s,
             "  scan_async             {} worker scans, {} on an idle CPU, {} outside the task's cpuset",
-            s.async_scans,
-            s.async_scans_idle_cpu,
-            s.async_scans_outside_cpuset
-        );
+            st.async_scans, st.async_scans_idle_cpu, st.async_scans_outside_cpuset
+        ).ok();
     }
     if let Some(aa) = r
         .numa_balancing
@@ -349,15 +423,17 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         .and_then(|n| n.autonuma_2012.as_ref())
     {
         let st = &aa.stats;
-        outln!(
+        writeln!(
+        s,
             "  AutoNUMA (2012)        knuma_scand full_scans {}, knuma_migrated pages {} (cancelled {}), last_nid rejects {}, exchanges {}",
             st.full_scans,
             st.pages_migrated.iter().sum::<u64>(),
             st.pages_cancelled,
             st.last_nid_rejected,
             st.exchanges
-        );
+        ).ok();
     }
+    out!("{}", fit(&s, 25));
     outln!();
     let rows: Vec<(String, Vec<f64>)> = r
         .processes
@@ -376,19 +452,21 @@ pub fn print_compare(r: &CompareResult) {
         r.machine,
         r.seeds.len()
     );
-    let mut t = Table::new();
-    t.load_style(UTF8_BORDERS_ONLY);
-    t.set_header(vec![
-        "policy",
-        "runtime mean (s)",
-        "CV",
-        "min",
-        "max",
-        "NMMD",
-        "local ratio",
-        "pages migrated",
-        "thread migr.",
-    ]);
+    let mut t = table(
+        [
+            "policy",
+            "runtime\nmean (s)",
+            "CV",
+            "min\n(s)",
+            "max\n(s)",
+            "NMMD",
+            "local\nratio",
+            "pages\nmigrated",
+            "thread migr.\nper run",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
     let base = r
         .policy_order
         .first()
@@ -404,24 +482,28 @@ pub fn print_compare(r: &CompareResult) {
         t.add_row(vec![
             name.clone(),
             format!("{:.2}{rel}", p.runtime_s.mean),
-            format!("{:.4}", p.runtime_s.cv),
+            fmt_undefined(p.runtime_s.cv, 4),
             format!("{:.2}", p.runtime_s.min),
             format!("{:.2}", p.runtime_s.max),
-            format!("{:.4}", p.runtime_s.nmmd),
+            fmt_undefined(p.runtime_s.nmmd, 4),
             format!("{:.3}", g("local_access_ratio")),
             format!("{:.0}", g("numa_pages_migrated")),
             format!("{:.1}", g("thread_migrations_internode")),
         ]);
     }
-    for i in 1..9 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    outln!("{t}");
+    right_align(&mut t, 9);
+    outln!("{}", render(&mut t));
     if let Some(first) = r.policy_order.first() {
-        outln!(
-            "(ratios are against `{first}`; CV = sample standard deviation / mean; NMMD = (max - min) / mean)"
+        out!(
+            "{}",
+            fit(
+                &format!(
+                    "(ratios are against `{first}`; CV = sample standard deviation / mean; \
+                     NMMD = (max - min) / mean; - where one run gives no spread; thread \
+                     migrations: mean count per run)\n"
+                ),
+                1
+            )
         );
     }
 }
@@ -438,16 +520,36 @@ fn fmt_figure(key: &str, v: f64) -> String {
     }
 }
 
+/// A statistic with `decimals`, or `-` where it is undefined (one run has no spread).
+fn fmt_undefined(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.decimals$}"))
+}
+
 /// A ratio cell: `0.523x`, or `-` where it is undefined (the baseline is 0).
 fn fmt_ratio(r: Option<f64>) -> String {
     r.map(|r| format!("{r:.3}x")).unwrap_or_else(|| "-".into())
 }
 
+/// A table; `\n` in a header splits it over lines. Print it with [`render`].
 fn table(header: Vec<String>) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
     t.set_header(header);
     t
+}
+
+/// A table as text: as wide as its cells, and only if that is wider than [`width()`],
+/// wrapped to it (cells wrap at spaces).
+fn render(t: &mut Table) -> String {
+    let text = t.to_string();
+    match width() {
+        Some(w) if text.lines().any(|l| l.chars().count() > w) => {
+            t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+            t.set_width(w as u16);
+            t.to_string()
+        }
+        _ => text,
+    }
 }
 
 fn right_align(t: &mut Table, columns: usize) {
@@ -462,7 +564,12 @@ fn right_align(t: &mut Table, columns: usize) {
 /// the first policy.
 pub fn suite_summary(r: &SuiteResult) -> String {
     let mut header = vec!["policy".to_string()];
-    header.extend(GEOMEAN_METRICS.iter().map(|m| m.label.to_string()));
+    // Two-line headers keep the columns as narrow as their numbers.
+    header.extend(
+        GEOMEAN_METRICS
+            .iter()
+            .map(|m| m.label.replacen(' ', "\n", 1)),
+    );
     let mut means = table(header.clone());
     let mut ratios = table(header);
     let n = r.workload_order.len();
@@ -478,11 +585,12 @@ pub fn suite_summary(r: &SuiteResult) -> String {
                     zeros,
                 }) => {
                     let zeros = if *zeros > 0 {
-                        format!(" [{zeros}/{n} are 0]")
+                        format!(" [{zeros}/{n}]")
                     } else {
                         String::new()
                     };
-                    row.push(format!("{}{zeros}", fmt_figure(m.key, *value)));
+                    let v = value.map_or_else(|| "-".into(), |v| fmt_figure(m.key, v));
+                    row.push(format!("{v}{zeros}"));
                     rrow.push(fmt_ratio(*ratio));
                 }
                 None => {
@@ -498,10 +606,16 @@ pub fn suite_summary(r: &SuiteResult) -> String {
     right_align(&mut ratios, GEOMEAN_METRICS.len() + 1);
     let first = r.policy_order.first().cloned().unwrap_or_default();
     format!(
-        "Geometric means over the {n} workloads\n{means}\nRatio to `{first}`\n{ratios}\n\
-         (geometric mean: exactly 0 when any workload's value is 0, [k/n are 0] counts them; \
-         a ratio to a mean of 0 is -; CV = sample standard deviation / mean; \
-         NMMD = (max - min) / mean)\n"
+        "Geometric means over the {n} workloads\n{}\nRatio to `{first}`\n{}\n{}",
+        render(&mut means),
+        render(&mut ratios),
+        fit(
+            "(geometric mean: exactly 0 when any workload's value is 0, [k/n]: k of the n \
+             workloads are 0; \
+             - where it is undefined: a ratio to a mean of 0, a CV or NMMD of single runs; \
+             CV = sample standard deviation / mean; NMMD = (max - min) / mean)\n",
+            1
+        )
     )
 }
 
@@ -531,14 +645,13 @@ pub fn print_suite(r: &SuiteResult) {
         let mut t = table(
             [
                 "policy",
-                "runtime mean (s)",
+                "runtime\nmean (s)",
                 "CV",
                 "NMMD",
-                "q1 / median / q3 (s)",
-                "local ratio",
-                "hint faults/s",
-                "pages migrated",
-                "inter-node migr./s",
+                "local\nratio",
+                "hint\nfaults/s",
+                "pages\nmigrated",
+                "inter-node\nmigr./s",
             ]
             .map(String::from)
             .to_vec(),
@@ -559,17 +672,16 @@ pub fn print_suite(r: &SuiteResult) {
             t.add_row(vec![
                 name.clone(),
                 format!("{:.2}{rel}", s.mean),
-                format!("{:.4}", s.cv),
-                format!("{:.4}", s.nmmd),
-                format!("{:.2} / {:.2} / {:.2}", s.q1, s.median, s.q3),
+                fmt_undefined(s.cv, 4),
+                fmt_undefined(s.nmmd, 4),
                 format!("{:.3}", g("local_access_ratio")),
                 format!("{:.1}", g("numa_hint_faults_per_s")),
                 format!("{:.0}", g("numa_pages_migrated")),
                 format!("{:.3}", g("thread_migrations_internode_per_s")),
             ]);
         }
-        right_align(&mut t, 9);
-        outln!("{t}");
+        right_align(&mut t, 8);
+        outln!("{}", render(&mut t));
     }
     outln!();
     out!("{}", suite_summary(r));
@@ -632,7 +744,7 @@ mod tests {
         // Means: runtime sqrt(10 * 40) = 20 and sqrt(5 * 20) = 10; none migrates nothing.
         assert_eq!(row(0, "none")[1], "20.00");
         assert_eq!(row(0, "auto")[1], "10.00");
-        assert!(text.contains("0 [2/2 are 0]"), "{text}");
+        assert!(text.contains("0 [2/2]"), "{text}");
         assert_eq!(row(0, "auto")[6], "200", "sqrt(100 * 400)");
         // Ratios to `none`: runtime 0.5, CV and local ratio 1, counters against 0: `-`.
         assert_eq!(

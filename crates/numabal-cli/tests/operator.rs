@@ -345,3 +345,105 @@ fn sweep_refuses_a_results_file_that_is_not_its_own() {
         assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name} left as it was");
     }
 }
+
+/// One run is not a distribution: with `--seeds 1` the spread statistics are `null` in
+/// the JSON and `-` on the terminal, in compare and in suite (where their geometric means
+/// used to read "0 [n/n are 0]").
+#[test]
+fn one_seed_has_no_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, text) = run_json(
+        &[
+            "compare",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--policies",
+            "none,bind",
+            "--seeds",
+            "1",
+            "--quiet",
+        ],
+        dir.path(),
+    );
+    for p in ["none", "bind"] {
+        let rt = &v["policies"][p]["runtime_s"];
+        for k in ["cv", "nmmd", "q1", "q3"] {
+            assert!(rt[k].is_null(), "{p}.{k}: {}", rt[k]);
+        }
+        for k in ["mean", "median", "min", "max"] {
+            assert!(rt[k].is_number(), "{p}.{k}");
+        }
+    }
+    let row = text.lines().find(|l| l.contains(" bind ")).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // │ bind 0.52 (0.52x) - min max - ...
+    assert_eq!((cells[4], cells[7]), ("-", "-"), "{row}");
+    assert!(!text.contains("0.0000"), "{text}");
+    let suite = small_suite(dir.path());
+    let (v, text) = run_json(
+        &["suite", &suite, "-m", "tiny-2n4", "--seeds", "1", "--quiet"],
+        dir.path(),
+    );
+    assert!(v["geomean"]["none"]["runtime_cv"]["value"].is_null());
+    assert!(v["geomean"]["autonuma"]["runtime_nmmd"]["ratio"].is_null());
+    assert!(!text.contains("0.0000"), "{text}");
+}
+
+/// Terminal text fits 100 columns by default (tables wrap only if their cells need more);
+/// `--wide` lays it out on as many columns as it needs.
+#[test]
+fn terminal_text_fits_100_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = small_suite(dir.path());
+    let widest = |args: &[&str]| -> usize {
+        let out = numabal().args(args).assert().success();
+        let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+    };
+    let all = "none,bind,reverse-bind,interleave,autonuma,stable";
+    for args in [
+        vec!["list"],
+        vec![
+            "sim",
+            "-m",
+            "autonuma-2n24",
+            "-w",
+            "numa02",
+            "-p",
+            "autonuma",
+            "--quiet",
+        ],
+        vec![
+            "sim",
+            "-m",
+            "rhel-4n40",
+            "-w",
+            "kvm_guests",
+            "-p",
+            "numad",
+            "--quiet",
+        ],
+        vec![
+            "compare",
+            "-m",
+            "tiny-2n4",
+            "-w",
+            "numa02",
+            "--seeds",
+            "2",
+            "--policies",
+            all,
+            "--quiet",
+        ],
+        vec!["suite", &suite, "-m", "tiny-2n4", "--seeds", "2", "--quiet"],
+    ] {
+        let w = widest(&args);
+        assert!(w <= 100, "{args:?}: a line of {w} columns");
+    }
+    assert!(
+        widest(&["list", "--wide"]) > 100,
+        "--wide keeps lines whole"
+    );
+}

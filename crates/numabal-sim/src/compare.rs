@@ -9,41 +9,43 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Summary statistics of one quantity over runs.
+/// Summary statistics of one quantity over runs. A spread needs at least two runs: with
+/// one, CV, NMMD and the quartiles are undefined (`None`, `null` in JSON, `-` in tables),
+/// and so are CV and NMMD when the mean is 0.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Stats {
     /// Mean.
     pub mean: f64,
     /// Coefficient of variation: sample standard deviation over the mean.
-    pub cv: f64,
+    pub cv: Option<f64>,
     /// Minimum.
     pub min: f64,
     /// Maximum.
     pub max: f64,
     /// Normalised max-min difference, (max - min) / mean (Stable-NUMA's NMMD).
-    pub nmmd: f64,
+    pub nmmd: Option<f64>,
     /// First quartile (linear interpolation between order statistics, as numpy's default
     /// and the paper's box plots).
-    pub q1: f64,
+    pub q1: Option<f64>,
     /// Median.
     pub median: f64,
     /// Third quartile.
-    pub q3: f64,
+    pub q3: Option<f64>,
 }
 
 impl Stats {
-    /// Statistics of `xs` (empty input gives zeros).
+    /// Statistics of `xs` (empty input gives zeros and no spread).
     pub fn of(xs: &[f64]) -> Stats {
         if xs.is_empty() {
             return Stats {
                 mean: 0.0,
-                cv: 0.0,
+                cv: None,
                 min: 0.0,
                 max: 0.0,
-                nmmd: 0.0,
-                q1: 0.0,
+                nmmd: None,
+                q1: None,
                 median: 0.0,
-                q3: 0.0,
+                q3: None,
             };
         }
         let mut sorted = xs.to_vec();
@@ -56,23 +58,20 @@ impl Stats {
         };
         let n = xs.len() as f64;
         let mean = xs.iter().sum::<f64>() / n;
-        let var = if xs.len() > 1 {
-            xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-        } else {
-            0.0
-        };
+        let spread = xs.len() > 1;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
         let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
         let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let rel = |x: f64| if mean != 0.0 { x / mean } else { 0.0 };
+        let rel = |x: f64| (spread && mean != 0.0).then(|| x / mean);
         Stats {
             mean,
             cv: rel(var.sqrt()),
             min,
             max,
             nmmd: rel(max - min),
-            q1: quantile(0.25),
+            q1: spread.then(|| quantile(0.25)),
             median: quantile(0.5),
-            q3: quantile(0.75),
+            q3: spread.then(|| quantile(0.75)),
         }
     }
 }
@@ -230,14 +229,18 @@ mod tests {
     fn stats() {
         let s = Stats::of(&[1.0, 2.0, 3.0]);
         assert_eq!(s.mean, 2.0);
-        assert!((s.cv - 0.5).abs() < 1e-12);
+        assert!((s.cv.unwrap() - 0.5).abs() < 1e-12);
         assert_eq!((s.min, s.max), (1.0, 3.0));
-        assert!((s.nmmd - 1.0).abs() < 1e-12);
-        assert_eq!(Stats::of(&[5.0]).cv, 0.0);
+        assert!((s.nmmd.unwrap() - 1.0).abs() < 1e-12);
+        let one = Stats::of(&[5.0]);
+        assert_eq!((one.cv, one.nmmd, one.q1, one.q3), (None, None, None, None));
+        assert_eq!(
+            (one.mean, one.median, one.min, one.max),
+            (5.0, 5.0, 5.0, 5.0)
+        );
+        assert_eq!(Stats::of(&[0.0, 0.0]).cv, None, "CV of a mean of 0");
         // Quartiles by linear interpolation: positions 0.75, 1.5, 2.25 of 0..3.
         let s = Stats::of(&[4.0, 1.0, 3.0, 2.0]);
-        assert_eq!((s.q1, s.median, s.q3), (1.75, 2.5, 3.25));
-        let s = Stats::of(&[7.0]);
-        assert_eq!((s.q1, s.median, s.q3), (7.0, 7.0, 7.0));
+        assert_eq!((s.q1, s.median, s.q3), (Some(1.75), 2.5, Some(3.25)));
     }
 }

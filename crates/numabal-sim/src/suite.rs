@@ -15,7 +15,8 @@
 //! each mean (`zeros`), so a 0 that one workload forced is visible. A ratio to the first
 //! policy is that policy's mean divided by the first policy's; it is undefined (`null` in
 //! JSON, `-` in the table) when the first policy's mean is 0. An empty list, a negative
-//! or a non-finite value gives NaN (`null` in JSON).
+//! or a non-finite value, or an undefined one (the CV of single runs) makes the mean
+//! undefined (`null` in JSON, `-` in the table).
 
 use crate::compare::{CompareResult, PolicyRuns, run_all, run_one, summarise};
 use crate::engine::SimError;
@@ -50,12 +51,12 @@ pub const GEOMEAN_METRICS: &[GeomeanMetric] = &[
     GeomeanMetric {
         key: "runtime_cv",
         label: "runtime CV",
-        of: |p| p.runtime_s.cv,
+        of: |p| p.runtime_s.cv.unwrap_or(f64::NAN),
     },
     GeomeanMetric {
         key: "runtime_nmmd",
         label: "NMMD",
-        of: |p| p.runtime_s.nmmd,
+        of: |p| p.runtime_s.nmmd.unwrap_or(f64::NAN),
     },
     GeomeanMetric {
         key: "local_access_ratio",
@@ -100,8 +101,10 @@ pub fn ratio(x: f64, base: f64) -> Option<f64> {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Geomean {
     /// The geometric mean (see the zero rule above).
-    pub value: f64,
-    /// `value` over the first policy's `value`; null when that is 0.
+    /// The geometric mean (see the zero rule above); `None` (`null`) where it is undefined,
+    /// e.g. a CV over single runs.
+    pub value: Option<f64>,
+    /// `value` over the first policy's `value`; null when that is 0 or undefined.
     pub ratio: Option<f64>,
     /// Workloads whose value was 0.
     pub zeros: usize,
@@ -155,7 +158,7 @@ impl SuiteResult {
                 per.insert(
                     m.key.to_string(),
                     Geomean {
-                        value: geomean(&xs),
+                        value: Some(geomean(&xs)).filter(|v| v.is_finite()),
                         ratio: None,
                         zeros: xs.iter().filter(|x| **x == 0.0).count(),
                     },
@@ -166,7 +169,7 @@ impl SuiteResult {
         if let Some(first) = policy_order.first().and_then(|p| means.get(p)).cloned() {
             for per in means.values_mut() {
                 for (k, g) in per.iter_mut() {
-                    g.ratio = first.get(k).and_then(|b| ratio(g.value, b.value));
+                    g.ratio = first.get(k).and_then(|b| ratio(g.value?, b.value?));
                 }
             }
         }
@@ -274,7 +277,7 @@ mod tests {
         metrics.insert("numa_pages_migrated".to_string(), migrated);
         metrics.insert("thread_migrations_internode_per_s".to_string(), 1.0);
         let mut runtime_s = Stats::of(&[mean]);
-        runtime_s.cv = cv;
+        runtime_s.cv = Some(cv);
         PolicyRuns {
             runtime_s,
             metrics,
@@ -334,19 +337,19 @@ mod tests {
         let g = |p: &str, k: &str| r.geomean[p][k].clone();
         // none: (10 * 40 * 1)^(1/3); auto: (5 * 80 * 1)^(1/3): equal, ratio 1.
         let rt = g("none", "runtime_s");
-        assert!((rt.value - 400f64.powf(1.0 / 3.0)).abs() < 1e-9);
+        assert!((rt.value.unwrap() - 400f64.powf(1.0 / 3.0)).abs() < 1e-9);
         assert_eq!(rt.ratio, Some(1.0));
         assert!((g("auto", "runtime_s").ratio.unwrap() - 1.0).abs() < 1e-12);
         // CV: none (0.02 * 0.08 * 0.01)^(1/3) = 0.02 * 0.4^(1/3); auto has a 0: 0, ratio 0.
         let cv = g("none", "runtime_cv");
-        assert!((cv.value - (0.02f64 * 0.08 * 0.01).powf(1.0 / 3.0)).abs() < 1e-12);
+        assert!((cv.value.unwrap() - (0.02f64 * 0.08 * 0.01).powf(1.0 / 3.0)).abs() < 1e-12);
         let acv = g("auto", "runtime_cv");
-        assert_eq!((acv.value, acv.ratio, acv.zeros), (0.0, Some(0.0), 1));
+        assert_eq!((acv.value, acv.ratio, acv.zeros), (Some(0.0), Some(0.0), 1));
         // Pages migrated: none is 0 everywhere, so no ratio; auto's is (100*400*1)^(1/3).
         let nm = g("none", "numa_pages_migrated");
-        assert_eq!((nm.value, nm.ratio, nm.zeros), (0.0, None, 3));
+        assert_eq!((nm.value, nm.ratio, nm.zeros), (Some(0.0), None, 3));
         let am = g("auto", "numa_pages_migrated");
-        assert!((am.value - 40000f64.powf(1.0 / 3.0)).abs() < 1e-9);
+        assert!((am.value.unwrap() - 40000f64.powf(1.0 / 3.0)).abs() < 1e-9);
         assert_eq!((am.ratio, am.zeros), (None, 0));
         assert_eq!(g("auto", "local_access_ratio").ratio, Some(1.0));
         assert_eq!(r.geomean["auto"].len(), GEOMEAN_METRICS.len());
@@ -354,5 +357,33 @@ mod tests {
         let v = serde_json::to_value(&r).unwrap();
         assert!(v["geomean"]["auto"]["numa_pages_migrated"]["ratio"].is_null());
         assert_eq!(v["geomean"]["none"]["runtime_s"]["ratio"], 1.0);
+    }
+
+    /// One seed is not a distribution: a CV of single runs is undefined, and so is its
+    /// geometric mean and ratio (null), where a 0 would claim runs that never vary.
+    #[test]
+    fn single_runs_have_no_spread() {
+        let one = |mean: f64| PolicyRuns {
+            runtime_s: Stats::of(&[mean]),
+            metrics: BTreeMap::new(),
+            runs: Vec::new(),
+        };
+        let r = SuiteResult::from_compares(
+            "s",
+            "d",
+            Vec::new(),
+            vec![cmp("a", &[("none", one(10.0)), ("auto", one(5.0))])],
+        );
+        for p in ["none", "auto"] {
+            for k in ["runtime_cv", "runtime_nmmd"] {
+                let g = &r.geomean[p][k];
+                assert_eq!((g.value, g.ratio, g.zeros), (None, None, 0), "{p} {k}");
+            }
+        }
+        let rt = r.geomean["auto"]["runtime_s"].ratio.unwrap();
+        assert!((rt - 0.5).abs() < 1e-12, "{rt}");
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v["geomean"]["auto"]["runtime_cv"]["value"].is_null());
+        assert!(v["workloads"]["a"]["policies"]["auto"]["runtime_s"]["cv"].is_null());
     }
 }
