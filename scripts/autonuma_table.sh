@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kernel NUMA-balancing models on the calibration table of seed 003 (issue 3): for each
+# The kernel NUMA-balancing models on the AutoNUMA benchmark table (2012) (issue 3): for each
 # workload, the runtime ratio of `autonuma` (Linux 6.x) and `autonuma-2012` (the original
 # AutoNUMA) to `bind` (target 1.00-1.10; AutoNUMA's published ratios 1.058, 1.020, 1.066,
 # 1.040, 1.063) with hinting faults, their local share, pages migrated and task moves/swaps
@@ -13,7 +13,7 @@ BIN=target/release/numabal
 JOBS=${JOBS:-1}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# workload, published AutoNUMA/bind ratio (seed 003: 2012 AutoNUMA column / bind column)
+# workload, published AutoNUMA/bind ratio (the AutoNUMA benchmark table (2012): 2012 AutoNUMA column / bind column)
 rows="numa01 1.058
 numa01_thread_alloc 1.020
 numa02 1.066

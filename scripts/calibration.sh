@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Print the calibration table: autonuma-2n24 against the AutoNUMA benchmark table of
-# seed 003 (docs/calibration.md). The same bounds are asserted by
+# the AutoNUMA benchmark table (2012) (docs/calibration.md). The same bounds are asserted by
 # crates/numabal-sim/tests/it/calibration.rs. Usage: scripts/calibration.sh [--seed N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +8,7 @@ cargo build --release --locked -q -p numabal-cli
 BIN=target/release/numabal
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# workload, published bind seconds, none seconds, reverse-bind seconds (seed 003)
+# workload, published bind seconds, none seconds, reverse-bind seconds (AutoNUMA benchmark table, 2012)
 rows="numa01 196.07 305.36 378.34
 numa01_thread_alloc 321.94 491.88 623.62
 numa02 42.58 64.81 81.6

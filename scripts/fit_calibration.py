@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit autonuma-2n24's memory-model parameters to the AutoNUMA benchmark table (seed 003).
+"""Fit autonuma-2n24's memory-model parameters to the AutoNUMA benchmark table (2012).
 
 The fit is a one-off tool (it needs scipy); its result is written into
 presets/machines/autonuma-2n24.toml by hand and checked by the calibration tests
@@ -28,7 +28,7 @@ PARAMS = [  # (--set key, start value)
     ("machine.core.stream_ns_per_byte", 0.299),
     ("machine.core.smt_memory_throughput", 0.775),
 ]
-# Published (seed 003): bind seconds, none/bind, reverse/bind.
+# Published (AutoNUMA benchmark table, 2012): bind seconds, none/bind, reverse/bind.
 TARGETS = {"numa02": (42.58, 1.522, 1.916), "numa02_smt": (39.99, 1.829, 1.945)}
 REG = 0.02
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 004, Figures 2 and 12: four qemu-kvm guests (10 vCPUs, 44730 MiB) on rhel-4n40
+# The RHEL 7 memory brief, Figures 2 and 12: four qemu-kvm guests (10 vCPUs, 44730 MiB) on rhel-4n40
 # whose memory starts spread over the four nodes. For each policy and seed: does every
 # guest end with >= 95% of its memory on one node, the four on four different nodes
 # (Figure 12), how long it took (the first numastat sample from which that holds to the

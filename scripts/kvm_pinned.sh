@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Seed 000 on the simulator (issue 3): the kvm_pinned guest (cpuset cpus and mems = one
+# The cpuset scan-skip patch on the simulator (issue 3): the kvm_pinned guest (cpuset cpus and mems = one
 # node of xeon-2n104) under autonuma with and without the cpuset single-node skip, at the
 # default scan settings and with aggressive scanning (scan_delay_ms halved, scan_size_mb
 # doubled). Published: 180 s with the skip, 250 s without, 280 s without when aggressive.
-# Also the kbuild and kvm_guests_build comparisons with `none` (seed 003).
+# Also the kbuild and kvm_guests_build comparisons with `none` (AutoNUMA benchmark table, 2012).
 # Usage: scripts/kvm_pinned.sh [--seed N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,13 +36,13 @@ python3 - "$tmp" <<'PY'
 import json, sys
 d = sys.argv[1]
 J = lambda n: json.load(open(f"{d}/{n}.json"))
-print("kvm_pinned on xeon-2n104 (seed 000: 180 s with the skip, 250 s without; aggressive 280 s)")
+print("kvm_pinned on xeon-2n104 (the cpuset scan-skip patch: 180 s with the skip, 250 s without; aggressive 280 s)")
 print(f"{'scan settings':<26} {'skip on s':>10} {'skip off s':>11} {'off/on':>7} {'pte upd (off)':>14} {'hint faults (off)':>18} {'pte upd (on)':>13}")
 for label, on, off in [("default", "skip_on", "skip_off"), ("delay/2, size x2", "aggr_on", "aggr_off")]:
     a, b = J(on)["metrics"], J(off)["metrics"]
     print(f"{label:<26} {a['runtime_s']:>10.2f} {b['runtime_s']:>11.2f} {b['runtime_s']/a['runtime_s']:>7.3f} {b['numa_pte_updates']:>14} {b['numa_hint_faults']:>18} {a['numa_pte_updates']:>13}")
 print()
-print("seed 003 (autonuma-2n24)      none s  autonuma s   ratio  published")
+print(f"{'AutoNUMA table (2012)':<26}    none s  autonuma s   ratio  published")
 for label, n, a, pub in [("kbuild", "kb_none", "kb_auto", "88.3 / 88.6 (+0.88%)"), ("kvm_guests_build", "kg_none", "kg_auto", "136.2-136.6 / 131.4-131.8")]:
     x, y = J(n)["metrics"]["runtime_s"], J(a)["metrics"]["runtime_s"]
     print(f"{label:<26} {x:>9.2f} {y:>11.2f} {y/x:>7.3f}  {pub}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 004, Figure 13 (`pig_place_test.sh 6 5 8`): six `pig` guests (5 threads, 8000 MiB)
+# The RHEL 7 memory brief, Figure 13 (`pig_place_test.sh 6 5 8`): six `pig` guests (5 threads, 8000 MiB)
 # on the 8-node rhel-8n, first unbound (RHEL 6: no NUMA balancing, policy `none`), then each
 # placed like `numactl -N n -m n` on the node `numabal advise` names, asked the way the
 # script asks numad: `numad -w 5:8000` before each launch, on the machine as the guests

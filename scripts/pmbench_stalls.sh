@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Seed 001 on the simulator (issue 3): pmbench's latency outliers from NUMA scanning.
+# The async-scan RFC on the simulator (issue 3): pmbench's latency outliers from NUMA scanning.
 #  1. one simulated hour of pmbench on xeon-2n104: stalls over 1 ms with the scan in the
 #     task (published: more than 20000) and with scan_async (idle CPUs: at least 95% fewer);
-#  2. the trade-off of seed 001's alternative (scan_delay_ms and scan_size_mb halved, then
+#  2. the trade-off of the async-scan RFC's alternative (scan_delay_ms and scan_size_mb halved, then
 #     quartered): longest stall versus scan CPU, one hour each;
 #  3. what async costs when CPUs are scarce (pmbench_cpuset: idle CPUs only outside the
 #     cpuset; pmbench_busy: plus a 128-thread batch job, no idle CPU), SECONDS each.
@@ -76,7 +76,7 @@ def part1():
         print(f"scan_async: {100.0 * (s - a) / s:.1f}% fewer stalls over 1 ms (target: at least 95%)")
 
 def part2():
-    print(f"\n2. Trade-off (seed 001, Peter Zijlstra): scan delay and size halved, quartered; {hour} s")
+    print(f"\n2. Trade-off (async-scan RFC, Peter Zijlstra): scan delay and size halved, quartered; {hour} s")
     print(f"{'setting':<24} {'longest ms':>11} {'stalls>1ms':>11} {'scan CPU s':>11} {'pte updates':>12}")
     for n, label in [("hour_sync", "1000 ms / 256 MB"), ("hour_half", "500 ms / 128 MB"), ("hour_quarter", "250 ms / 64 MB")]:
         x = m(n)

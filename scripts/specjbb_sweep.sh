@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 004, Figure 15: SPECjbb-like throughput (bops, summed over the four JVMs, mean over
+# The RHEL 7 memory brief, Figure 15: SPECjbb-like throughput (bops, summed over the four JVMs, mean over
 # seeds) against warehouses per JVM on rhel-4n40, one column per policy.
 #
 # By default a run is what SPECjbb2005 runs: every warehouse count in one JVM invocation,

@@ -5,13 +5,13 @@
 //! | file | figure | after |
 //! |------|--------|-------|
 //! | `memory.svg` (`memory-POLICY.svg`) | each process's resident memory per node over time | autonuma-benchmark's plots |
-//! | `locality.svg` | local access ratio over time, per policy | seed 002 |
-//! | `activity.svg` | hinting faults/s, pages migrated/s, thread migrations/s over time | seed 002 |
-//! | `runtime.svg` | box plots of runtime normalised to the baseline policy's median | seed 002, Figures 3 and 9 |
-//! | `counters.svg` | per-policy bars of hinting faults, pages migrated, thread migrations | seed 002, Figures 14-16 |
-//! | `stalls.svg` | stall-length histogram | seed 001 |
-//! | `ping-pong.svg` | CDF of thread ping-pong round-trip intervals | seed 002, Figure 5 |
-//! | `throughput.svg` | throughput against each varied field (a sweep's load) | seed 004, Figure 15 |
+//! | `locality.svg` | local access ratio over time, per policy | Stable-NUMA paper |
+//! | `activity.svg` | hinting faults/s, pages migrated/s, thread migrations/s over time | Stable-NUMA paper |
+//! | `runtime.svg` | box plots of runtime normalised to the baseline policy's median | Stable-NUMA paper, Figures 3 and 9 |
+//! | `counters.svg` | per-policy bars of hinting faults, pages migrated, thread migrations | Stable-NUMA paper, Figures 14-16 |
+//! | `stalls.svg` | stall-length histogram | async-scan RFC |
+//! | `ping-pong.svg` | CDF of thread ping-pong round-trip intervals | Stable-NUMA paper, Figure 5 |
+//! | `throughput.svg` | throughput against each varied field (a sweep's load) | RHEL 7 memory brief, Figure 15 |
 //!
 //! A figure without data (no hinting faults under static policies, one run per policy for
 //! a box plot, no varied field) is left out, and the report says so.
@@ -658,7 +658,7 @@ impl Report {
         add(
             "throughput",
             "Throughput against load".into(),
-            "Work done per simulated second (throughput_per_s), mean over seeds and the other varied fields, against each varied numeric field of a sweep (e.g. a workload's thread count: seed 004's throughput against warehouses).".into(),
+            "Work done per simulated second (throughput_per_s), mean over seeds and the other varied fields, against each varied numeric field of a sweep (e.g. a workload's thread count: the RHEL 7 memory brief's throughput against warehouses).".into(),
             svg::lines_svg("Throughput against load", &panels),
         );
         (figs, left_out)

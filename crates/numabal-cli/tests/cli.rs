@@ -683,7 +683,7 @@ fn list_names_the_suites() {
     assert!(s.contains("hpc"), "{s}");
 }
 
-/// Seed 004 (RHEL memory brief), Figure 4: `numactl --hardware` on the 4-node machine
+/// The RHEL 7 memory brief, Figure 4: `numactl --hardware` on the 4-node machine
 /// `rhel-4n40` models.
 const RHEL_FIGURE_4: &str = "available: 4 nodes (0-3)
 node 0 cpus: 0 4 8 12 16 20 24 28 32 36

@@ -447,3 +447,51 @@ fn terminal_text_fits_100_columns() {
         "--wide keeps lines whole"
     );
 }
+
+/// The reference documents are named by what they are (docs/references.md), never "seed
+/// 000".."seed 004", which reads like `--seed`: in the help, the list, the demo, and every
+/// preset, doc, script and source file users read.
+#[test]
+fn reference_documents_are_named_not_numbered() {
+    let numbered = |text: &str| -> Option<String> {
+        let lower = text.to_lowercase();
+        (0..5)
+            .map(|k| format!("seed 00{k}"))
+            .find(|n| lower.contains(n.as_str()))
+    };
+    for args in [
+        vec!["list"],
+        vec!["sim", "--help"],
+        vec!["demo", "--seeds", "1", "--quiet"],
+    ] {
+        let out = numabal().args(&args).assert().success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        assert_eq!(numbered(&text), None, "{args:?}");
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut stack: Vec<std::path::PathBuf> = [
+        "README.md",
+        "ARCHITECTURE.md",
+        "docs",
+        "presets",
+        "scripts",
+        "crates",
+        "dist",
+    ]
+    .iter()
+    .map(|p| root.join(p))
+    .collect();
+    let mut files = 0;
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(text) = std::fs::read_to_string(&p) {
+            files += 1;
+            let this_test = p.ends_with("tests/operator.rs");
+            if !this_test && let Some(n) = numbered(&text) {
+                panic!("{}: says `{n}`", p.display());
+            }
+        }
+    }
+    assert!(files > 100, "{files} files read");
+}

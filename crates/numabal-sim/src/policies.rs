@@ -14,7 +14,7 @@ pub const KERNEL: &[PolicyInfo] = &[
     },
     PolicyInfo {
         name: "stable",
-        summary: "Stable-NUMA (seed 002): page states, bypass-counter profiling, two-level thread clustering with node-local load balancing",
+        summary: "Stable-NUMA (IEEE Access 2021): page states, bypass-counter profiling, two-level thread clustering with node-local load balancing",
     },
     PolicyInfo {
         name: "autonuma-2012",

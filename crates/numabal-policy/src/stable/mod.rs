@@ -1,4 +1,4 @@
-//! `stable`: Stable-NUMA (seed 002, §IV), the policy core. Pure: no clock, no I/O, no
+//! `stable`: Stable-NUMA (the Stable-NUMA paper, §IV), the policy core. Pure: no clock, no I/O, no
 //! threads; the backend that runs it (simulator or daemon) owns the mechanism.
 //!
 //! ```text

@@ -1,6 +1,6 @@
 //! The original AutoNUMA (Andrea Arcangeli, 2012): the pure parts, with the patch set's
 //! names (`mm/autonuma.c`, `kernel/sched/numa.c`, `Documentation/vm/autonuma.txt`; research
-//! notes §7, seed 003). The engine drives them (`engine/aa2012.rs`).
+//! notes §7, the AutoNUMA benchmark table (2012)). The engine drives them (`engine/aa2012.rs`).
 //!
 //! ```text
 //!  knuma_scand (one global kthread)          NUMA hinting fault (task context)

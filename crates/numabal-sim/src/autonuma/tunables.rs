@@ -39,14 +39,14 @@ pub struct Tunables {
     pub scan_size_mb: u64,
     /// The v6.4+ per-VMA PID-activity filter (`vma_is_accessed`).
     pub vma_pid_filter: bool,
-    /// Seed 000: return early from `task_numa_work` when the cpuset allows one memory
+    /// The cpuset scan-skip patch: return early from `task_numa_work` when the cpuset allows one memory
     /// node (v6.16+).
     pub cpuset_skip: bool,
-    /// Seed 001: run the scan in a kernel worker on the task's node instead of the task.
+    /// The async-scan RFC: run the scan in a kernel worker on the task's node instead of the task.
     pub scan_async: bool,
-    /// Seed 001: charge the worker's CPU time back to the task.
+    /// The async-scan RFC: charge the worker's CPU time back to the task.
     pub scan_async_backcharge: bool,
-    /// Seed 001 (Mel Gorman): scan only between the lowest and highest address that took
+    /// The async-scan RFC (Mel Gorman): scan only between the lowest and highest address that took
     /// a hinting fault in the previous pass.
     pub scan_window: bool,
     /// Record a tracepoint-like event log in the result.

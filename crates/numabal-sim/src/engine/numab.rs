@@ -382,7 +382,7 @@ impl Sim<'_> {
         }
     }
 
-    /// Seed 001's `scan_async`: the scan of task `t`, costing `cost` ns, runs in a kernel
+    /// The async-scan RFC's `scan_async`: the scan of task `t`, costing `cost` ns, runs in a kernel
     /// worker queued on the node of the task's CPU instead of in the task. The worker takes
     /// an idle CPU of that node if there is one (the first after the task's CPU, as
     /// `select_idle_sibling` looks within the LLC); otherwise it competes for the task's own
@@ -510,7 +510,7 @@ impl Sim<'_> {
         let now = self.now;
         let pidx = self.threads[t].proc;
         let pid = t as u32 + 1;
-        // Seed 000 (v6.16+): nothing can migrate when the cpuset allows one memory node.
+        // The cpuset scan-skip patch (v6.16+): nothing can migrate when the cpuset allows one memory node.
         let single_mem = self.procs[pidx].cpuset_mems.count() == 1;
         let tick = self.tick_ns;
         let nthreads = self.procs[pidx].live as u64;
@@ -593,7 +593,7 @@ impl Sim<'_> {
                     off = 0;
                     continue;
                 }
-                // Seed 001 (Mel Gorman): only between the lowest and the highest faulting
+                // The async-scan RFC (Mel Gorman): only between the lowest and the highest faulting
                 // address of the previous and the current pass.
                 let (lo, hi) = if scan_window {
                     let mm = &nb.mms[pidx];

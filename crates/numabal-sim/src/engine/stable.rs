@@ -1,4 +1,4 @@
-//! Stable-NUMA (`stable`, seed 002 §IV) driven by the engine: the mechanism around the
+//! Stable-NUMA (`stable`, the Stable-NUMA paper §IV) driven by the engine: the mechanism around the
 //! policy core `numabal_policy::stable` — a fixed-interval scanner over each process's
 //! allocated memory that unmaps the pages the core selects (`should_unmap`: the bypass
 //! counters), NUMA hinting faults delivered to the core and its placements carried out,

@@ -203,7 +203,7 @@ fn jobs_keep_n_instances_alive() {
     );
 }
 
-/// Seed 003's worst case for balancing overhead: a build of short-lived processes.
+/// The AutoNUMA benchmark table (2012)'s worst case for balancing overhead: a build of short-lived processes.
 #[test]
 fn kbuild_overhead_within_two_percent() {
     let none = run(&scenario("autonuma-2n24", "kbuild", "none", 1));
@@ -213,7 +213,7 @@ fn kbuild_overhead_within_two_percent() {
     assert_eq!(auto.processes.len(), 1720);
 }
 
-/// Seed 003: two guests, each fitting a node; balancing gathers each on its own node.
+/// The AutoNUMA benchmark table (2012): two guests, each fitting a node; balancing gathers each on its own node.
 #[test]
 fn kvm_guests_build_faster_under_autonuma() {
     let none = run(&scenario("autonuma-2n24", "kvm_guests_build", "none", 1));
@@ -232,7 +232,7 @@ fn kvm_guests_build_faster_under_autonuma() {
     assert!(auto.metrics.local_access_ratio > none.metrics.local_access_ratio + 0.2);
 }
 
-/// Seed 000: with the skip (default) the pinned guest is never scanned after start-up.
+/// The cpuset scan-skip patch: with the skip (default) the pinned guest is never scanned after start-up.
 #[test]
 fn kvm_pinned_is_not_scanned_with_the_skip() {
     let on = run(&scenario("xeon-2n104", "kvm_pinned", "autonuma", 1));

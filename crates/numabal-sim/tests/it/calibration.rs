@@ -1,4 +1,4 @@
-//! Calibration against the AutoNUMA benchmark table of seed 003 (docs/calibration.md):
+//! Calibration against the AutoNUMA benchmark table (2012) (docs/calibration.md):
 //! for each workload on autonuma-2n24, the bind runtime within ±25% of the published
 //! seconds and the none/bind and reverse-bind/bind ratios within ±10% of the published
 //! ratios. One set of machine parameters serves every row.
@@ -12,7 +12,7 @@ struct Row {
     reverse_s: f64,
 }
 
-// Seed 003, "autonuma benchmark" table: upstream 3.2 (none), bind, reverse bind.
+// The AutoNUMA benchmark table (2012), "autonuma benchmark" table: upstream 3.2 (none), bind, reverse bind.
 const NUMA01: Row = Row {
     workload: "numa01",
     bind_s: 196.07,

@@ -1,4 +1,4 @@
-//! Seed 002's HPC workloads (NPB 3.3.1 OpenMP class D, XSBench, Graph500, HPL): every
+//! The Stable-NUMA paper's HPC workloads (NPB 3.3.1 OpenMP class D, XSBench, Graph500, HPL): every
 //! preset resolves on the paper's two machines, and the property each was modelled for
 //! shows in a run on stable-b with 4 KiB pages (the paper's setting).
 

@@ -1,4 +1,4 @@
-//! Seed 004's operator scenarios (RHEL memory brief): the workloads numad and friends are
+//! The RHEL 7 memory brief's operator scenarios: the workloads numad and friends are
 //! judged on.
 
 use crate::util::{Inline, run, scenario_with};

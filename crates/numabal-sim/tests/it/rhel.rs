@@ -1,4 +1,4 @@
-//! Seed 004's benchmarks (RHEL memory brief): `pig` guests on the 8-node `rhel-8n`
+//! The RHEL 7 memory brief's benchmarks: `pig` guests on the 8-node `rhel-8n`
 //! (Figure 13) and the SPECjbb-like `specjbb` on `rhel-4n40` (Figure 15).
 
 use crate::util::{Inline, run, scenario_with};
