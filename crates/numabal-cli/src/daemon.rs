@@ -29,7 +29,8 @@ use clap::Args;
 use numabal_live::daemon::Config;
 use numabal_live::safety::Rules;
 use numabal_live::sensor::SensorKind;
-use numabal_model::scenario::PolicySpec;
+use numabal_model::InputError;
+use numabal_model::scenario::{PolicySpec, Source, from_table, parse_toml};
 use numabal_policy::Action;
 use serde::Deserialize;
 use std::io::Write;
@@ -42,8 +43,8 @@ pub struct DaemonArgs {
     /// The daemon's TOML file ([daemon], [safety], [policy]); the command line wins.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Policy of the shared core: stable (default) or numad.
-    #[arg(long, short = 'p')]
+    // The help lists the registry's live policies (numabal_policy::LIVE_POLICIES).
+    #[arg(long, short = 'p', value_name = "POLICY", help = live_policy_help())]
     policy: Option<String>,
     /// A policy tunable, e.g. `--set policy.u=100`.
     #[arg(long = "set", value_name = "policy.KEY=VALUE")]
@@ -87,6 +88,13 @@ pub struct DaemonArgs {
     /// Where the host's `/proc` and `/sys` are found (a fixture tree in tests).
     #[arg(long, default_value = "/")]
     root: PathBuf,
+}
+
+fn live_policy_help() -> String {
+    format!(
+        "Policy of the shared core: {} (the first is the default)",
+        numabal_policy::LIVE_POLICIES.join(", ")
+    )
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -191,20 +199,14 @@ pub(crate) fn decision(t_s: f64, a: &Action) -> serde_json::Value {
     }
 }
 
+/// The file as data: errors name the file, the key as written (`daemon.interval_ms`) and
+/// what is allowed, as for every other input file.
 fn read_config(path: &PathBuf) -> Result<FileConfig, Failure> {
+    let label = path.display().to_string();
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Input(format!("{}: cannot read: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| {
-        let msg = e.message().replace('\n', " ");
-        let at = e
-            .span()
-            .map(|s| {
-                let line = text[..s.start].matches('\n').count() + 1;
-                format!("line {line}: ")
-            })
-            .unwrap_or_default();
-        Failure::Input(format!("{}: {at}{msg}", path.display()))
-    })
+        .map_err(|e| Failure::Input(format!("{label}: cannot read: {e}")))?;
+    let src = Source { label, text };
+    Ok(from_table(&src.label, parse_toml(&src)?)?)
 }
 
 /// The daemon's settings and policy from the file and the command line.
@@ -308,9 +310,25 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
     Ok((c, spec))
 }
 
+/// A policy error caused by a `--set policy.KEY=VALUE` is that option's; `--policy`'s own
+/// error needs no field.
+pub(crate) fn blame_set(mut e: InputError, sets: &[String]) -> InputError {
+    let set = sets
+        .iter()
+        .rev()
+        .find(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == e.field));
+    if let Some(s) = set {
+        e.source = format!("--set {s}");
+    }
+    if e.source == "--policy" && e.field == "policy" {
+        e.field.clear();
+    }
+    e
+}
+
 pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
     let (cfg, spec) = settings(a)?;
-    let policy = numabal_policy::build_live(&spec)?;
+    let policy = numabal_policy::build_live(&spec).map_err(|e| blame_set(e, &a.sets))?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone())

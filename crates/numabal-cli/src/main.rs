@@ -8,6 +8,7 @@ mod stdout;
 
 mod advise;
 mod daemon;
+mod entry;
 mod fsresolver;
 mod output;
 mod progress;
@@ -23,6 +24,7 @@ use clap::{Args, Parser, Subcommand};
 use fsresolver::FsResolver;
 use numabal_model::InputError;
 use numabal_model::scenario::{PolicySpec, Scenario, ScenarioInput};
+use numabal_model::suite::duplicate;
 use numabal_sim::SimError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -170,8 +172,8 @@ struct ScenarioArgs {
 struct SimArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
-    /// Policy: none, bind, reverse-bind, interleave, or a TOML file.
-    #[arg(long, short = 'p')]
+    // The help lists every policy from the registry (numabal_sim::policies::all).
+    #[arg(long, short = 'p', value_name = "POLICY", help = policy_help("Policy"))]
     policy: Option<String>,
     /// Seed of every random choice (same seed, same output).
     #[arg(long)]
@@ -202,8 +204,13 @@ struct SimArgs {
 struct CompareArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
-    /// Comma-separated policies.
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        value_name = "POLICY,...",
+        help = policy_help("Comma-separated policies, each once")
+    )]
     policies: Vec<String>,
     /// Number of seeds per policy (seeds 1..=K unless --first-seed is given).
     #[arg(long, default_value_t = 5)]
@@ -232,9 +239,15 @@ struct SuiteArgs {
     /// Machine: a preset name (see `numabal list`) or a TOML file.
     #[arg(long, short = 'm')]
     machine: String,
-    /// Comma-separated policies (default: the suite's); the first is the baseline of the
-    /// ratios.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "POLICY,...",
+        help = policy_help(
+            "Comma-separated policies, each once (default: the suite's); the first is the \
+             baseline of the ratios"
+        )
+    )]
     policies: Vec<String>,
     /// Seeds per policy and workload: seeds 1..=N (default: the suite's).
     #[arg(long)]
@@ -268,6 +281,16 @@ struct DemoArgs {
     /// No progress on stderr.
     #[arg(long)]
     quiet: bool,
+}
+
+/// The help of an option naming policies: `what`, then every policy of the registry, so
+/// the help cannot fall behind it.
+fn policy_help(what: &str) -> String {
+    let names: Vec<&str> = numabal_sim::policies::all()
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    format!("{what}: {}, or a TOML file", names.join(", "))
 }
 
 enum Failure {
@@ -380,10 +403,10 @@ fn build_checked(
         seed,
         sets: s.sets.clone(),
     };
-    let sc = Scenario::build(&input, &FsResolver)?;
-    // Validate the policy now so a bad tunable fails before any work.
-    numabal_sim::policies::build(&sc.policy)?;
-    Ok(sc)
+    // The policy is validated now so a bad tunable fails before any work.
+    Scenario::build_with(&input, &FsResolver, &|p| {
+        numabal_sim::policies::build(p).map(|_| ())
+    })
 }
 
 fn sim(a: &SimArgs) -> Result<(), Failure> {
@@ -409,16 +432,25 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
     if a.numastat {
         scenario.sets.push("sim.numastat_at_s=[1.0]".into());
     }
-    if let Some(s) = a.numastat_every {
-        scenario.sets.push(format!("sim.numastat_every_s={s}"));
-    }
-    let sc = build(
-        &scenario,
-        a.policy
-            .clone()
-            .or_else(|| a.scenario.scenario.is_none().then(|| "none".into())),
-        a.seed,
-    )?;
+    let every = a
+        .numastat_every
+        .map(|s| format!("sim.numastat_every_s={s}"));
+    scenario.sets.extend(every.clone());
+    let policy = a
+        .policy
+        .clone()
+        .or_else(|| a.scenario.scenario.is_none().then(|| "none".into()));
+    let sc = build_checked(&scenario, policy, a.seed).map_err(|mut e| {
+        // The option the user gave, not the --set it stands for.
+        if every
+            .as_ref()
+            .is_some_and(|s| e.source == format!("--set {s}"))
+        {
+            e.source = "--numastat-every".into();
+            e.field.clear();
+        }
+        e
+    })?;
     a.report.prepare(a.json.as_deref())?;
     let progress = progress::Progress::simulated("sim", a.quiet);
     let r = numabal_sim::run_observed(&sc, Some(&|p| progress.simulated_to(p)));
@@ -444,6 +476,12 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
     }
     if a.jobs == Some(0) {
         return Err(Failure::Input("--jobs: must be at least 1".into()));
+    }
+    if let Some((_, j)) = duplicate(&a.policies) {
+        return Err(Failure::Input(format!(
+            "--policies: `{}` is given twice (name each policy once)",
+            a.policies[j]
+        )));
     }
     let first = a.policies.first().cloned();
     let sc = build(&a.scenario, first, None)?;

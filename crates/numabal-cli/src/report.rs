@@ -268,6 +268,14 @@ impl Report {
         let label = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::Input(format!("{label}: cannot read: {e}")))?;
+        // A recording (`numabal record`) is replayed, not reported.
+        let first = text.lines().next().unwrap_or_default();
+        if serde_json::from_str::<Value>(first).is_ok_and(|v| v.get("numabal_record").is_some()) {
+            return Err(Failure::Input(format!(
+                "{label}: this is a recording (numabal record), not a result: replay it with \
+                 `numabal sim --trace {label}`"
+            )));
+        }
         let whole: Result<Value, _> = serde_json::from_str(&text);
         let v = match whole {
             Ok(v) => v,

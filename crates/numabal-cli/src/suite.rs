@@ -1,8 +1,9 @@
 //! `numabal suite`: resolve the suite and every scenario up front (so bad input fails before
 //! any run), run everything, report progress on stderr and results on stdout.
 
+use crate::entry::Entry;
 use crate::fsresolver::FsResolver;
-use crate::{Failure, ScenarioArgs, SuiteArgs, build_checked, output};
+use crate::{Failure, ScenarioArgs, SuiteArgs, build_checked, duplicate, output};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use numabal_model::scenario::{Kind, PolicySpec, Resolver};
 use numabal_model::suite::MAX_SEEDS;
@@ -36,18 +37,14 @@ pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
     } else {
         a.policies.clone()
     };
+    if let Some((_, j)) = duplicate(&a.policies) {
+        return Err(Failure::Input(format!(
+            "--policies: `{}` is given twice (name each policy once)",
+            a.policies[j]
+        )));
+    }
     let seeds: Vec<u64> = (1..=a.seeds.unwrap_or(spec.seeds)).collect();
 
-    // Where an error came from the suite file, say so.
-    let relabel = |e: InputError, field: String, named_here: bool| -> InputError {
-        if suite_sets.iter().any(|s| e.source == format!("--set {s}")) {
-            return InputError::new(&label, format!("set.{}", e.field), e.message);
-        }
-        if named_here {
-            return InputError::new(&label, field, e.message);
-        }
-        e
-    };
     let args = |workload: String| ScenarioArgs {
         machine: Some(a.machine.clone()),
         workload: Some(workload),
@@ -67,24 +64,46 @@ pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
             }
         })
         .collect();
+    let file = Some(label.as_str());
+    let policy_entries: Vec<Entry> = policies
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match from_suite {
+            true => Entry::new(Kind::Policy, p, file, "policies", i),
+            false => Entry::new(Kind::Policy, p, None, "--policies", i),
+        })
+        .collect();
+    // `entries`: the entries the run was built from, its workload's first.
+    let blame = |e: InputError, entries: &[&Entry]| -> InputError {
+        let of_workload = e.source.starts_with("--set workload.");
+        // A suite's [set] key is the suite file's error (and of one workload, if its key is).
+        if suite_sets.iter().any(|s| e.source == format!("--set {s}")) {
+            let at = match of_workload {
+                true => entries[0].at.clone(),
+                false => label.clone(),
+            };
+            return InputError::new(at, format!("set.{}", e.field), e.message);
+        }
+        // A --set of the workload fails for one workload: say which.
+        if of_workload {
+            return entries[0].blame(e);
+        }
+        match entries.iter().find(|x| x.owns(&e)) {
+            Some(x) => x.blame(e),
+            None => e,
+        }
+    };
     let mut bases: Vec<Scenario> = Vec::with_capacity(workloads.len());
     for (i, w) in workloads.iter().enumerate() {
-        let sc = build_checked(&args(w.clone()), policies.first().cloned(), None).map_err(|e| {
-            let named_here = e.source == "--workload";
-            relabel(e, format!("workloads[{i}]"), named_here)
-        })?;
+        let entry = Entry::new(Kind::Workload, &spec.workloads[i], file, "workloads", i);
+        let sc = build_checked(&args(w.clone()), policies.first().cloned(), None)
+            .map_err(|e| blame(e, &[&entry, &policy_entries[0]]))?;
         bases.push(sc);
     }
     let mut specs: Vec<PolicySpec> = Vec::with_capacity(policies.len());
-    for (i, p) in policies.iter().enumerate() {
-        let sc = build_checked(&args(workloads[0].clone()), Some(p.clone()), None);
-        let sc = match sc {
-            Ok(sc) => sc,
-            Err(e) => {
-                let named_here = from_suite && e.source == "--policy";
-                return Err(relabel(e, format!("policies[{i}]"), named_here).into());
-            }
-        };
+    for (p, entry) in policies.iter().zip(&policy_entries) {
+        let sc = build_checked(&args(workloads[0].clone()), Some(p.clone()), None)
+            .map_err(|e| blame(e, &[entry]))?;
         specs.push(sc.policy);
     }
 

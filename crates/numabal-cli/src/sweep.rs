@@ -17,10 +17,14 @@
 //! "policy.scan_period_min_ms" = [100, 1000]
 //! ```
 
+use crate::entry::Entry;
 use crate::{Failure, ScenarioArgs, build_checked};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use numabal_model::InputError;
 use numabal_model::Scenario;
+use numabal_model::scenario::{Kind, Source, from_table, parse_toml};
+use numabal_model::suite::duplicate;
 use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -42,8 +46,12 @@ pub struct SweepArgs {
     /// Workloads (repeatable).
     #[arg(long, short = 'w')]
     workload: Vec<String>,
-    /// Policies, comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "POLICY,...",
+        help = crate::policy_help("Policies, comma-separated, each once")
+    )]
     policies: Vec<String>,
     /// Seeds per grid point.
     #[arg(long)]
@@ -109,6 +117,8 @@ struct Point {
     policy: String,
     vary: Vec<(String, String)>,
     seed: u64,
+    /// Indexes of its machine, workload and policy in [`Grid::entries`].
+    from: [usize; 3],
 }
 
 impl Point {
@@ -131,82 +141,123 @@ impl Point {
     }
 }
 
+/// The grid, and where each of its parts was written, to name it in errors.
+struct Grid {
+    points: Vec<Point>,
+    /// Fixed overrides (`set`, `--set`).
+    sets: Vec<String>,
+    /// Machines, workloads and policies: each with the entry it was written as.
+    entries: [Vec<(String, Entry)>; 3],
+    /// Every override a run may get (`key=value`) and where it was written:
+    /// `grid.toml: vary."policy.scan_delay_ms"[1]`, `--vary policy.scan_delay_ms=100,x`.
+    origin: BTreeMap<String, String>,
+}
+
 fn input(msg: impl Into<String>) -> Failure {
     Failure::Input(msg.into())
 }
 
-/// The grid from the file and the flags.
-fn grid(a: &SweepArgs) -> Result<(Vec<Point>, Vec<String>), Failure> {
-    let g = match &a.grid {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| input(format!("{}: cannot read: {e}", p.display())))?;
-            toml::from_str::<GridFile>(&text).map_err(|e| {
-                input(format!(
-                    "{}: {}",
-                    p.display(),
-                    e.message().replace('\n', " ")
-                ))
-            })?
-        }
-        None => GridFile::default(),
-    };
-    let src = a
-        .grid
-        .as_ref()
-        .map_or("--".to_string(), |p| format!("{}: ", p.display()));
-    let machines: Vec<String> = g.machines.iter().chain(&a.machine).cloned().collect();
-    let workloads: Vec<String> = g.workloads.iter().chain(&a.workload).cloned().collect();
-    let policies: Vec<String> = g.policies.iter().chain(&a.policies).cloned().collect();
-    for (name, flag, v) in [
-        ("machines", "--machine", &machines),
-        ("workloads", "--workload", &workloads),
-        ("policies", "--policies", &policies),
-    ] {
-        if v.is_empty() {
+/// The grid file as data: errors name the file and the entry.
+fn grid_file(path: &Path) -> Result<GridFile, Failure> {
+    let label = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| input(format!("{label}: cannot read: {e}")))?;
+    let src = Source { label, text };
+    Ok(from_table(&src.label, parse_toml(&src)?)?)
+}
+
+/// A list from the file and the flags, each entry with where it was written; a name given
+/// twice is refused.
+fn entries(
+    kind: Kind,
+    file: (&[String], Option<&str>, &str),
+    flags: (&[String], &str),
+) -> Result<Vec<(String, Entry)>, Failure> {
+    let (in_file, path, list) = file;
+    let (in_flags, flag) = flags;
+    let all: Vec<(String, Entry)> = in_file
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), Entry::new(kind, n, path, list, i)))
+        .chain(
+            in_flags
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), Entry::new(kind, n, None, flag, i))),
+        )
+        .collect();
+    let names: Vec<String> = all.iter().map(|(n, _)| n.clone()).collect();
+    if let Some((i, j)) = duplicate(&names) {
+        let (first, second) = (&all[i].1.at, &all[j].1.at);
+        let also = match first == second {
+            true => String::new(),
+            false => format!(": here and as {first}"),
+        };
+        return Err(input(format!(
+            "{second}: `{}` is given twice{also} (name each once)",
+            names[j]
+        )));
+    }
+    if all.is_empty() {
+        let file = path.map_or(String::new(), |p| format!("{p}: {list} or "));
+        return Err(input(format!(
+            "{flag}: none given (allowed: names or TOML files, in {file}{flag})"
+        )));
+    }
+    Ok(all)
+}
+
+/// `[vary]`/`[each]` of the file and `--vary`/`--each`: each field's values, and where
+/// each `field=value` was written (into `origin`).
+fn value_lists(
+    file: &BTreeMap<String, Vec<toml::Value>>,
+    path: Option<&str>,
+    flags: &[String],
+    what: &str,
+    origin: &mut BTreeMap<String, String>,
+) -> Result<BTreeMap<String, Vec<String>>, Failure> {
+    let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (k, vs) in file {
+        let at = format!("{}: {what}.{k:?}", path.unwrap_or_default());
+        if vs.is_empty() {
             return Err(input(format!(
-                "{src}{name}: none given (allowed: names or TOML files, in the grid file or \
-                 with {flag})"
+                "{at}: an empty list (allowed: one or more values)"
             )));
         }
-    }
-    let seeds = a.seeds.or(g.seeds).unwrap_or(1);
-    if seeds == 0 || seeds > 10_000 {
-        return Err(input(format!("{src}seeds: is {seeds} (allowed: 1-10000)")));
-    }
-    let first = a.first_seed.or(g.first_seed).unwrap_or(1);
-    let lists = |file: &BTreeMap<String, Vec<toml::Value>>,
-                 flags: &[String],
-                 what: &str|
-     -> Result<BTreeMap<String, Vec<String>>, Failure> {
-        let mut m: BTreeMap<String, Vec<String>> = file
-            .iter()
-            .map(|(k, vs)| (k.clone(), vs.iter().map(|v| v.to_string()).collect()))
-            .collect();
-        for v in flags {
-            let Some((k, vs)) = v.split_once('=') else {
-                return Err(input(format!("--{what} {v}: expected KEY=V1,V2,...")));
-            };
-            m.insert(
-                k.trim().to_string(),
-                vs.split(',').map(|s| s.trim().to_string()).collect(),
-            );
+        let vs: Vec<String> = vs.iter().map(|v| v.to_string()).collect();
+        for (i, v) in vs.iter().enumerate() {
+            origin.insert(format!("{k}={v}"), format!("{at}[{i}]"));
         }
-        if let Some((k, _)) = m
-            .iter()
-            .find(|(_, vs)| vs.is_empty() || vs.iter().any(|v| v.is_empty()))
-        {
+        m.insert(k.clone(), vs);
+    }
+    for raw in flags {
+        let at = format!("--{what} {raw}");
+        let Some((k, vs)) = raw.split_once('=') else {
+            return Err(input(format!("{at}: expected KEY=V1,V2,...")));
+        };
+        let k = k.trim().to_string();
+        let vs: Vec<String> = vs.split(',').map(|s| s.trim().to_string()).collect();
+        if k.is_empty() || vs.iter().any(|v| v.is_empty()) {
             return Err(input(format!(
-                "{src}{what}.{k}: an empty value (allowed: a list of one or more values)"
+                "{at}: an empty key or value (allowed: KEY=V1,V2,... with one or more values)"
             )));
         }
-        Ok(m)
-    };
-    let vary = lists(&g.vary, &a.vary, "vary")?;
-    let each = lists(&g.each, &a.each, "each")?;
-    // Every combination of the varied values, in key order.
+        for v in &vs {
+            origin.insert(format!("{k}={v}"), at.clone());
+        }
+        m.insert(k, vs);
+    }
+    Ok(m)
+}
+
+/// Every combination of the `vary` values (in key order), each crossed with each value of
+/// each `each` field alone.
+fn combinations(
+    vary: &BTreeMap<String, Vec<String>>,
+    each: &BTreeMap<String, Vec<String>>,
+) -> Vec<Vec<(String, String)>> {
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
-    for (k, vs) in &vary {
+    for (k, vs) in vary {
         combos = combos
             .iter()
             .flat_map(|c| {
@@ -218,27 +269,70 @@ fn grid(a: &SweepArgs) -> Result<(Vec<Point>, Vec<String>), Failure> {
             })
             .collect();
     }
-    // One field at a time: each value of each field alone, crossed with the combinations.
-    if !each.is_empty() {
-        let singles: Vec<(String, String)> = each
-            .iter()
-            .flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone())))
-            .collect();
-        combos = combos
-            .iter()
-            .flat_map(|c| {
-                singles.iter().map(move |kv| {
-                    let mut c = c.clone();
-                    c.push(kv.clone());
-                    c
-                })
-            })
-            .collect();
+    if each.is_empty() {
+        return combos;
     }
+    let singles: Vec<(String, String)> = each
+        .iter()
+        .flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone())))
+        .collect();
+    combos
+        .iter()
+        .flat_map(|c| {
+            singles.iter().map(move |kv| {
+                let mut c = c.clone();
+                c.push(kv.clone());
+                c
+            })
+        })
+        .collect()
+}
+
+/// The grid from the file and the flags.
+fn grid(a: &SweepArgs) -> Result<Grid, Failure> {
+    let g = match &a.grid {
+        Some(p) => grid_file(p)?,
+        None => GridFile::default(),
+    };
+    let label = a.grid.as_ref().map(|p| p.display().to_string());
+    let file = label.as_deref();
+    let entries = [
+        entries(
+            Kind::Machine,
+            (&g.machines, file, "machines"),
+            (&a.machine, "--machine"),
+        )?,
+        entries(
+            Kind::Workload,
+            (&g.workloads, file, "workloads"),
+            (&a.workload, "--workload"),
+        )?,
+        entries(
+            Kind::Policy,
+            (&g.policies, file, "policies"),
+            (&a.policies, "--policies"),
+        )?,
+    ];
+    let src = file.map_or("--".to_string(), |p| format!("{p}: "));
+    let seeds = a.seeds.or(g.seeds).unwrap_or(1);
+    if seeds == 0 || seeds > 10_000 {
+        return Err(input(format!("{src}seeds: is {seeds} (allowed: 1-10000)")));
+    }
+    let first = a.first_seed.or(g.first_seed).unwrap_or(1);
+    let mut origin = BTreeMap::new();
+    for (i, s) in g.set.iter().enumerate() {
+        origin.insert(
+            s.clone(),
+            format!("{}: set[{i}] ({s})", file.unwrap_or_default()),
+        );
+    }
+    let vary = value_lists(&g.vary, file, &a.vary, "vary", &mut origin)?;
+    let each = value_lists(&g.each, file, &a.each, "each", &mut origin)?;
+    let combos = combinations(&vary, &each);
     let mut points = Vec::new();
-    for m in &machines {
-        for w in &workloads {
-            for p in &policies {
+    for (mi, (m, _)) in entries[0].iter().enumerate() {
+        for (wi, (w, _)) in entries[1].iter().enumerate() {
+            for (pi, (p, _)) in entries[2].iter().enumerate() {
                 for c in &combos {
                     for s in first..first + seeds {
                         points.push(Point {
@@ -247,6 +341,7 @@ fn grid(a: &SweepArgs) -> Result<(Vec<Point>, Vec<String>), Failure> {
                             policy: p.clone(),
                             vary: c.clone(),
                             seed: s,
+                            from: [mi, wi, pi],
                         });
                     }
                 }
@@ -254,11 +349,17 @@ fn grid(a: &SweepArgs) -> Result<(Vec<Point>, Vec<String>), Failure> {
         }
     }
     let sets: Vec<String> = g.set.iter().chain(&a.sets).cloned().collect();
-    Ok((points, sets))
+    Ok(Grid {
+        points,
+        sets,
+        entries,
+        origin,
+    })
 }
 
-fn scenario(p: &Point, sets: &[String]) -> Result<Scenario, Failure> {
-    let mut all = sets.to_vec();
+/// The scenario of a grid point; an error names the entry of the grid that caused it.
+fn scenario(p: &Point, g: &Grid) -> Result<Scenario, Failure> {
+    let mut all = g.sets.clone();
     all.extend(p.vary.iter().map(|(k, v)| format!("{k}={v}")));
     let args = ScenarioArgs {
         machine: Some(p.machine.clone()),
@@ -266,7 +367,33 @@ fn scenario(p: &Point, sets: &[String]) -> Result<Scenario, Failure> {
         scenario: None,
         sets: all,
     };
-    Ok(build_checked(&args, Some(p.policy.clone()), Some(p.seed))?)
+    build_checked(&args, Some(p.policy.clone()), Some(p.seed)).map_err(|e| blame(e, p, g).into())
+}
+
+/// Name the grid's entry behind `e`: a `set`/`vary`/`each` value, or the machine, workload
+/// or policy.
+fn blame(mut e: InputError, p: &Point, g: &Grid) -> InputError {
+    let entry = |i: usize| &g.entries[i][p.from[i]].1;
+    if let Some(raw) = e.source.strip_prefix("--set ") {
+        // Of several workloads, a workload's key may fail for one only: say which.
+        let of_workload = raw.starts_with("workload.") && g.entries[1].len() > 1;
+        if let Some(at) = g.origin.get(raw) {
+            // The key is in the origin already; the field adds nothing.
+            let field = e.field.replace('[', ".").replace(']', "");
+            if raw.split_once('=').is_some_and(|(k, _)| k.trim() == field) {
+                e.field.clear();
+            }
+            e.source = at.clone();
+        }
+        return match of_workload {
+            true => entry(1).blame(e),
+            false => e,
+        };
+    }
+    match (0..3).map(entry).find(|x| x.owns(&e)) {
+        Some(x) => x.blame(e),
+        None => e,
+    }
 }
 
 /// How every sweep result line starts (serde_json writes its keys in order).
@@ -328,13 +455,14 @@ pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
     if a.jobs == Some(0) {
         return Err(input("--jobs: must be at least 1"));
     }
-    let (points, sets) = grid(a)?;
+    let g = grid(a)?;
+    let points = &g.points;
     // One scenario per grid point, built (and so checked) before any run: bad input fails
     // first. A run sets its seed on it, as `numabal compare` does.
     let mut built: BTreeMap<String, Scenario> = BTreeMap::new();
-    for p in &points {
+    for p in points {
         if let std::collections::btree_map::Entry::Vacant(e) = built.entry(p.base_key()) {
-            e.insert(scenario(p, &sets)?);
+            e.insert(scenario(p, &g)?);
         }
     }
     a.report.prepare(None)?;

@@ -57,7 +57,10 @@ pub fn read_record(path: &Path) -> Result<(RecordHeader, Vec<RecordPass>), LiveE
     let header: RecordHeader = serde_json::from_str(first).map_err(|e| {
         err(
             path,
-            format!("line 1: not a numabal recording header ({e})"),
+            format!(
+                "line 1: not a numabal recording header ({})",
+                json_words(&e)
+            ),
         )
     })?;
     if header.numabal_record != RECORD_VERSION {
@@ -71,14 +74,31 @@ pub fn read_record(path: &Path) -> Result<(RecordHeader, Vec<RecordPass>), LiveE
     }
     let mut passes = Vec::new();
     for (i, l) in lines {
-        let p: RecordPass = serde_json::from_str(l)
-            .map_err(|e| err(path, format!("line {}: not a pass ({e})", i + 1)))?;
+        let p: RecordPass = serde_json::from_str(l).map_err(|e| {
+            err(
+                path,
+                format!("line {}: not a pass ({})", i + 1, json_words(&e)),
+            )
+        })?;
         if passes.last().is_some_and(|q: &RecordPass| q.t_ns > p.t_ns) {
             return Err(err(path, format!("line {}: t_ns goes back in time", i + 1)));
         }
         passes.push(p);
     }
     Ok((header, passes))
+}
+
+/// A JSON error in plain words, without serde_json's position (the line is named already):
+/// `column 21: numabal_record: is "x" (allowed: a whole number from 0 to 4294967295)`.
+fn json_words(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let msg = text.strip_suffix(&suffix).unwrap_or(&text);
+    format!(
+        "column {}: {}",
+        e.column(),
+        numabal_model::error::plain_words(msg)
+    )
 }
 
 #[cfg(test)]

@@ -18,11 +18,12 @@
 
 use crate::error::InputError;
 use crate::mask::Mask;
-use crate::units::Bytes;
+use crate::units::{Bytes, Described};
+use serde::de::{self, IntoDeserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
 /// A value given once for all nodes, or once per node.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum PerNode<T> {
     /// Same for every node.
@@ -49,13 +50,78 @@ impl<T: Clone> PerNode<T> {
 }
 
 /// A value given once for all node pairs, or as an N×N matrix.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum PerPair {
     /// Same for every pair.
     All(f64),
     /// `m[i][j]` for the direction i → j.
     Matrix(Vec<Vec<f64>>),
+}
+
+/// By hand rather than `#[serde(untagged)]`: an untagged enum's error names the Rust type
+/// and loses the path; here a bad entry of a list is `memory_per_node[1]` and a bad value
+/// says what is allowed in the user's words.
+impl<'de, T: Deserialize<'de> + Described> Deserialize<'de> for PerNode<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Described> Visitor<'de> for V<T> {
+            type Value = PerNode<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "{}, or a list of one {} per node", T::ONE, T::NOUN)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(PerNode::All)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(PerNode::All)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(PerNode::All)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(PerNode::All)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = seq.next_element()? {
+                    v.push(x);
+                }
+                Ok(PerNode::Each(v))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// By hand for the same reasons as [`PerNode`].
+impl<'de> Deserialize<'de> for PerPair {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = PerPair;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number, or a matrix with one list of numbers per node")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<PerPair, E> {
+                Ok(PerPair::All(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<PerPair, E> {
+                Ok(PerPair::All(v as f64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<PerPair, E> {
+                Ok(PerPair::All(v))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<PerPair, A::Error> {
+                let mut m = Vec::new();
+                while let Some(row) = seq.next_element()? {
+                    m.push(row);
+                }
+                Ok(PerPair::Matrix(m))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `[topology]` of a machine file.

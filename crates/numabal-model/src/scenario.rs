@@ -5,7 +5,7 @@
 //! File access is the caller's: a [`Resolver`] turns a name into text. This keeps the
 //! crate free of I/O and lets tests use in-memory sources.
 
-use crate::error::InputError;
+use crate::error::{InputError, path_text};
 use crate::machine::{Machine, MachineSpec};
 use crate::presets;
 use crate::workload::{Workload, WorkloadSpec};
@@ -132,13 +132,56 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 /// Deserialize a table into `T`, naming the failing field.
 pub fn from_table<T: DeserializeOwned>(label: &str, table: toml::Table) -> Result<T, InputError> {
-    let value = toml::Value::Table(table);
-    let res: Result<T, _> = serde_path_to_error::deserialize(value);
-    res.map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
-        InputError::new(label, path, e.inner().message().to_string())
+    from_value(label, toml::Value::Table(table))
+}
+
+/// Deserialize a value into `T`. The one place user input meets serde: errors name the
+/// field by its path and say what is allowed in plain words ([`InputError::parsed`]).
+pub fn from_value<T: DeserializeOwned>(label: &str, value: toml::Value) -> Result<T, InputError> {
+    deserialize_value(value).map_err(|(path, msg)| InputError::parsed(label, &path, &msg))
+}
+
+/// Deserialize a value into `T`; an error as (path, message).
+pub(crate) fn deserialize_value<T: DeserializeOwned>(
+    value: toml::Value,
+) -> Result<T, (String, String)> {
+    serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+        let msg = e.inner().message();
+        // toml says neither what was given nor which names are allowed when a field that
+        // takes a name (`pattern = "zipf"`) gets something else: ask again with a name
+        // that cannot be one, and serde lists them.
+        let msg = if msg.contains("expected string only") || msg.starts_with("wanted exactly 1") {
+            names_allowed::<T>(value, e.path()).unwrap_or_else(|| msg.to_string())
+        } else {
+            msg.to_string()
+        };
+        (path_text(e.path()), msg)
     })
+}
+
+/// For a field that takes a name but was given `value`'s entry at `path`: `is 5 (allowed:
+/// never, madvise, always)`.
+fn names_allowed<T: DeserializeOwned>(
+    mut value: toml::Value,
+    path: &serde_path_to_error::Path,
+) -> Option<String> {
+    use serde_path_to_error::Segment;
+    let mut at = &mut value;
+    for seg in path.iter() {
+        at = match (seg, at) {
+            (Segment::Map { key }, toml::Value::Table(t)) => t.get_mut(key)?,
+            (Segment::Seq { index }, toml::Value::Array(a)) => a.get_mut(*index)?,
+            _ => return None,
+        };
+    }
+    let given = std::mem::replace(at, toml::Value::String("\u{1}".into()));
+    let e = serde_path_to_error::deserialize::<_, T>(value).err()?;
+    let names = e.inner().message().split_once(", expected ")?.1.to_string();
+    let names = names.strip_prefix("one of ").unwrap_or(&names);
+    Some(format!(
+        "is {given} (allowed: {})",
+        names.replace('`', "").replace(" or ", ", ")
+    ))
 }
 
 /// Transparent huge page mode (`/sys/kernel/mm/transparent_hugepage/enabled`).
@@ -311,21 +354,12 @@ impl PolicySpec {
         &self,
         allowed: &[&str],
     ) -> Result<T, InputError> {
-        let value = toml::Value::Table(self.tunables.clone());
-        serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            let field = if path == "." || path.is_empty() {
-                "policy".to_string()
-            } else {
-                format!("policy.{path}")
-            };
-            let msg = e.inner().to_string();
-            let msg = if msg.starts_with("unknown field") {
-                format!("unknown tunable (allowed: {})", allowed.join(", "))
-            } else {
-                msg
-            };
-            InputError::new(&self.label, field, msg)
+        from_table(&self.label, self.tunables.clone()).map_err(|mut e| {
+            // serde lists every field of the type; a flavour takes only some of them.
+            if e.message.starts_with("unknown field") {
+                e.message = format!("unknown tunable (allowed: {})", allowed.join(", "));
+            }
+            e.within("policy")
         })
     }
 }
@@ -485,37 +519,57 @@ fn apply_override(table: &mut toml::Table, ov: &Override) -> Result<(), InputErr
     }
 }
 
-/// Deserialize `table` for section `section`; an error in a field set by `--set` is
-/// reported against that `--set`.
+/// Where a section's keys sit, so an error names a key as the user wrote it: in their own
+/// file or preset (`topology.sockets` of a machine file), or in a table of a scenario file
+/// (`machine.topology.sockets`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    OwnFile,
+    Inline,
+}
+
+/// Deserialize `table` for section `section` (see [`place`]).
 fn typed<T: DeserializeOwned>(
     label: &str,
     section: &str,
+    at: Place,
     table: toml::Table,
     ovs: &[Override],
 ) -> Result<T, InputError> {
-    from_table::<T>(label, table).map_err(|e| relabel(e, section, ovs))
+    from_table::<T>(label, table).map_err(|e| place(e, section, at, ovs))
 }
 
-fn relabel(mut e: InputError, section: &str, ovs: &[Override]) -> InputError {
-    for ov in ovs.iter().filter(|o| o.section == section) {
-        let p = ov.path.join(".");
-        let matches = e.field == p
-            || e.field.starts_with(&format!("{p}."))
-            || e.field.starts_with(&format!("{p}["))
-            || (e.message.contains(&format!(
-                "`{}`",
-                ov.path.last().cloned().unwrap_or_default()
-            )) && p.starts_with(&e.field));
-        if matches {
-            e.source = format!("--set {}", ov.raw);
-        }
+/// An error about a section's field, reported where the field was written: against the
+/// `--set` that put it there (`--set machine.memory.bogus=1: machine.memory: ...`), in a
+/// scenario file's table (`machine.memory...`), or in its own file (`memory...`).
+fn place(mut e: InputError, section: &str, at: Place, ovs: &[Override]) -> InputError {
+    let f = e.field.replace('[', ".").replace(']', "");
+    let blamed = ovs
+        .iter()
+        .filter(|o| o.section == section)
+        .rev()
+        .find(|o| set_blamed(&o.path.join("."), &f, &e.message));
+    if let Some(ov) = blamed {
+        e.source = format!("--set {}", ov.raw);
+        return e.within(section);
     }
-    if !e.field.is_empty() && !e.field.starts_with(section) {
-        e.field = format!("{section}.{}", e.field);
-    } else if e.field.is_empty() {
-        e.field = section.to_string();
+    match at {
+        Place::Inline => e.within(section),
+        Place::OwnFile => e,
     }
-    e
+}
+
+/// Did the `--set` of `path` cause an error at `field` (both dotted, indexes as numbers)?
+/// Yes if the error is at or inside the value it set, or at a table above it (an unknown
+/// key, a check of the whole table).
+fn set_blamed(path: &str, field: &str, message: &str) -> bool {
+    if field.is_empty() {
+        let first = path.split('.').next().unwrap_or_default();
+        return message.contains(&format!("`{first}`"));
+    }
+    field == path
+        || field.starts_with(&format!("{path}."))
+        || path.starts_with(&format!("{field}."))
 }
 
 /// Load a machine by preset name or file, with `machine.*` overrides (`--set`).
@@ -535,7 +589,7 @@ pub fn load_machine(
             "only machine.* fields apply here (allowed: machine.<field>=<value>)",
         ));
     }
-    let (mut mtable, mlabel) = section_source(
+    let (mut mtable, mlabel, at) = section_source(
         resolver,
         Kind::Machine,
         toml::Value::String(name.to_string()),
@@ -544,8 +598,8 @@ pub fn load_machine(
     for ov in &ovs {
         apply_override(&mut mtable, ov)?;
     }
-    let mspec: MachineSpec = typed(&mlabel, "machine", mtable, &ovs)?;
-    Machine::from_spec(mspec, &mlabel).map_err(|e| relabel_checked(e, "machine", &ovs))
+    let mspec: MachineSpec = typed(&mlabel, "machine", at, mtable, &ovs)?;
+    Machine::from_spec(mspec, &mlabel).map_err(|e| place(e, "machine", at, &ovs))
 }
 
 /// Load a workload by name, flattening `include`s.
@@ -556,7 +610,7 @@ pub fn load_workload_spec(
     let src = resolver.resolve(Kind::Workload, name)?;
     let table = parse_toml(&src)?;
     let label = src.label.clone();
-    let spec = flatten_workload(resolver, table, &label, 0)?;
+    let spec = flatten_workload(resolver, table, &label, Place::OwnFile, 0)?;
     Ok((spec, label))
 }
 
@@ -564,6 +618,7 @@ fn flatten_workload(
     resolver: &dyn Resolver,
     table: toml::Table,
     label: &str,
+    at: Place,
     depth: usize,
 ) -> Result<WorkloadSpec, InputError> {
     if depth > 8 {
@@ -573,56 +628,74 @@ fn flatten_workload(
             "includes nest deeper than 8 (a cycle?)",
         ));
     }
-    let mut spec: WorkloadSpec = from_table(label, table)?;
+    let mut spec: WorkloadSpec = typed(label, "workload", at, table, &[])?;
     for inc in std::mem::take(&mut spec.include) {
         let src = resolver
             .resolve(Kind::Workload, &inc)
             .map_err(|e| InputError::new(label, "include", e.message))?;
         let t = parse_toml(&src)?;
-        let sub = flatten_workload(resolver, t, &src.label, depth + 1)?;
+        let sub = flatten_workload(resolver, t, &src.label, Place::OwnFile, depth + 1)?;
         spec.shared.extend(sub.shared);
         spec.processes.extend(sub.processes);
     }
     Ok(spec)
 }
 
-/// A section of a scenario file: a name, or a table with an optional `preset`.
+/// A section: a name from the command line (`scen_label` empty), or a scenario file's
+/// value: a name, or a table with an optional `preset`.
 fn section_source(
     resolver: &dyn Resolver,
     kind: Kind,
     v: toml::Value,
     scen_label: &str,
-) -> Result<(toml::Table, String), InputError> {
+) -> Result<(toml::Table, String, Place), InputError> {
+    // A bad name in a scenario file is the file's error, not the option's.
+    let resolve = |name: &str| {
+        resolver.resolve(kind, name).map_err(|e| {
+            if !scen_label.is_empty() && e.source == format!("--{}", kind.as_str()) {
+                InputError::new(scen_label, kind.as_str(), e.message)
+            } else {
+                e
+            }
+        })
+    };
     match v {
         toml::Value::String(name) => {
             if kind == Kind::Policy {
-                return policy_table(resolver, &name);
+                if is_policy_file(&name) {
+                    let src = resolve(&name)?;
+                    return Ok((parse_toml(&src)?, src.label, Place::OwnFile));
+                }
+                return Ok(match scen_label {
+                    "" => (policy_named(&name), "--policy".into(), Place::OwnFile),
+                    _ => (policy_named(&name), scen_label.into(), Place::Inline),
+                });
             }
-            let src = resolver.resolve(kind, &name)?;
-            Ok((parse_toml(&src)?, src.label))
+            let src = resolve(&name)?;
+            Ok((parse_toml(&src)?, src.label, Place::OwnFile))
         }
         toml::Value::Table(mut t) => match t.remove("preset") {
             Some(toml::Value::String(name)) => {
-                let (mut base, label) = if kind == Kind::Policy {
-                    policy_table(resolver, &name)?
+                let (mut base, label) = if kind == Kind::Policy && !is_policy_file(&name) {
+                    (policy_named(&name), format!("policy {name}"))
                 } else {
-                    let src = resolver.resolve(kind, &name)?;
+                    let src = resolve(&name)?;
                     (parse_toml(&src)?, src.label)
                 };
                 merge(&mut base, t);
-                Ok((base, format!("{scen_label} ({label})")))
+                Ok((base, format!("{scen_label} ({label})"), Place::Inline))
             }
             Some(_) => Err(InputError::new(
                 scen_label,
                 format!("{}.preset", kind.as_str()),
-                "must be a string",
+                "must be a name in quotes (a preset or a TOML file)",
             )),
-            None => Ok((t, scen_label.to_string())),
+            None => Ok((t, scen_label.to_string(), Place::Inline)),
         },
         _ => Err(InputError::new(
             scen_label,
             kind.as_str(),
-            "must be a name or a table",
+            "must be a name in quotes or a table",
         )),
     }
 }
@@ -638,53 +711,48 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
-/// A policy table from a name (`bind`) or a file path.
-fn policy_table(resolver: &dyn Resolver, name: &str) -> Result<(toml::Table, String), InputError> {
-    if name.ends_with(".toml") || name.contains('/') {
-        let src = resolver.resolve(Kind::Policy, name)?;
-        return Ok((parse_toml(&src)?, src.label));
-    }
-    let mut t = toml::Table::new();
-    t.insert("kind".into(), toml::Value::String(name.to_string()));
-    Ok((t, "--policy".to_string()))
+/// A policy is named (`bind`) or a file path.
+fn is_policy_file(name: &str) -> bool {
+    name.ends_with(".toml") || name.contains('/')
 }
 
+/// The table of a policy given by name.
+fn policy_named(name: &str) -> toml::Table {
+    let mut t = toml::Table::new();
+    t.insert("kind".into(), toml::Value::String(name.to_string()));
+    t
+}
+
+/// Checks a policy spec (the policy crates know its tunables; this crate does not).
+pub type PolicyCheck<'a> = &'a dyn Fn(&PolicySpec) -> Result<(), InputError>;
+
 impl Scenario {
-    /// Build and validate a scenario.
+    /// Build and validate a scenario (the policy's tunables are not checked: see
+    /// [`Scenario::build_with`]).
     pub fn build(input: &ScenarioInput, resolver: &dyn Resolver) -> Result<Scenario, InputError> {
+        Scenario::build_with(input, resolver, &|_| Ok(()))
+    }
+
+    /// Build and validate a scenario, the policy with `check_policy`; its errors are
+    /// placed as every other (the `--set` that caused them, or where the key sits).
+    pub fn build_with(
+        input: &ScenarioInput,
+        resolver: &dyn Resolver,
+        check_policy: PolicyCheck,
+    ) -> Result<Scenario, InputError> {
         let ovs: Vec<Override> = input
             .sets
             .iter()
             .map(|s| parse_override(s))
             .collect::<Result<_, _>>()?;
-
-        // Scenario file sections, if any.
-        let mut scen: toml::Table = toml::Table::new();
-        let mut scen_label = String::new();
-        if let Some(name) = &input.scenario {
-            let src = resolver.resolve(Kind::Scenario, name)?;
-            scen = parse_toml(&src)?;
-            scen_label = src.label;
-            let allowed = ["machine", "workload", "policy", "sim", "seed"];
-            if let Some(k) = scen.keys().find(|k| !allowed.contains(&k.as_str())) {
-                return Err(InputError::new(
-                    &scen_label,
-                    k.clone(),
-                    format!("unknown key (allowed: {})", allowed.join(", ")),
-                ));
-            }
-        }
+        let (mut scen, scen_label) = scenario_file(input, resolver)?;
         let pick = |kind: Kind,
                     cli: &Option<String>,
                     scen: &mut toml::Table|
-         -> Result<(toml::Table, String), InputError> {
+         -> Result<(toml::Table, String, Place), InputError> {
             if let Some(name) = cli {
-                return section_source(
-                    resolver,
-                    kind,
-                    toml::Value::String(name.clone()),
-                    &scen_label,
-                );
+                let name = toml::Value::String(name.clone());
+                return section_source(resolver, kind, name, "");
             }
             match scen.remove(kind.as_str()) {
                 Some(v) => section_source(resolver, kind, v, &scen_label),
@@ -699,89 +767,13 @@ impl Scenario {
                 )),
             }
         };
-
-        // Machine.
-        let (mut mtable, mlabel) = pick(Kind::Machine, &input.machine, &mut scen)?;
-        for ov in ovs.iter().filter(|o| o.section == "machine") {
-            apply_override(&mut mtable, ov)?;
-        }
-        let mspec: MachineSpec = typed(&mlabel, "machine", mtable, &ovs)?;
-        let machine =
-            Machine::from_spec(mspec, &mlabel).map_err(|e| relabel_checked(e, "machine", &ovs))?;
-
-        // Workload (includes flattened before overrides so indexes refer to the whole list).
-        let (wtable, wlabel) = pick(Kind::Workload, &input.workload, &mut scen)?;
-        let wspec = flatten_workload(resolver, wtable, &wlabel, 0)?;
-        let mut wtable = match toml::Value::try_from(&wspec) {
-            Ok(toml::Value::Table(t)) => t,
-            _ => {
-                return Err(InputError::new(
-                    &wlabel,
-                    "",
-                    "internal: cannot re-serialise the workload",
-                ));
-            }
-        };
-        for ov in ovs.iter().filter(|o| o.section == "workload") {
-            apply_override(&mut wtable, ov)?;
-        }
-        let wspec: WorkloadSpec = typed(&wlabel, "workload", wtable, &ovs)?;
-        let workload = Workload::resolve(wspec, &machine, &wlabel)
-            .map_err(|e| relabel_checked(e, "workload", &ovs))?;
-
-        // Policy.
-        let (mut ptable, plabel) = pick(Kind::Policy, &input.policy, &mut scen)?;
-        for ov in ovs.iter().filter(|o| o.section == "policy") {
-            apply_override(&mut ptable, ov)?;
-        }
-        let kind = match ptable.remove("kind") {
-            Some(toml::Value::String(k)) => k,
-            Some(_) => return Err(InputError::new(&plabel, "policy.kind", "must be a string")),
-            None => {
-                return Err(InputError::new(
-                    &plabel,
-                    "policy.kind",
-                    "missing (e.g. kind = \"none\")",
-                ));
-            }
-        };
-        let policy = PolicySpec {
-            kind,
-            tunables: ptable,
-            label: plabel,
-        };
-
-        // Sim settings: scenario [sim] table, seed, then overrides.
-        let mut stable = match scen.remove("sim") {
-            Some(toml::Value::Table(t)) => t,
-            Some(_) => return Err(InputError::new(&scen_label, "sim", "must be a table")),
-            None => toml::Table::new(),
-        };
-        if let Some(seed) = scen.remove("seed") {
-            stable.insert("seed".into(), seed);
-        }
-        if let Some(seed) = input.seed {
-            let seed = i64::try_from(seed).map_err(|_| {
-                InputError::new(
-                    "--seed",
-                    "",
-                    format!("is {seed} (allowed: 0 to {})", i64::MAX),
-                )
-            })?;
-            stable.insert("seed".into(), toml::Value::Integer(seed));
-        }
-        for ov in ovs.iter().filter(|o| o.section == "sim") {
-            apply_override(&mut stable, ov)?;
-        }
-        let slabel = if scen_label.is_empty() {
-            "[sim]".to_string()
-        } else {
-            scen_label.clone()
-        };
-        let sim: SimSettings = typed(&slabel, "sim", stable, &ovs)?;
-        sim.validate(&slabel)
-            .map_err(|e| relabel_checked(e, "sim", &ovs))?;
-
+        let (mtable, mlabel, mat) = pick(Kind::Machine, &input.machine, &mut scen)?;
+        let machine = machine_of(mtable, &mlabel, mat, &ovs)?;
+        let (wtable, wlabel, wat) = pick(Kind::Workload, &input.workload, &mut scen)?;
+        let workload = workload_of(resolver, wtable, &wlabel, wat, &machine, &ovs)?;
+        let (ptable, plabel, pat) = pick(Kind::Policy, &input.policy, &mut scen)?;
+        let policy = policy_of(ptable, plabel, pat, &ovs, check_policy)?;
+        let sim = sim_of(&mut scen, &scen_label, input.seed, &ovs)?;
         Ok(Scenario {
             machine,
             workload,
@@ -792,18 +784,142 @@ impl Scenario {
     }
 }
 
-/// For errors raised by validation (after the typed parse): relabel if a `--set` touched
-/// the field. Field paths from validation already carry no section prefix.
-fn relabel_checked(e: InputError, section: &str, ovs: &[Override]) -> InputError {
-    let mut e = e;
-    for ov in ovs.iter().filter(|o| o.section == section) {
-        let p = ov.path.join(".");
-        let f = e.field.replace('[', ".").replace(']', "");
-        if f == p || f.starts_with(&format!("{p}.")) || p.starts_with(&f) && !f.is_empty() {
-            e.source = format!("--set {}", ov.raw);
-        }
+/// The scenario file's table and label (empty without one); unknown keys are refused.
+fn scenario_file(
+    input: &ScenarioInput,
+    resolver: &dyn Resolver,
+) -> Result<(toml::Table, String), InputError> {
+    let Some(name) = &input.scenario else {
+        return Ok((toml::Table::new(), String::new()));
+    };
+    let src = resolver.resolve(Kind::Scenario, name)?;
+    let scen = parse_toml(&src)?;
+    let allowed = ["machine", "workload", "policy", "sim", "seed"];
+    if let Some(k) = scen.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(InputError::new(
+            &src.label,
+            k.clone(),
+            format!("unknown key (allowed: {})", allowed.join(", ")),
+        ));
     }
-    e.within(section)
+    Ok((scen, src.label))
+}
+
+fn machine_of(
+    mut table: toml::Table,
+    label: &str,
+    at: Place,
+    ovs: &[Override],
+) -> Result<Machine, InputError> {
+    for ov in ovs.iter().filter(|o| o.section == "machine") {
+        apply_override(&mut table, ov)?;
+    }
+    let spec: MachineSpec = typed(label, "machine", at, table, ovs)?;
+    Machine::from_spec(spec, label).map_err(|e| place(e, "machine", at, ovs))
+}
+
+/// The workload, includes flattened before the overrides so that indexes refer to the
+/// whole list.
+fn workload_of(
+    resolver: &dyn Resolver,
+    table: toml::Table,
+    label: &str,
+    at: Place,
+    machine: &Machine,
+    ovs: &[Override],
+) -> Result<Workload, InputError> {
+    let spec = flatten_workload(resolver, table, label, at, 0)?;
+    let Ok(toml::Value::Table(mut table)) = toml::Value::try_from(&spec) else {
+        return Err(InputError::new(
+            label,
+            "",
+            "internal: cannot re-serialise the workload",
+        ));
+    };
+    for ov in ovs.iter().filter(|o| o.section == "workload") {
+        apply_override(&mut table, ov)?;
+    }
+    let spec: WorkloadSpec = typed(label, "workload", at, table, ovs)?;
+    Workload::resolve(spec, machine, label).map_err(|e| place(e, "workload", at, ovs))
+}
+
+fn policy_of(
+    mut table: toml::Table,
+    label: String,
+    at: Place,
+    ovs: &[Override],
+    check: PolicyCheck,
+) -> Result<PolicySpec, InputError> {
+    for ov in ovs.iter().filter(|o| o.section == "policy") {
+        apply_override(&mut table, ov)?;
+    }
+    let err = |msg: &str| place(InputError::new(&label, "kind", msg), "policy", at, ovs);
+    let kind = match table.remove("kind") {
+        Some(toml::Value::String(k)) => k,
+        Some(_) => return Err(err("must be a policy name in quotes (see `numabal list`)")),
+        None => return Err(err("missing (e.g. kind = \"none\")")),
+    };
+    let policy = PolicySpec {
+        kind,
+        tunables: table,
+        label: label.clone(),
+    };
+    // The policy crates name fields `policy.<key>`; the key sits where `at` says.
+    check(&policy).map_err(|mut e| {
+        e.field = match e.field.strip_prefix("policy") {
+            Some(rest) => rest.trim_start_matches('.').to_string(),
+            None => e.field,
+        };
+        place(e, "policy", at, ovs)
+    })?;
+    Ok(policy)
+}
+
+/// Sim settings: the scenario's `[sim]` table, its top-level `seed`, `--seed`, then the
+/// overrides.
+fn sim_of(
+    scen: &mut toml::Table,
+    scen_label: &str,
+    seed: Option<u64>,
+    ovs: &[Override],
+) -> Result<SimSettings, InputError> {
+    let mut table = match scen.remove("sim") {
+        Some(toml::Value::Table(t)) => t,
+        Some(_) => return Err(InputError::new(scen_label, "sim", "must be a table")),
+        None => toml::Table::new(),
+    };
+    if let Some(v) = scen.remove("seed") {
+        // Checked here, where it sits: the top-level `seed`, not `sim.seed`.
+        let s: u64 = from_value(scen_label, v).map_err(|e| e.within("seed"))?;
+        table.insert("seed".into(), seed_value(s, scen_label, "seed")?);
+    }
+    if let Some(s) = seed {
+        table.insert("seed".into(), seed_value(s, "--seed", "")?);
+    }
+    for ov in ovs.iter().filter(|o| o.section == "sim") {
+        apply_override(&mut table, ov)?;
+    }
+    let label = if scen_label.is_empty() {
+        "[sim]"
+    } else {
+        scen_label
+    };
+    let sim: SimSettings = typed(label, "sim", Place::Inline, table, ovs)?;
+    sim.validate(label)
+        .map_err(|e| place(e, "sim", Place::Inline, ovs))?;
+    Ok(sim)
+}
+
+/// A seed as a TOML integer (which stops at `i64::MAX`).
+fn seed_value(seed: u64, source: &str, field: &str) -> Result<toml::Value, InputError> {
+    let s = i64::try_from(seed).map_err(|_| {
+        InputError::new(
+            source,
+            field,
+            format!("is {seed} (allowed: 0 to {})", i64::MAX),
+        )
+    })?;
+    Ok(toml::Value::Integer(s))
 }
 
 #[cfg(test)]
@@ -868,6 +984,84 @@ mod tests {
             assert_eq!((d[2][3], d[3][1]), (11, 21));
         }
         assert_eq!((a.nr_cpus(), b.nr_cpus()), (32, 56));
+    }
+
+    /// An in-memory file system: presets, then these files.
+    struct Files(Vec<(&'static str, String)>);
+
+    impl Resolver for Files {
+        fn resolve(&self, kind: Kind, name: &str) -> Result<Source, InputError> {
+            match self.0.iter().find(|(n, _)| *n == name) {
+                Some((n, text)) => Ok(Source {
+                    label: n.to_string(),
+                    text: text.clone(),
+                }),
+                None => PresetResolver.resolve(kind, name),
+            }
+        }
+    }
+
+    /// Errors name a key where the user wrote it: in its own file without a section, in a
+    /// scenario file with its table, the top-level `seed` as `seed`, a `--set` as given.
+    #[test]
+    fn errors_name_keys_where_they_sit() {
+        let tiny = presets::machine("tiny-2n4").unwrap();
+        let files = Files(vec![
+            ("m.toml", tiny.replace("sockets = 2", "sockets = \"two\"")),
+            ("p.toml", "kind = \"none\"\nx = 1\n".into()),
+            (
+                "s.toml",
+                "seed = \"x\"\nmachine = \"tiny-2n4\"\nworkload = \"numa02\"\n".into(),
+            ),
+            (
+                "t.toml",
+                "workload = \"numa02\"\npolicy = \"nosuch\"\n[machine]\npreset = \"tiny-2n4\"\n"
+                    .into(),
+            ),
+        ]);
+        let build = |i: ScenarioInput| {
+            let check = |p: &PolicySpec| match p.tunables.keys().next() {
+                Some(k) => Err(InputError::new(&p.label, format!("policy.{k}"), "no")),
+                None if p.kind == "nosuch" => Err(InputError::new(&p.label, "policy", "no")),
+                None => Ok(()),
+            };
+            Scenario::build_with(&i, &files, &check)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = build(input("m.toml", "numa02", "none", &[]));
+        assert!(e.starts_with("m.toml: topology.sockets: is \"two\""), "{e}");
+        assert_eq!(
+            build(input("tiny-2n4", "numa02", "p.toml", &[])),
+            "p.toml: x: no"
+        );
+        let e = build(input("tiny-2n4", "numa02", "none", &["policy.y=1"]));
+        assert_eq!(e, "--set policy.y=1: policy.y: no");
+        let scen = |name: &str| ScenarioInput {
+            scenario: Some(name.into()),
+            policy: Some("none".into()),
+            ..Default::default()
+        };
+        let e = build(scen("s.toml"));
+        assert_eq!(e, "s.toml: seed: is \"x\" (allowed: a whole number >= 0)");
+        let e = build(ScenarioInput {
+            policy: None,
+            ..scen("t.toml")
+        });
+        assert_eq!(e, "t.toml: policy: no");
+        // Fields inside arrays are matched to the --set that wrote them.
+        let e = build(input(
+            "tiny-2n4",
+            "numa02",
+            "none",
+            &["workload.process.0.region.0.size=true"],
+        ));
+        assert!(
+            e.starts_with(
+                "--set workload.process.0.region.0.size=true: workload.process[0].region[0].size: is true"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

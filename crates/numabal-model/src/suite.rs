@@ -79,6 +79,15 @@ impl SuiteSpec {
                 ));
             }
         }
+        for (field, list) in [("workloads", &self.workloads), ("policies", &self.policies)] {
+            if let Some((i, j)) = duplicate(list) {
+                return Err(InputError::new(
+                    label,
+                    format!("{field}[{j}]"),
+                    format!("`{}` is also {field}[{i}] (name each once)", list[j]),
+                ));
+            }
+        }
         if self.seeds == 0 || self.seeds > MAX_SEEDS {
             return Err(InputError::new(
                 label,
@@ -102,6 +111,13 @@ impl SuiteSpec {
         flatten("", &self.set, &mut out)?;
         Ok(out)
     }
+}
+
+/// A name given twice in a list: (first index, second index).
+pub fn duplicate(list: &[String]) -> Option<(usize, usize)> {
+    list.iter()
+        .enumerate()
+        .find_map(|(j, b)| list[..j].iter().position(|a| a == b).map(|i| (i, j)))
 }
 
 fn flatten(prefix: &str, t: &toml::Table, out: &mut Vec<String>) -> Result<(), (String, String)> {

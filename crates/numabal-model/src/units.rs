@@ -9,6 +9,10 @@ use std::fmt;
 pub struct Bytes(pub u64);
 
 impl Bytes {
+    /// What a size looks like, for messages.
+    pub const EXPECTING: &'static str =
+        "a size such as \"2GiB\" or \"256MiB\", or a whole number of bytes";
+
     /// Parse `"3GiB"`, `"1.5 GiB"`, `"512M"`, `"4096"`. Units are binary (KiB = 1024);
     /// `K`, `M`, `G`, `T` are accepted as KiB..TiB like numactl does.
     pub fn parse(s: &str) -> Result<Bytes, String> {
@@ -19,7 +23,7 @@ impl Bytes {
         let (num, unit) = t.split_at(split);
         let value: f64 = num
             .parse()
-            .map_err(|_| format!("`{s}` is not a size (expected e.g. 3GiB, 256MiB, 4096)"))?;
+            .map_err(|_| format!("`{s}` is not a size (allowed: e.g. 3GiB, 256MiB, 4096)"))?;
         let mult: u64 = match unit.trim() {
             "" | "B" => 1,
             "K" | "KiB" | "k" => 1 << 10,
@@ -73,23 +77,49 @@ impl Serialize for Bytes {
     }
 }
 
+/// Visitors rather than `#[serde(untagged)]`: an untagged enum's error says neither what
+/// was given nor what is allowed.
 impl<'de> Deserialize<'de> for Bytes {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Int(u64),
-            Str(String),
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Bytes;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(Bytes::EXPECTING)
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Bytes, E> {
+                Ok(Bytes(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Bytes, E> {
+                u64::try_from(n)
+                    .map(Bytes)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Bytes, E> {
+                Bytes::parse(s).map_err(E::custom)
+            }
         }
-        match Raw::deserialize(d).map_err(|_| {
-            serde::de::Error::custom(
-                "expected a size: an integer byte count or a string like \"3GiB\"",
-            )
-        })? {
-            Raw::Int(n) => Ok(Bytes(n)),
-            Raw::Str(s) => Bytes::parse(&s).map_err(serde::de::Error::custom),
-        }
+        d.deserialize_any(V)
     }
+}
+
+/// How a value is written, in plain words, for the messages of values that may be given
+/// once or per node ([`crate::machine::PerNode`]).
+pub trait Described {
+    /// One value: `a size such as "2GiB"`.
+    const ONE: &'static str;
+    /// The noun for a list of them: `size`.
+    const NOUN: &'static str;
+}
+
+impl Described for Bytes {
+    const ONE: &'static str = "a size such as \"2GiB\"";
+    const NOUN: &'static str = "size";
+}
+
+impl Described for f64 {
+    const ONE: &'static str = "a number";
+    const NOUN: &'static str = "number";
 }
 
 /// Machine quantities a count can refer to.
@@ -171,31 +201,33 @@ impl Serialize for Count {
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Int(u64),
-            Str(String),
-        }
-        match Raw::deserialize(d).map_err(|_| {
-            serde::de::Error::custom(
-                "expected a count: an integer or an expression like \"cpus/2\"",
-            )
-        })? {
-            Raw::Int(n) => Ok(Count::Fixed(n)),
-            Raw::Str(s) => {
-                // Validate the form now so a bad expression fails with its field path.
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a whole number >= 0, or an expression such as \"cpus/2\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Count, E> {
+                Ok(Count::Fixed(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Count, E> {
+                u64::try_from(n)
+                    .map(Count::Fixed)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Count, E> {
+                // Check the form now so a bad expression fails with its field path.
                 let probe = CountContext {
                     cpus: 1,
                     cores: 1,
                     nodes: 1,
                 };
-                Count::Expr(s.clone())
-                    .eval(&probe)
-                    .map_err(serde::de::Error::custom)?;
-                Ok(Count::Expr(s))
+                let c = Count::Expr(s.to_string());
+                c.eval(&probe).map_err(E::custom)?;
+                Ok(c)
             }
         }
+        d.deserialize_any(V)
     }
 }
 

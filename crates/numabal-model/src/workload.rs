@@ -268,8 +268,9 @@ impl<'de> Deserialize<'de> for PhaseSpec {
         let kind = match t.remove("kind") {
             Some(toml::Value::String(k)) => k,
             Some(_) => {
-                return Err(D::Error::custom(format!(
-                    "kind: must be a string (allowed: {PHASE_KINDS})"
+                return Err(D::Error::custom(crate::error::nested(
+                    "kind",
+                    &format!("must be a name in quotes (allowed: {PHASE_KINDS})"),
                 )));
             }
             None => {
@@ -281,14 +282,8 @@ impl<'de> Deserialize<'de> for PhaseSpec {
         fn inner<T: serde::de::DeserializeOwned, E: serde::de::Error>(
             t: toml::Table,
         ) -> Result<T, E> {
-            serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
-                let path = e.path().to_string();
-                if path == "." || path.is_empty() {
-                    E::custom(e.inner().message())
-                } else {
-                    E::custom(format!("{path}: {}", e.inner().message()))
-                }
-            })
+            crate::scenario::deserialize_value(toml::Value::Table(t))
+                .map_err(|(path, msg)| E::custom(crate::error::nested(&path, &msg)))
         }
         Ok(match kind.as_str() {
             "access" => PhaseSpec::Access(inner(t)?),
@@ -298,8 +293,9 @@ impl<'de> Deserialize<'de> for PhaseSpec {
             "join" => PhaseSpec::Join(inner(t)?),
             "barrier" => PhaseSpec::Barrier(inner(t)?),
             other => {
-                return Err(D::Error::custom(format!(
-                    "kind: unknown phase kind `{other}` (allowed: {PHASE_KINDS})"
+                return Err(D::Error::custom(crate::error::nested(
+                    "kind",
+                    &format!("unknown phase kind \"{other}\" (allowed: {PHASE_KINDS})"),
                 )));
             }
         })

@@ -7,13 +7,40 @@ use numabal_model::scenario::PolicySpec;
 use serde::{Deserialize, Serialize};
 
 /// `-i [min:]max`, as numad writes it: `15` or `"5:15"`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Interval {
     /// `max` only (`min` keeps its default, 5).
     Max(u64),
     /// `"min:max"` or `"max"`.
     Text(String),
+}
+
+/// By hand rather than `#[serde(untagged)]`, whose error names the Rust type and not what
+/// was given or what is allowed.
+impl<'de> Deserialize<'de> for Interval {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, Unexpected};
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Interval;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("seconds as a whole number such as 15, or \"min:max\" such as \"5:15\"")
+            }
+            fn visit_u64<E: Error>(self, n: u64) -> Result<Interval, E> {
+                Ok(Interval::Max(n))
+            }
+            fn visit_i64<E: Error>(self, n: i64) -> Result<Interval, E> {
+                u64::try_from(n)
+                    .map(Interval::Max)
+                    .map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
+            }
+            fn visit_str<E: Error>(self, s: &str) -> Result<Interval, E> {
+                Ok(Interval::Text(s.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Tunables of `numad`.
@@ -174,6 +201,13 @@ mod tests {
         // max alone below numad's default min of 5.
         assert!(err("i = 3").starts_with("test.toml: policy.i: is \"3\""));
         assert!(err("i = \"x\"").starts_with("test.toml: policy.i: is \"x\""));
+        // Neither a number nor text: what was given and the two forms, in plain words.
+        assert_eq!(
+            err("i = true"),
+            "test.toml: policy.i: is true (allowed: seconds as a whole number such as 15, or \
+             \"min:max\" such as \"5:15\")"
+        );
+        assert!(err("i = -3").starts_with("test.toml: policy.i: is -3 (allowed: seconds"));
         let e = err("w = 1");
         assert!(
             e.starts_with("test.toml: policy.w: unknown tunable (allowed: u, m, i, t, K,"),
