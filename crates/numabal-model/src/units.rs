@@ -71,9 +71,16 @@ impl fmt::Display for Bytes {
     }
 }
 
+/// Written back exactly: a size in whole units as its text ("2GiB"), any other as a number
+/// of bytes (the text would round it: 1500000 bytes shows as "1.43MiB"). Scenarios are
+/// written and read back before `--set` applies, so a rounded size would change the run.
 impl Serialize for Bytes {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
+        if self.0.is_multiple_of(1 << 10) {
+            s.serialize_str(&self.to_string())
+        } else {
+            s.serialize_u64(self.0)
+        }
     }
 }
 
@@ -234,6 +241,20 @@ impl<'de> Deserialize<'de> for Count {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sizes survive being written and read back (scenarios are, before `--set`).
+    #[test]
+    fn sizes_round_trip_exactly() {
+        #[derive(Serialize, Deserialize)]
+        struct S {
+            size: Bytes,
+        }
+        for b in [0, 500, 1 << 10, 1_500_000, 3 << 30, (5 << 30) + 1] {
+            let text = toml::to_string(&S { size: Bytes(b) }).unwrap();
+            let back: S = toml::from_str(&text).unwrap();
+            assert_eq!(back.size.0, b, "{text}");
+        }
+    }
 
     #[test]
     fn sizes() {
