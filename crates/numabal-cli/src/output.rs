@@ -301,66 +301,117 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
     outln!("(memory of each process when it exited)");
 }
 
-/// `numabal compare`'s table.
-pub fn print_compare(r: &CompareResult) {
-    outln!(
-        "{} on {}, {} seed(s) per policy",
-        r.workload,
-        r.machine,
-        r.seeds.len()
-    );
+/// A table as the terminal and the HTML report both show it: its cells formatted once, by
+/// the one function that computes them, then drawn as text ([`comfy`]) or HTML.
+#[derive(Debug, Clone, Default)]
+pub struct Cells {
+    /// The line above the table.
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// The line under the table (what the numbers mean), if any.
+    pub note: String,
+}
+
+/// The table for the terminal: first column left, the others right.
+pub fn comfy(c: &Cells) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
-    t.set_header(vec![
-        "policy",
-        "runtime mean (s)",
-        "CV",
-        "min",
-        "max",
-        "NMMD",
-        "local ratio",
-        "pages migrated",
-        "thread migr.",
-    ]);
+    t.set_header(c.header.clone());
+    for r in &c.rows {
+        t.add_row(r.clone());
+    }
+    for i in 1..c.header.len() {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// A statistic of the spread of runtimes (CV, NMMD, quartiles): undefined (`-`) with one
+/// seed (or run).
+pub fn spread(seeds: usize, text: impl FnOnce() -> String) -> String {
+    if seeds < 2 { "-".into() } else { text() }
+}
+
+/// `numabal compare`'s table.
+pub fn compare_cells(r: &CompareResult) -> Cells {
+    let n = r.seeds.len();
     let base = r
         .policy_order
         .first()
         .and_then(|p| r.policies.get(p))
         .map(|p| p.runtime_s.mean);
-    for name in &r.policy_order {
-        let p = &r.policies[name];
-        let g = |k: &str| p.metrics.get(k).copied().unwrap_or(0.0);
-        let rel = base
-            .filter(|b| *b > 0.0)
-            .map(|b| format!(" ({:.2}x)", p.runtime_s.mean / b))
-            .unwrap_or_default();
-        t.add_row(vec![
-            name.clone(),
-            format!("{:.2}{rel}", p.runtime_s.mean),
-            format!("{:.4}", p.runtime_s.cv),
-            format!("{:.2}", p.runtime_s.min),
-            format!("{:.2}", p.runtime_s.max),
-            format!("{:.4}", p.runtime_s.nmmd),
-            format!("{:.3}", g("local_access_ratio")),
-            format!("{:.0}", g("numa_pages_migrated")),
-            format!("{:.1}", g("thread_migrations_internode")),
-        ]);
-    }
-    for i in 1..9 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    outln!("{t}");
-    if let Some(first) = r.policy_order.first() {
-        outln!(
-            "(ratios are against `{first}`; CV = sample standard deviation / mean; NMMD = (max - min) / mean)"
-        );
+    let rows = r
+        .policy_order
+        .iter()
+        .map(|name| {
+            let p = &r.policies[name];
+            let g = |k: &str| p.metrics.get(k).copied().unwrap_or(0.0);
+            let s = &p.runtime_s;
+            let rel = base
+                .filter(|b| *b > 0.0)
+                .map(|b| format!(" ({:.2}x)", s.mean / b))
+                .unwrap_or_default();
+            vec![
+                name.clone(),
+                format!("{:.2}{rel}", s.mean),
+                spread(n, || format!("{:.4}", s.cv)),
+                format!("{:.2}", s.min),
+                format!("{:.2}", s.max),
+                spread(n, || format!("{:.4}", s.nmmd)),
+                format!("{:.3}", g("local_access_ratio")),
+                format!("{:.0}", g("numa_pages_migrated")),
+                format!("{:.1}", g("thread_migrations_internode")),
+            ]
+        })
+        .collect();
+    Cells {
+        title: format!("{} on {}, {n} seed(s) per policy", r.workload, r.machine),
+        header: [
+            "policy",
+            "runtime mean (s)",
+            "CV",
+            "min",
+            "max",
+            "NMMD",
+            "local ratio",
+            "pages migrated",
+            "thread migr.",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: r
+            .policy_order
+            .first()
+            .map(|first| {
+                format!(
+                    "(ratios are against `{first}`; CV = sample standard deviation / mean; NMMD = (max - min) / mean{})",
+                    if n < 2 { "; - : undefined with one seed" } else { "" }
+                )
+            })
+            .unwrap_or_default(),
     }
 }
 
-/// A per-workload value or a geometric mean of the suite figure `key`, as printed.
+/// `numabal compare`'s report.
+pub fn print_compare(r: &CompareResult) {
+    let c = compare_cells(r);
+    outln!("{}", c.title);
+    outln!("{}", comfy(&c));
+    if !c.note.is_empty() {
+        outln!("{}", c.note);
+    }
+}
+
+/// A per-workload value or a geometric mean of the suite figure `key`, as printed; `-`
+/// where it is undefined (not a number).
 fn fmt_figure(key: &str, v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
     match key {
         "runtime_s" => format!("{v:.2}"),
         "runtime_cv" | "runtime_nmmd" => format!("{v:.4}"),
@@ -376,35 +427,21 @@ fn fmt_ratio(r: Option<f64>) -> String {
     r.map(|r| format!("{r:.3}x")).unwrap_or_else(|| "-".into())
 }
 
-fn table(header: Vec<String>) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_BORDERS_ONLY);
-    t.set_header(header);
-    t
-}
-
-fn right_align(t: &mut Table, columns: usize) {
-    for i in 1..columns {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-}
-
 /// The summary tables of `numabal suite`: geometric means per policy and their ratios to
-/// the first policy.
-pub fn suite_summary(r: &SuiteResult) -> String {
+/// the first policy. The means of CV and NMMD are undefined with one seed.
+pub fn suite_summary_cells(r: &SuiteResult) -> [Cells; 2] {
     let mut header = vec!["policy".to_string()];
     header.extend(GEOMEAN_METRICS.iter().map(|m| m.label.to_string()));
-    let mut means = table(header.clone());
-    let mut ratios = table(header);
     let n = r.workload_order.len();
+    let one_seed = r.seeds.len() < 2;
+    let (mut means, mut ratios) = (Vec::new(), Vec::new());
     for p in &r.policy_order {
         let g = |k: &str| r.geomean.get(p).and_then(|m| m.get(k));
         let mut row = vec![p.clone()];
         let mut rrow = vec![p.clone()];
         for m in GEOMEAN_METRICS {
-            match g(m.key) {
+            let spread = matches!(m.key, "runtime_cv" | "runtime_nmmd");
+            match g(m.key).filter(|_| !(spread && one_seed)) {
                 Some(Geomean {
                     value,
                     ratio,
@@ -424,18 +461,98 @@ pub fn suite_summary(r: &SuiteResult) -> String {
                 }
             }
         }
-        means.add_row(row);
-        ratios.add_row(rrow);
+        means.push(row);
+        ratios.push(rrow);
     }
-    right_align(&mut means, GEOMEAN_METRICS.len() + 1);
-    right_align(&mut ratios, GEOMEAN_METRICS.len() + 1);
     let first = r.policy_order.first().cloned().unwrap_or_default();
+    [
+        Cells {
+            title: format!("Geometric means over the {n} workloads"),
+            header: header.clone(),
+            rows: means,
+            note: String::new(),
+        },
+        Cells {
+            title: format!("Ratio to `{first}`"),
+            header,
+            rows: ratios,
+            note: format!(
+                "(geometric mean: exactly 0 when any workload's value is 0, [k/n are 0] counts them; \
+                 a ratio to a mean of 0 is -; CV = sample standard deviation / mean; \
+                 NMMD = (max - min) / mean{})",
+                if one_seed {
+                    "; CV and NMMD are undefined with one seed: -"
+                } else {
+                    ""
+                }
+            ),
+        },
+    ]
+}
+
+/// The summary of `numabal suite` as the terminal shows it.
+pub fn suite_summary(r: &SuiteResult) -> String {
+    let [means, ratios] = suite_summary_cells(r);
     format!(
-        "Geometric means over the {n} workloads\n{means}\nRatio to `{first}`\n{ratios}\n\
-         (geometric mean: exactly 0 when any workload's value is 0, [k/n are 0] counts them; \
-         a ratio to a mean of 0 is -; CV = sample standard deviation / mean; \
-         NMMD = (max - min) / mean)\n"
+        "{}\n{}\n{}\n{}\n{}\n",
+        means.title,
+        comfy(&means),
+        ratios.title,
+        comfy(&ratios),
+        ratios.note
     )
+}
+
+/// One workload's table of `numabal suite` (`key`: its name in the suite).
+pub fn workload_cells(key: &str, c: &CompareResult) -> Cells {
+    let n = c.seeds.len();
+    let base = c
+        .policy_order
+        .first()
+        .and_then(|p| c.policies.get(p))
+        .map(|p| p.runtime_s.mean);
+    let rows = c
+        .policy_order
+        .iter()
+        .map(|name| {
+            let p = &c.policies[name];
+            let g = |k: &str| p.metrics.get(k).copied().unwrap_or(f64::NAN);
+            let s = &p.runtime_s;
+            let rel = base
+                .and_then(|b| numabal_sim::suite::ratio(s.mean, b))
+                .map(|x| format!(" ({x:.2}x)"))
+                .unwrap_or_default();
+            vec![
+                name.clone(),
+                format!("{:.2}{rel}", s.mean),
+                spread(n, || format!("{:.4}", s.cv)),
+                spread(n, || format!("{:.4}", s.nmmd)),
+                spread(n, || format!("{:.2} / {:.2} / {:.2}", s.q1, s.median, s.q3)),
+                format!("{:.3}", g("local_access_ratio")),
+                format!("{:.1}", g("numa_hint_faults_per_s")),
+                format!("{:.0}", g("numa_pages_migrated")),
+                format!("{:.3}", g("thread_migrations_internode_per_s")),
+            ]
+        })
+        .collect();
+    Cells {
+        title: key.to_string(),
+        header: [
+            "policy",
+            "runtime mean (s)",
+            "CV",
+            "NMMD",
+            "q1 / median / q3 (s)",
+            "local ratio",
+            "hint faults/s",
+            "pages migrated",
+            "inter-node migr./s",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: String::new(),
+    }
 }
 
 /// `numabal suite`'s report: a table per workload, then the summary.
@@ -458,51 +575,10 @@ pub fn print_suite(r: &SuiteResult) {
         outln!("every run with --set {}", r.overrides.join(" --set "));
     }
     for w in &r.workload_order {
-        let c = &r.workloads[w];
+        let c = workload_cells(w, &r.workloads[w]);
         outln!();
-        outln!("{w}");
-        let mut t = table(
-            [
-                "policy",
-                "runtime mean (s)",
-                "CV",
-                "NMMD",
-                "q1 / median / q3 (s)",
-                "local ratio",
-                "hint faults/s",
-                "pages migrated",
-                "inter-node migr./s",
-            ]
-            .map(String::from)
-            .to_vec(),
-        );
-        let base = c
-            .policy_order
-            .first()
-            .and_then(|p| c.policies.get(p))
-            .map(|p| p.runtime_s.mean);
-        for name in &c.policy_order {
-            let p = &c.policies[name];
-            let g = |k: &str| p.metrics.get(k).copied().unwrap_or(f64::NAN);
-            let s = &p.runtime_s;
-            let rel = base
-                .and_then(|b| numabal_sim::suite::ratio(s.mean, b))
-                .map(|x| format!(" ({x:.2}x)"))
-                .unwrap_or_default();
-            t.add_row(vec![
-                name.clone(),
-                format!("{:.2}{rel}", s.mean),
-                format!("{:.4}", s.cv),
-                format!("{:.4}", s.nmmd),
-                format!("{:.2} / {:.2} / {:.2}", s.q1, s.median, s.q3),
-                format!("{:.3}", g("local_access_ratio")),
-                format!("{:.1}", g("numa_hint_faults_per_s")),
-                format!("{:.0}", g("numa_pages_migrated")),
-                format!("{:.3}", g("thread_migrations_internode_per_s")),
-            ]);
-        }
-        right_align(&mut t, 9);
-        outln!("{t}");
+        outln!("{}", c.title);
+        outln!("{}", comfy(&c));
     }
     outln!();
     out!("{}", suite_summary(r));
