@@ -389,7 +389,7 @@ pub fn compare_cells(r: &CompareResult) -> Cells {
             .map(|first| {
                 format!(
                     "(ratios are against `{first}`; CV = sample standard deviation / mean; NMMD = (max - min) / mean{})",
-                    if n < 2 { "; - : undefined with one seed" } else { "" }
+                    if n < 2 { "; -: undefined with one seed" } else { "" }
                 )
             })
             .unwrap_or_default(),

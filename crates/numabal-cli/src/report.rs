@@ -765,7 +765,7 @@ impl Report {
         h += "<style>\n\
 body{font-family:sans-serif;margin:2em auto;max-width:960px;color:#222}\n\
 table{border-collapse:collapse;margin:1em 0;font-size:85%}td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}\n\
-th{background:#eee}td:first-child,th:first-child{text-align:left}\n\
+th{background:#eee}td:first-child,th:first-child{text-align:left}td{white-space:nowrap}\n\
 figure{margin:2em 0;border-top:1px solid #ddd;padding-top:1em}figcaption{font-size:90%;color:#444}\n\
 figure svg{display:block;max-width:100%;height:auto}.note{font-size:90%;color:#444}\n\
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}\n\
@@ -920,7 +920,7 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}\n\
             note: if self.kind == "sweep" {
                 "Means over every workload and grid point of the policy; the figures normalise within each; CV = sample standard deviation / mean.".into()
             } else {
-                "CV = sample standard deviation / mean; - : undefined with one run.".into()
+                "CV = sample standard deviation / mean; -: undefined with one run.".into()
             },
         }
     }
