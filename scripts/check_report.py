@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Check a numabal HTML report in headless Chromium: every figure present and drawn.
+"""Check a numabal HTML report in headless Chromium: every figure present, drawn, legible.
 
 1. Read the report: each <figure data-figure=NAME> must hold an inline <svg> with drawing
    in it (lines, rectangles or circles), and (with --svg-dir) the same NAME.svg file.
-2. Load a copy with a probe script in Chromium (--dump-dom): the page's height and each
-   figure's SVG box in page pixels.
+2. Load a copy with a probe script in Chromium (--dump-dom): the page's height, each
+   figure's SVG box in page pixels and the smallest text in it as laid out (px at 100%
+   zoom: the font size times the figure's scale), which must be at least 12 px.
 3. Screenshot the report itself (no script) at that height, 1000 px wide, scale 1.
 4. Decode the PNG (zlib, PNG row filters: standard library only) and, inside each box,
    count pixels that are not background and pixels in a series colour (not grey): a drawn
@@ -21,6 +22,7 @@ import tempfile
 import zlib
 
 WIDTH = 1000
+MIN_TEXT_PX = 12
 CHROME = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
           "--force-device-scale-factor=1", "--disable-dev-shm-usage"]
 
@@ -29,8 +31,14 @@ const boxes = [];
 document.querySelectorAll('figure[data-figure]').forEach(f => {
   const s = f.querySelector('svg');
   const r = (s || f).getBoundingClientRect();
+  const scale = s && s.viewBox.baseVal && s.viewBox.baseVal.width
+    ? r.width / s.viewBox.baseVal.width : 1;
+  let small = 1000;
+  (s ? s.querySelectorAll('text') : []).forEach(t => {
+    small = Math.min(small, parseFloat(getComputedStyle(t).fontSize) * scale);
+  });
   boxes.push([f.dataset.figure, Math.round(r.left + scrollX), Math.round(r.top + scrollY),
-              Math.round(r.width), Math.round(r.height), !!s]);
+              Math.round(r.width), Math.round(r.height), !!s, Math.round(small * 10) / 10]);
 });
 document.body.setAttribute('data-boxes', JSON.stringify(boxes));
 document.body.setAttribute('data-height', document.documentElement.scrollHeight);
@@ -122,11 +130,12 @@ def main():
 
     print(f"check_report: {a.html}: {len(names)} figures; Chromium page {WIDTH}x{height}, "
           f"screenshot {w}x{h}")
-    print(f"{'figure':<24} {'box (x, y, w, h)':<26} {'drawn %':>8} {'colour px':>10}")
+    print(f"{'figure':<24} {'box (x, y, w, h)':<26} {'drawn %':>8} {'colour px':>10} "
+          f"{'text px':>8}")
     seen = [b[0] for b in boxes]
     if seen != names:
         failed.append(f"Chromium laid out figures {seen}, the report has {names}")
-    for name, x, y, bw, bh, has_svg in boxes:
+    for name, x, y, bw, bh, has_svg, small in boxes:
         if not has_svg or bw < 100 or bh < 100:
             failed.append(f"{name}: laid out {bw}x{bh} px (svg: {has_svg})")
             continue
@@ -144,13 +153,16 @@ def main():
                 if max(r, g, b) - min(r, g, b) > 60:
                     colour += 1
         pct = 100.0 * ink / max(total, 1)
-        print(f"{name:<24} {f'{x}, {y}, {bw}, {bh}':<26} {pct:8.2f} {colour:10d}")
+        print(f"{name:<24} {f'{x}, {y}, {bw}, {bh}':<26} {pct:8.2f} {colour:10d} {small:8.1f}")
         if pct < 1.0 or colour < 50:
             failed.append(f"{name}: looks empty ({pct:.2f}% drawn, {colour} coloured pixels)")
+        if small < MIN_TEXT_PX:
+            failed.append(f"{name}: text of {small} px (at least {MIN_TEXT_PX} px at 100% zoom)")
     for f in failed:
         print("FAIL:", f)
     if not failed:
-        print(f"PASS: all {len(names)} figures of the report are present and drawn")
+        print(f"PASS: all {len(names)} figures of the report are present, drawn and their text "
+              f"at least {MIN_TEXT_PX} px")
     return 1 if failed else 0
 
 

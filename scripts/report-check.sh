@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Renders the demo's HTML report in headless Chromium and checks that every figure is
-# there and drawn (issue 7's must-show). Installs Debian's `chromium` with apt when it is
+# there, drawn and legible (issue 7's and issue 15's must-show); the screenshot is
+# OUT_DIR/demo.png. Installs Debian's `chromium` with apt when it is
 # missing (as root, or with sudo). Needs the release build (scripts/test.sh builds it).
 #
 # Usage: scripts/report-check.sh [OUT_DIR]     (default: target/report)
@@ -41,3 +42,17 @@ if python3 scripts/check_report.py "$out/whited.html" > "$out/whited.txt" 2>&1; 
   exit 1
 fi
 say "the check refuses a blank figure: $(grep -m1 FAIL "$out/whited.txt")"
+
+# And a report whose figure text is 8 px must be refused too.
+python3 - "$out/demo.html" "$out/small.html" <<'PY'
+import re, sys
+h = open(sys.argv[1], encoding="utf-8").read()
+open(sys.argv[2], "w", encoding="utf-8").write(re.sub(r'font-size="[0-9.]+"', 'font-size="8"', h))
+PY
+if python3 scripts/check_report.py "$out/small.html" > "$out/small.txt" 2>&1; then
+  cat "$out/small.txt"
+  say "FAIL: a report with 8 px text passed the check"
+  exit 1
+fi
+say "the check refuses small text: $(grep -m1 FAIL "$out/small.txt")"
+say "screenshot: $out/demo.png"

@@ -444,16 +444,88 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
     outln!("(memory of each process when it exited)");
 }
 
+/// A table as the terminal and the HTML report both show it: its cells formatted once, by
+/// the one function that computes them, then drawn as text ([`comfy`]) or HTML. A `\n` in
+/// a header splits it over two lines (the HTML joins them with a space).
+#[derive(Debug, Clone, Default)]
+pub struct Cells {
+    /// The line above the table.
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// The lines under the table (what the numbers mean), if any.
+    pub note: String,
+}
+
+/// The table as terminal text, first column left, the others right: as wide as its cells,
+/// and only if that is wider than [`width()`], wrapped to it (cells wrap at spaces).
+pub fn comfy(c: &Cells) -> String {
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY);
+    t.set_header(c.header.clone());
+    for r in &c.rows {
+        t.add_row(r.clone());
+    }
+    for i in 1..c.header.len() {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let text = t.to_string();
+    match width() {
+        Some(w) if text.lines().any(|l| l.chars().count() > w) => {
+            t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+            t.set_width(w as u16);
+            t.to_string()
+        }
+        _ => text,
+    }
+}
+
+/// A table with its title and note, fitted to the terminal.
+fn print_cells(c: &Cells) {
+    outln!("{}", c.title);
+    outln!("{}", comfy(c));
+    if !c.note.is_empty() {
+        out!("{}", fit(&format!("{}\n", c.note), 1));
+    }
+}
+
 /// `numabal compare`'s table.
-pub fn print_compare(r: &CompareResult) {
-    outln!(
-        "{} on {}, {} seed(s) per policy",
-        r.workload,
-        r.machine,
-        r.seeds.len()
-    );
-    let mut t = table(
-        [
+pub fn compare_cells(r: &CompareResult) -> Cells {
+    let n = r.seeds.len();
+    let base = r
+        .policy_order
+        .first()
+        .and_then(|p| r.policies.get(p))
+        .map(|p| p.runtime_s.mean);
+    let rows = r
+        .policy_order
+        .iter()
+        .map(|name| {
+            let p = &r.policies[name];
+            let g = |k: &str| p.metrics.get(k).copied().unwrap_or(0.0);
+            let s = &p.runtime_s;
+            let rel = base
+                .filter(|b| *b > 0.0)
+                .map(|b| format!(" ({:.2}x)", s.mean / b))
+                .unwrap_or_default();
+            vec![
+                name.clone(),
+                format!("{:.2}{rel}", s.mean),
+                fmt_undefined(s.cv, 4),
+                format!("{:.2}", s.min),
+                format!("{:.2}", s.max),
+                fmt_undefined(s.nmmd, 4),
+                format!("{:.3}", g("local_access_ratio")),
+                format!("{:.0}", g("numa_pages_migrated")),
+                format!("{:.1}", g("thread_migrations_internode")),
+            ]
+        })
+        .collect();
+    Cells {
+        title: format!("{} on {}, {n} seed(s) per policy", r.workload, r.machine),
+        header: [
             "policy",
             "runtime\nmean (s)",
             "CV",
@@ -466,50 +538,32 @@ pub fn print_compare(r: &CompareResult) {
         ]
         .map(String::from)
         .to_vec(),
-    );
-    let base = r
-        .policy_order
-        .first()
-        .and_then(|p| r.policies.get(p))
-        .map(|p| p.runtime_s.mean);
-    for name in &r.policy_order {
-        let p = &r.policies[name];
-        let g = |k: &str| p.metrics.get(k).copied().unwrap_or(0.0);
-        let rel = base
-            .filter(|b| *b > 0.0)
-            .map(|b| format!(" ({:.2}x)", p.runtime_s.mean / b))
-            .unwrap_or_default();
-        t.add_row(vec![
-            name.clone(),
-            format!("{:.2}{rel}", p.runtime_s.mean),
-            fmt_undefined(p.runtime_s.cv, 4),
-            format!("{:.2}", p.runtime_s.min),
-            format!("{:.2}", p.runtime_s.max),
-            fmt_undefined(p.runtime_s.nmmd, 4),
-            format!("{:.3}", g("local_access_ratio")),
-            format!("{:.0}", g("numa_pages_migrated")),
-            format!("{:.1}", g("thread_migrations_internode")),
-        ]);
-    }
-    right_align(&mut t, 9);
-    outln!("{}", render(&mut t));
-    if let Some(first) = r.policy_order.first() {
-        out!(
-            "{}",
-            fit(
-                &format!(
+        rows,
+        note: r
+            .policy_order
+            .first()
+            .map(|first| {
+                format!(
                     "(ratios are against `{first}`; CV = sample standard deviation / mean; \
                      NMMD = (max - min) / mean; - where one run gives no spread; thread \
-                     migrations: mean count per run)\n"
-                ),
-                1
-            )
-        );
+                     migrations: inter-node, mean count per run)"
+                )
+            })
+            .unwrap_or_default(),
     }
 }
 
-/// A per-workload value or a geometric mean of the suite figure `key`, as printed.
+/// `numabal compare`'s report.
+pub fn print_compare(r: &CompareResult) {
+    print_cells(&compare_cells(r));
+}
+
+/// A per-workload value or a geometric mean of the suite figure `key`, as printed; `-`
+/// where it is undefined (not a number).
 fn fmt_figure(key: &str, v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
     match key {
         "runtime_s" => format!("{v:.2}"),
         "runtime_cv" | "runtime_nmmd" => format!("{v:.4}"),
@@ -521,7 +575,7 @@ fn fmt_figure(key: &str, v: f64) -> String {
 }
 
 /// A statistic with `decimals`, or `-` where it is undefined (one run has no spread).
-fn fmt_undefined(v: Option<f64>, decimals: usize) -> String {
+pub fn fmt_undefined(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.decimals$}"))
 }
 
@@ -530,39 +584,9 @@ fn fmt_ratio(r: Option<f64>) -> String {
     r.map(|r| format!("{r:.3}x")).unwrap_or_else(|| "-".into())
 }
 
-/// A table; `\n` in a header splits it over lines. Print it with [`render`].
-fn table(header: Vec<String>) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_BORDERS_ONLY);
-    t.set_header(header);
-    t
-}
-
-/// A table as text: as wide as its cells, and only if that is wider than [`width()`],
-/// wrapped to it (cells wrap at spaces).
-fn render(t: &mut Table) -> String {
-    let text = t.to_string();
-    match width() {
-        Some(w) if text.lines().any(|l| l.chars().count() > w) => {
-            t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-            t.set_width(w as u16);
-            t.to_string()
-        }
-        _ => text,
-    }
-}
-
-fn right_align(t: &mut Table, columns: usize) {
-    for i in 1..columns {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-}
-
 /// The summary tables of `numabal suite`: geometric means per policy and their ratios to
-/// the first policy.
-pub fn suite_summary(r: &SuiteResult) -> String {
+/// the first policy (undefined, `-`, for CV and NMMD with one seed).
+pub fn suite_summary_cells(r: &SuiteResult) -> [Cells; 2] {
     let mut header = vec!["policy".to_string()];
     // Two-line headers keep the columns as narrow as their numbers.
     header.extend(
@@ -570,9 +594,8 @@ pub fn suite_summary(r: &SuiteResult) -> String {
             .iter()
             .map(|m| m.label.replacen(' ', "\n", 1)),
     );
-    let mut means = table(header.clone());
-    let mut ratios = table(header);
     let n = r.workload_order.len();
+    let (mut means, mut ratios) = (Vec::new(), Vec::new());
     for p in &r.policy_order {
         let g = |k: &str| r.geomean.get(p).and_then(|m| m.get(k));
         let mut row = vec![p.clone()];
@@ -599,24 +622,90 @@ pub fn suite_summary(r: &SuiteResult) -> String {
                 }
             }
         }
-        means.add_row(row);
-        ratios.add_row(rrow);
+        means.push(row);
+        ratios.push(rrow);
     }
-    right_align(&mut means, GEOMEAN_METRICS.len() + 1);
-    right_align(&mut ratios, GEOMEAN_METRICS.len() + 1);
     let first = r.policy_order.first().cloned().unwrap_or_default();
+    [
+        Cells {
+            title: format!("Geometric means over the {n} workloads"),
+            header: header.clone(),
+            rows: means,
+            note: String::new(),
+        },
+        Cells {
+            title: format!("Ratio to `{first}`"),
+            header,
+            rows: ratios,
+            note: "(geometric mean: exactly 0 when any workload's value is 0, [k/n]: k of the \
+                   n workloads are 0; - where it is undefined: a ratio to a mean of 0, a CV or \
+                   NMMD of single runs; CV = sample standard deviation / mean; NMMD = (max - \
+                   min) / mean)"
+                .into(),
+        },
+    ]
+}
+
+/// The summary of `numabal suite` as the terminal shows it.
+pub fn suite_summary(r: &SuiteResult) -> String {
+    let [means, ratios] = suite_summary_cells(r);
     format!(
-        "Geometric means over the {n} workloads\n{}\nRatio to `{first}`\n{}\n{}",
-        render(&mut means),
-        render(&mut ratios),
-        fit(
-            "(geometric mean: exactly 0 when any workload's value is 0, [k/n]: k of the n \
-             workloads are 0; \
-             - where it is undefined: a ratio to a mean of 0, a CV or NMMD of single runs; \
-             CV = sample standard deviation / mean; NMMD = (max - min) / mean)\n",
-            1
-        )
+        "{}\n{}\n{}\n{}\n{}",
+        means.title,
+        comfy(&means),
+        ratios.title,
+        comfy(&ratios),
+        fit(&format!("{}\n", ratios.note), 1)
     )
+}
+
+/// One workload's table of `numabal suite` (`key`: its name in the suite).
+pub fn workload_cells(key: &str, c: &CompareResult) -> Cells {
+    let base = c
+        .policy_order
+        .first()
+        .and_then(|p| c.policies.get(p))
+        .map(|p| p.runtime_s.mean);
+    let rows = c
+        .policy_order
+        .iter()
+        .map(|name| {
+            let p = &c.policies[name];
+            let g = |k: &str| p.metrics.get(k).copied().unwrap_or(f64::NAN);
+            let s = &p.runtime_s;
+            let rel = base
+                .and_then(|b| numabal_sim::suite::ratio(s.mean, b))
+                .map(|x| format!(" ({x:.2}x)"))
+                .unwrap_or_default();
+            vec![
+                name.clone(),
+                format!("{:.2}{rel}", s.mean),
+                fmt_undefined(s.cv, 4),
+                fmt_undefined(s.nmmd, 4),
+                format!("{:.3}", g("local_access_ratio")),
+                format!("{:.1}", g("numa_hint_faults_per_s")),
+                format!("{:.0}", g("numa_pages_migrated")),
+                format!("{:.3}", g("thread_migrations_internode_per_s")),
+            ]
+        })
+        .collect();
+    Cells {
+        title: key.to_string(),
+        header: [
+            "policy",
+            "runtime\nmean (s)",
+            "CV",
+            "NMMD",
+            "local\nratio",
+            "hint\nfaults/s",
+            "pages\nmigrated",
+            "inter-node\nmigr./s",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: String::new(),
+    }
 }
 
 /// `numabal suite`'s report: a table per workload, then the summary.
@@ -639,49 +728,8 @@ pub fn print_suite(r: &SuiteResult) {
         outln!("every run with --set {}", r.overrides.join(" --set "));
     }
     for w in &r.workload_order {
-        let c = &r.workloads[w];
         outln!();
-        outln!("{w}");
-        let mut t = table(
-            [
-                "policy",
-                "runtime\nmean (s)",
-                "CV",
-                "NMMD",
-                "local\nratio",
-                "hint\nfaults/s",
-                "pages\nmigrated",
-                "inter-node\nmigr./s",
-            ]
-            .map(String::from)
-            .to_vec(),
-        );
-        let base = c
-            .policy_order
-            .first()
-            .and_then(|p| c.policies.get(p))
-            .map(|p| p.runtime_s.mean);
-        for name in &c.policy_order {
-            let p = &c.policies[name];
-            let g = |k: &str| p.metrics.get(k).copied().unwrap_or(f64::NAN);
-            let s = &p.runtime_s;
-            let rel = base
-                .and_then(|b| numabal_sim::suite::ratio(s.mean, b))
-                .map(|x| format!(" ({x:.2}x)"))
-                .unwrap_or_default();
-            t.add_row(vec![
-                name.clone(),
-                format!("{:.2}{rel}", s.mean),
-                fmt_undefined(s.cv, 4),
-                fmt_undefined(s.nmmd, 4),
-                format!("{:.3}", g("local_access_ratio")),
-                format!("{:.1}", g("numa_hint_faults_per_s")),
-                format!("{:.0}", g("numa_pages_migrated")),
-                format!("{:.3}", g("thread_migrations_internode_per_s")),
-            ]);
-        }
-        right_align(&mut t, 8);
-        outln!("{}", render(&mut t));
+        print_cells(&workload_cells(w, &r.workloads[w]));
     }
     outln!();
     out!("{}", suite_summary(r));

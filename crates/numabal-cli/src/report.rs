@@ -5,21 +5,23 @@
 //! | file | figure | after |
 //! |------|--------|-------|
 //! | `memory.svg` (`memory-POLICY.svg`) | each process's resident memory per node over time | autonuma-benchmark's plots |
-//! | `locality.svg` | local access ratio over time, per policy | Stable-NUMA paper |
-//! | `activity.svg` | hinting faults/s, pages migrated/s, thread migrations/s over time | Stable-NUMA paper |
-//! | `runtime.svg` | box plots of runtime normalised to the baseline policy's median | Stable-NUMA paper, Figures 3 and 9 |
-//! | `counters.svg` | per-policy bars of hinting faults, pages migrated, thread migrations | Stable-NUMA paper, Figures 14-16 |
-//! | `stalls.svg` | stall-length histogram | async-scan RFC |
-//! | `ping-pong.svg` | CDF of thread ping-pong round-trip intervals | Stable-NUMA paper, Figure 5 |
-//! | `throughput.svg` | throughput against each varied field (a sweep's load) | RHEL 7 memory brief, Figure 15 |
+//! | `locality.svg` | local access ratio over time, per policy | the Stable-NUMA paper |
+//! | `activity.svg` | hinting faults/s, pages migrated/s, thread migrations/s over time | the Stable-NUMA paper |
+//! | `runtime.svg` | box plots of runtime normalised to the baseline policy's median | the Stable-NUMA paper, Figures 3 and 9 |
+//! | `counters.svg` | per-policy bars of hinting faults, pages migrated, thread migrations | the Stable-NUMA paper, Figures 14-16 |
+//! | `stalls.svg` | stall-length histogram | the async-scan RFC |
+//! | `ping-pong.svg` | CDF of thread ping-pong round-trip intervals | the Stable-NUMA paper, Figure 5 |
+//! | `throughput.svg` | throughput against each varied field (a sweep's load) | the RHEL 7 memory brief, Figure 15 |
 //!
 //! A figure without data (no hinting faults under static policies, one run per policy for
 //! a box plot, no varied field) is left out, and the report says so.
 
 use crate::Failure;
+use crate::output::{self, Cells};
 use crate::svg::{self, Bar, BarPanel, Line, Panel};
 use numabal_sim::result::{Metrics, PingPongHistogram, StallHistogram};
 use numabal_sim::series::Series;
+use numabal_sim::suite::GEOMEAN_METRICS;
 use numabal_sim::{CompareResult, RunResult, SuiteResult};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -86,6 +88,12 @@ pub struct Report {
     pub entries: Vec<Entry>,
     /// Extra scenario lines (suite name, grid).
     pub scenario: Vec<(String, String)>,
+    /// The summary tables, as the terminal prints them (empty: one row per policy from
+    /// the runs).
+    pub tables: Vec<Cells>,
+    /// A suite's counters figure: the summary's geometric means over the workloads
+    /// (instead of means per run over every workload).
+    pub geomean_bars: Option<Vec<BarPanel>>,
 }
 
 /// One figure of a report.
@@ -93,8 +101,8 @@ pub struct Report {
 pub struct Figure {
     /// File stem of its SVG (and the `id` in the HTML).
     pub name: String,
-    pub title: String,
     pub caption: String,
+    /// Drawn with its title (the figure's only one, in the HTML as in the file).
     pub svg: String,
 }
 
@@ -113,6 +121,8 @@ impl Report {
             policies,
             entries,
             scenario: Vec::new(),
+            tables: Vec::new(),
+            geomean_bars: None,
         }
     }
 
@@ -149,6 +159,7 @@ impl Report {
             entries,
         );
         r.policies = c.policy_order.clone();
+        r.tables = vec![output::compare_cells(c)];
         r
     }
 
@@ -176,6 +187,13 @@ impl Report {
             .push(("suite".into(), format!("{}: {}", s.suite, s.description)));
         r.scenario
             .push(("workloads".into(), s.workload_order.join(", ")));
+        r.tables = output::suite_summary_cells(s).to_vec();
+        r.tables.extend(
+            s.workload_order
+                .iter()
+                .map(|w| output::workload_cells(w, &s.workloads[w])),
+        );
+        r.geomean_bars = Some(geomean_bars(s));
         r
     }
 
@@ -282,19 +300,14 @@ impl Report {
             // Several JSON lines: a sweep.
             Err(_) => return Report::of_sweep_lines(&text, &label),
         };
-        let parse_err = |what: &str, e: serde_json::Error| {
-            Failure::Input(format!("{label}: not a numabal {what} result: {e}"))
-        };
         if v.get("workloads").is_some() && v.get("geomean").is_some() {
-            let s: SuiteResult = serde_json::from_value(v).map_err(|e| parse_err("suite", e))?;
-            Ok(Report::of_suite(&s))
+            Ok(Report::of_suite(&typed::<SuiteResult>(v, &label, "suite")?))
         } else if v.get("policies").is_some() && v.get("policy_order").is_some() {
-            let c: CompareResult =
-                serde_json::from_value(v).map_err(|e| parse_err("compare", e))?;
-            Ok(Report::of_compare(&c))
+            Ok(Report::of_compare(&typed::<CompareResult>(
+                v, &label, "compare",
+            )?))
         } else if v.get("metrics").is_some() && v.get("scenario").is_some() {
-            let r: RunResult = serde_json::from_value(v).map_err(|e| parse_err("sim", e))?;
-            Ok(Report::of_run(&r))
+            Ok(Report::of_run(&typed::<RunResult>(v, &label, "sim")?))
         } else if v.get("key").is_some() && v.get("metrics").is_some() {
             Report::of_sweep_lines(&text, &label)
         } else {
@@ -327,14 +340,51 @@ impl Report {
             .collect()
     }
 
+    /// The workloads of the runs, in their order.
+    fn workloads(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = Vec::new();
+        for e in &self.entries {
+            if !v.contains(&e.workload.as_str()) {
+                v.push(&e.workload);
+            }
+        }
+        v
+    }
+
+    /// What a figure drawn from every run shows: the workload (or how many) and the seeds,
+    /// and in a sweep every grid point.
+    fn scope(&self) -> String {
+        let w = self.workloads();
+        let w = match w.as_slice() {
+            [one] => one.to_string(),
+            _ => format!("{} workloads", w.len()),
+        };
+        let seeds: Vec<u64> = self.entries.iter().map(|e| e.seed).collect();
+        let grid = if self.kind == "sweep" {
+            ", every grid point"
+        } else {
+            ""
+        };
+        format!("{w}, {}{grid}", seeds_text(&seeds))
+    }
+
+    /// The workload the time series show: the first, saying so when there are more.
+    fn series_workload(&self) -> String {
+        let w = self.workloads();
+        match w.as_slice() {
+            [] => String::new(),
+            [one] => one.to_string(),
+            [first, ..] => format!("{first} (first of {} workloads)", w.len()),
+        }
+    }
+
     /// Every figure with data, in the table's order.
     pub fn figures(&self) -> (Vec<Figure>, Vec<String>) {
         let mut figs = Vec::new();
         let mut left_out = Vec::new();
-        let mut add = |name: &str, title: String, caption: String, svg: Option<String>| match svg {
+        let mut add = |name: &str, caption: String, svg: Option<String>| match svg {
             Some(svg) => figs.push(Figure {
                 name: name.to_string(),
-                title,
                 caption,
                 svg,
             }),
@@ -342,19 +392,23 @@ impl Report {
         };
         let first = self.first_runs();
         let one = self.policies.len() == 1;
+        let wl = self.series_workload();
+        let only_first = if self.workloads().len() > 1 {
+            " Only the first workload is drawn over time; every workload's series is in the saved result."
+        } else {
+            ""
+        };
         for (p, e, s) in &first {
             let name = if one {
                 "memory".to_string()
             } else {
                 format!("memory-{p}")
             };
-            let title = format!("{} under {p}: memory per node over time", e.workload);
+            let title = format!("{wl} under {p}, seed {}: memory per node over time", e.seed);
             add(
                 &name,
-                title.clone(),
                 format!(
-                    "Each process's resident memory on each node (numastat -p) over the run, seed {}, one panel per process (at most {}); every {} s.",
-                    e.seed,
+                    "Each process's resident memory on each node (numastat -p) over the run, one panel per process (at most {}); every {} s.{only_first}",
                     svg::MAX_PANELS,
                     s.interval_s
                 ),
@@ -362,11 +416,13 @@ impl Report {
             );
         }
         if !first.is_empty() {
-            let wl = &first[0].1.workload;
+            let seeds: Vec<u64> = first.iter().map(|(_, e, _)| e.seed).collect();
+            let wl = format!("{wl}, {}", seeds_text(&seeds));
             add(
                 "locality",
-                format!("{wl}: local access ratio over time"),
-                "Of the bytes accessed in each interval, the share on the accessing CPU's node; the first seed of each policy.".into(),
+                format!(
+                    "Of the bytes accessed in each interval, the share on the accessing CPU's node; each policy's run with the lowest seed.{only_first}"
+                ),
                 svg::lines_svg(
                     &format!("{wl}: local access ratio over time"),
                     &[Panel {
@@ -377,7 +433,12 @@ impl Report {
                             .iter()
                             .map(|(p, _, s)| Line {
                                 label: p.to_string(),
-                                points: s.t_s.iter().copied().zip(s.local_access_ratio.iter().copied()).collect(),
+                                points: s
+                                    .t_s
+                                    .iter()
+                                    .copied()
+                                    .zip(s.local_access_ratio.iter().copied())
+                                    .collect(),
                             })
                             .collect(),
                         y_min_top: 1.0,
@@ -422,14 +483,23 @@ impl Report {
                 };
             add(
                 "activity",
-                format!("{wl}: balancing activity over time"),
-                "NUMA hinting faults, base pages migrated and inter-node thread migrations per simulated second in each interval (log scale; intervals without any are gaps); the first seed of each policy.".into(),
+                format!(
+                    "NUMA hinting faults, base pages migrated and inter-node thread migrations per simulated second in each interval (log scale; intervals without any are gaps); each policy's run with the lowest seed.{only_first}"
+                ),
                 svg::lines_svg(
                     &format!("{wl}: balancing activity over time"),
                     &[
-                        panel("numa_hint_faults per second", "faults/s", |n| &n.numa_hint_faults),
-                        panel("pages migrated per second", "pages/s", |n| &n.pages_migrated),
-                        panel("thread migrations (inter-node) per second", "moves/s", |n| &n.thread_migrations),
+                        panel("numa_hint_faults per second", "faults/s", |n| {
+                            &n.numa_hint_faults
+                        }),
+                        panel("pages migrated per second", "pages/s", |n| {
+                            &n.pages_migrated
+                        }),
+                        panel(
+                            "thread migrations (inter-node) per second",
+                            "moves/s",
+                            |n| &n.thread_migrations,
+                        ),
                     ],
                 ),
             );
@@ -462,9 +532,10 @@ impl Report {
             })
             .collect();
         let several = normalised.iter().any(|(_, v)| v.len() >= 2);
+        let scope = self.scope();
+        let title = format!("{scope}: runtime normalised to {base}");
         add(
             "runtime",
-            "Runtime normalised to the baseline".into(),
             format!(
                 "Each run's runtime divided by the median runtime of {base} (the baseline) in the same workload{}; boxes: quartiles, whiskers: 1.5 box lengths, points beyond them: outliers; the line at 1 is the baseline.",
                 if self.kind == "sweep" {
@@ -475,7 +546,7 @@ impl Report {
             ),
             if several {
                 svg::box_svg(
-                    "Runtime normalised to the baseline",
+                    &title,
                     &format!("runtime / median of {base}"),
                     &normalised,
                     1.0,
@@ -509,27 +580,34 @@ impl Report {
                 },
             }
         };
-        add(
-            "counters",
-            "Faults, migrations and thread migrations per policy".into(),
-            "Mean per run of numa_hint_faults, pgmigrate_success (base pages migrated, by any cause) and inter-node thread migrations (all causes); whiskers from the smallest to the largest run. A counter that is zero under every policy is left out.".into(),
-            svg::bars_svg(
-                "Faults, migrations and thread migrations per policy",
-                &[
+        let title = format!("{scope}: faults, migrations and thread migrations per policy");
+        let (caption, panels) = match &self.geomean_bars {
+            Some(g) => (
+                "Per policy, the geometric mean over the workloads of each workload's mean (the summary's hint faults/s, pages migrated and inter-node thread migrations/s); whiskers from the smallest to the largest workload's value. A figure that is zero under every policy is left out.",
+                g.clone(),
+            ),
+            None => (
+                "Mean per run of numa_hint_faults, pgmigrate_success (base pages migrated, by any cause) and inter-node thread migrations (all causes); whiskers from the smallest to the largest run. A counter that is zero under every policy is left out.",
+                vec![
                     bar_panel("numa_hint_faults", |m| m.numa_hint_faults as f64),
-                    bar_panel("pages migrated (pgmigrate_success)", |m| m.pgmigrate_success as f64),
-                    bar_panel("thread migrations (inter-node)", |m| m.thread_migrations_internode as f64),
+                    bar_panel("pages migrated (pgmigrate_success)", |m| {
+                        m.pgmigrate_success as f64
+                    }),
+                    bar_panel("thread migrations (inter-node)", |m| {
+                        m.thread_migrations_internode as f64
+                    }),
                 ],
             ),
-        );
+        };
+        add("counters", caption.into(), svg::bars_svg(&title, &panels));
         let buckets = numabal_sim::result::STALL_BUCKETS_MS;
-        let stall_labels: Vec<String> = buckets.iter().map(|b| format!(">={b} ms")).collect();
+        let stall_labels: Vec<String> = buckets.iter().map(|b| format!("≥{b} ms")).collect();
+        let title = format!("{scope}: stall lengths");
         add(
             "stalls",
-            "Stall lengths".into(),
             "Per bucket of stall length (time a thread could not run for NUMA balancing's own work: scanning, migrating, faults), the number of stalls per run, mean over runs (log scale).".into(),
             svg::lines_svg(
-                "Stall lengths",
+                &title,
                 &[Panel {
                     title: "stalls per run by length".into(),
                     x_desc: "stall length".into(),
@@ -596,12 +674,12 @@ impl Report {
                 }
             })
             .collect();
+        let title = format!("{scope}: thread ping-pong intervals (CDF)");
         add(
             "ping-pong",
-            "Thread ping-pong intervals".into(),
             "Cumulative share of round trips (a thread back on a node it had left) that took less than each bound, from leaving the node to coming back; policies without round trips are left out.".into(),
             svg::lines_svg(
-                "Thread ping-pong intervals (CDF)",
+                &title,
                 &[Panel {
                     title: "round trips shorter than".into(),
                     x_desc: "interval from leaving a node to returning".into(),
@@ -665,9 +743,17 @@ impl Report {
             .collect();
         add(
             "throughput",
-            "Throughput against load".into(),
             "Work done per simulated second (throughput_per_s), mean over seeds and the other varied fields, against each varied numeric field of a sweep (e.g. a workload's thread count: the RHEL 7 memory brief's throughput against warehouses).".into(),
-            svg::lines_svg("Throughput against load", &panels),
+            svg::lines_svg(
+                &format!(
+                    "{scope}: {}",
+                    match panels.as_slice() {
+                        [one] => one.title.as_str(),
+                        _ => "throughput against load",
+                    }
+                ),
+                &panels,
+            ),
         );
         (figs, left_out)
     }
@@ -680,8 +766,9 @@ impl Report {
         h += "<style>\n\
 body{font-family:sans-serif;margin:2em auto;max-width:960px;color:#222}\n\
 table{border-collapse:collapse;margin:1em 0;font-size:85%}td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}\n\
-th{background:#eee}td:first-child,th:first-child{text-align:left}\n\
-figure{margin:2em 0;border-top:1px solid #ddd}figcaption{font-size:90%;color:#444}\n\
+th{background:#eee}td:first-child,th:first-child{text-align:left}td{white-space:nowrap}\n\
+figure{margin:2em 0;border-top:1px solid #ddd;padding-top:1em}figcaption{font-size:90%;color:#444}\n\
+figure svg{display:block;max-width:100%;height:auto}.note{font-size:90%;color:#444}\n\
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}\n\
 .meta{color:#666}\n</style>\n</head>\n<body>\n";
         h += &format!("<h1>{}</h1>\n", esc(&self.title));
@@ -693,14 +780,19 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}\n\
             figs.len()
         );
         h += "<h2>Summary</h2>\n";
-        h += &self.summary_table();
+        if self.tables.is_empty() {
+            h += &html_table(&self.runs_cells());
+        }
+        for t in &self.tables {
+            h += &html_table(t);
+        }
         h += "<h2>Figures</h2>\n";
+        // The figure's title is drawn in its SVG (as in the SVG file): not repeated here.
         for f in figs {
             h += &format!(
-                "<figure id=\"{}\" data-figure=\"{}\">\n<h3>{}</h3>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+                "<figure id=\"{}\" data-figure=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
                 f.name,
                 f.name,
-                esc(&f.title),
                 f.svg.trim(),
                 esc(&f.caption)
             );
@@ -769,47 +861,69 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}\n\
         h
     }
 
-    fn summary_table(&self) -> String {
-        let mut h = String::from(
-            "<table>\n<tr><th>policy</th><th>runs</th><th>runtime s (mean)</th><th>CV</th><th>min</th><th>max</th><th>vs baseline</th><th>local access ratio</th><th>numa_hint_faults</th><th>pages migrated</th><th>thread migrations</th><th>scan CPU s</th></tr>\n",
-        );
+    /// One row per policy from its runs (a run or a sweep, where the terminal has no
+    /// table): the spread of runtimes (CV) is undefined, `-`, with one run.
+    fn runs_cells(&self) -> Cells {
         let mut base_mean = None;
-        for p in &self.policies {
-            let runs: Vec<&Entry> = self.of_policy(p).collect();
-            let n = runs.len().max(1) as f64;
-            let mean =
-                |f: &dyn Fn(&Metrics) -> f64| runs.iter().map(|e| f(&e.metrics)).sum::<f64>() / n;
-            let rt: Vec<f64> = runs.iter().map(|e| e.metrics.runtime_s).collect();
-            let m = mean(&|m| m.runtime_s);
-            let sd = (rt.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n).sqrt();
-            let base = *base_mean.get_or_insert(m);
-            let unfinished = runs.iter().filter(|e| !e.finished).count();
-            h += &format!(
-                "<tr><td>{}</td><td>{}{}</td><td>{:.3}</td><td>{:.4}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.4}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.3}</td></tr>\n",
-                esc(p),
-                runs.len(),
-                if unfinished > 0 {
-                    format!(" ({unfinished} unfinished)")
-                } else {
-                    String::new()
-                },
-                m,
-                if m > 0.0 { sd / m } else { 0.0 },
-                rt.iter().copied().fold(f64::INFINITY, f64::min),
-                rt.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                if base > 0.0 { m / base } else { 0.0 },
-                mean(&|m| m.local_access_ratio),
-                mean(&|m| m.numa_hint_faults as f64),
-                mean(&|m| m.pgmigrate_success as f64),
-                mean(&|m| m.thread_migrations_internode as f64),
-                mean(&|m| m.scan_cpu_s),
-            );
+        let rows = self
+            .policies
+            .iter()
+            .map(|p| {
+                let runs: Vec<&Entry> = self.of_policy(p).collect();
+                let n = runs.len().max(1) as f64;
+                let mean = |f: &dyn Fn(&Metrics) -> f64| {
+                    runs.iter().map(|e| f(&e.metrics)).sum::<f64>() / n
+                };
+                let rt: Vec<f64> = runs.iter().map(|e| e.metrics.runtime_s).collect();
+                let st = numabal_sim::compare::Stats::of(&rt);
+                let base = *base_mean.get_or_insert(st.mean);
+                let unfinished = runs.iter().filter(|e| !e.finished).count();
+                vec![
+                    p.clone(),
+                    if unfinished > 0 {
+                        format!("{} ({unfinished} unfinished)", runs.len())
+                    } else {
+                        runs.len().to_string()
+                    },
+                    format!("{:.3}", st.mean),
+                    output::fmt_undefined(st.cv, 4),
+                    format!("{:.3}", st.min),
+                    format!("{:.3}", st.max),
+                    numabal_sim::suite::ratio(st.mean, base)
+                        .map_or_else(|| "-".into(), |r| format!("{r:.3}")),
+                    format!("{:.4}", mean(&|m| m.local_access_ratio)),
+                    format!("{:.0}", mean(&|m| m.numa_hint_faults as f64)),
+                    format!("{:.0}", mean(&|m| m.pgmigrate_success as f64)),
+                    format!("{:.0}", mean(&|m| m.thread_migrations_internode as f64)),
+                    format!("{:.3}", mean(&|m| m.scan_cpu_s)),
+                ]
+            })
+            .collect();
+        Cells {
+            title: String::new(),
+            header: [
+                "policy",
+                "runs",
+                "runtime s (mean)",
+                "CV",
+                "min",
+                "max",
+                "vs baseline",
+                "local access ratio",
+                "numa_hint_faults",
+                "pages migrated",
+                "thread migrations",
+                "scan CPU s",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+            note: if self.kind == "sweep" {
+                "Means over every workload and grid point of the policy; the figures normalise within each; CV = sample standard deviation / mean.".into()
+            } else {
+                "CV = sample standard deviation / mean; -: undefined with one run.".into()
+            },
         }
-        h += "</table>\n";
-        if self.kind == "suite" || self.kind == "sweep" {
-            h += "<p>Means over every workload and grid point of the policy; the figures normalise within each.</p>\n";
-        }
-        h
     }
 
     /// Write the HTML and/or the SVG files; says what it wrote on stderr.
@@ -872,6 +986,112 @@ pub fn memory_svg(s: &Series, title: &str) -> Option<String> {
         })
         .collect();
     svg::lines_svg(title, &panels)
+}
+
+/// A suite's counters as its summary has them: per policy the geometric mean over the
+/// workloads (one [`GEOMEAN_METRICS`] figure a panel), whiskers from the smallest to the
+/// largest workload's value.
+fn geomean_bars(s: &SuiteResult) -> Vec<BarPanel> {
+    let keys = [
+        "numa_hint_faults_per_s",
+        "numa_pages_migrated",
+        "thread_migrations_internode_per_s",
+    ];
+    GEOMEAN_METRICS
+        .iter()
+        .filter(|m| keys.contains(&m.key))
+        .map(|m| {
+            let bars: Vec<Bar> = s
+                .policy_order
+                .iter()
+                .map(|p| {
+                    let per: Vec<f64> = s
+                        .workloads
+                        .values()
+                        .filter_map(|c| c.policies.get(p).map(m.of))
+                        .filter(|x| x.is_finite())
+                        .collect();
+                    let value = s
+                        .geomean
+                        .get(p)
+                        .and_then(|g| g.get(m.key))
+                        .and_then(|g| g.value)
+                        .unwrap_or(f64::NAN);
+                    Bar {
+                        value: if value.is_finite() { value } else { 0.0 },
+                        min: per.iter().copied().fold(f64::INFINITY, f64::min),
+                        max: per.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    }
+                })
+                .collect();
+            BarPanel {
+                title: format!("{} (geometric mean)", m.label),
+                y_desc: m.label.to_string(),
+                categories: s.policy_order.clone(),
+                series: if bars.iter().all(|b| b.value == 0.0 && b.max <= 0.0) {
+                    Vec::new()
+                } else {
+                    vec![("geometric mean over the workloads".into(), bars)]
+                },
+            }
+        })
+        .collect()
+}
+
+/// A saved result of kind `what` read as its type; a file that is not one says where and
+/// why in plain words (the model's `plain_words`), not serde's.
+fn typed<T: serde::de::DeserializeOwned>(v: Value, label: &str, what: &str) -> Result<T, Failure> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = numabal_model::error::path_text(e.path());
+        let why = numabal_model::error::plain_words(&e.inner().to_string());
+        let at = if path.is_empty() {
+            String::new()
+        } else {
+            format!("{path}: ")
+        };
+        Failure::Input(format!("{label}: not a numabal {what} result: {at}{why}"))
+    })
+}
+
+/// "seed 1", "seeds 1-3" (a range without gaps) or "seeds 1, 4".
+fn seeds_text(seeds: &[u64]) -> String {
+    let mut s = seeds.to_vec();
+    s.sort_unstable();
+    s.dedup();
+    match s.as_slice() {
+        [] => "no seed".into(),
+        [one] => format!("seed {one}"),
+        [a, .., b] if b - a + 1 == s.len() as u64 => format!("seeds {a}-{b}"),
+        _ => format!(
+            "seeds {}",
+            s.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// A table of the summary in HTML: its title, the cells, its note.
+fn html_table(c: &Cells) -> String {
+    let mut h = String::new();
+    if !c.title.is_empty() {
+        h += &format!("<h3>{}</h3>\n", esc(&c.title));
+    }
+    h += "<table>\n<tr>";
+    for x in &c.header {
+        h += &format!("<th>{}</th>", esc(&x.replace('\n', " ")));
+    }
+    h += "</tr>\n";
+    for r in &c.rows {
+        h += "<tr>";
+        for x in r {
+            h += &format!("<td>{}</td>", esc(x));
+        }
+        h += "</tr>\n";
+    }
+    h += "</table>\n";
+    if !c.note.is_empty() {
+        h += &format!("<p class=\"note\">{}</p>\n", esc(&c.note));
+    }
+    h
 }
 
 /// Text for HTML.

@@ -182,6 +182,7 @@ fn given_words(g: &str) -> String {
         "sequence" => "a list",
         "map" => "a table",
         "unit value" => "empty",
+        "null" => "null",
         _ => "a value of another kind",
     }
     .into()
