@@ -1,0 +1,132 @@
+//! The daemon and the commands that read a host (issue 15), run on this host or a fixture:
+//! the daemon's pace and its own CPU cost, what `stat`, `record` and `advise` say when
+//! there is nothing to show or the request cannot be met.
+
+mod common;
+
+use common::*;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// A thread of this test process that touches `mib` MiB and then keeps one CPU busy
+/// writing to them until `stop`: this process becomes one numad and the daemon manage.
+/// Returns once the memory is resident.
+fn busy_thread(mib: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    let (ready, wait) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let mut mem = vec![0u8; mib << 20];
+        for p in mem.chunks_mut(4096) {
+            p[0] = 1;
+        }
+        ready.send(()).unwrap();
+        let mut i = 0usize;
+        while !stop.load(Ordering::Relaxed) {
+            mem[i] = mem[i].wrapping_add(1);
+            i = (i + 4096 * 7) % mem.len();
+        }
+        std::hint::black_box(&mem);
+    });
+    wait.recv().expect("the busy thread touched its memory");
+    h
+}
+
+/// utime + stime of a process from `/proc/PID/stat`, s (clock ticks of 1/100 s).
+fn cpu_s_of(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after_comm = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = after_comm.split_whitespace().collect();
+    // Fields 14 and 15 of proc(5); the state is field 3, f[0] here.
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
+/// `numabal daemon --dry-run -p numad` for 20 s on this host beside a busy process of 300
+/// MiB that it manages: passes come at numad's interval (`-i 5:15`: the first at once, then
+/// 2 s after it once numad's process table grew, 5 s after a move, 15 s after a pass that
+/// moved nothing; a host of one node: 15 s), so at most 4; the daemon uses under 1% of a
+/// CPU, as its summary says and as /proc says from outside.
+#[test]
+fn numad_daemon_passes_at_numads_interval_beside_a_busy_process() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = busy_thread(300, stop.clone());
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("decisions.jsonl");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("numabal"))
+        .args(["daemon", "--dry-run", "-p", "numad", "--allow", comm.trim()])
+        .arg("--decision-log")
+        .arg(&log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    std::thread::sleep(Duration::from_secs(20));
+    let cpu_outside = cpu_s_of(child.id());
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    busy.join().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let end = &lines.last().unwrap()["stop"];
+    let passes = end["passes"].as_u64().unwrap();
+    let cpu_pct = end["cpu_pct_of_one_cpu"].as_f64().unwrap();
+    eprintln!("numad daemon, 20 s beside a busy 300 MiB process: {end}");
+    assert!(
+        end["managed_last_pass"].as_u64().unwrap() >= 1,
+        "the busy process is managed: {end}"
+    );
+    assert!((1..=4).contains(&passes), "{passes} passes in 20 s: {end}");
+    assert!(cpu_pct < 1.0, "{cpu_pct}% of one CPU: {end}");
+    // SIGINT came in the middle of a 15 s wait: the daemon stops at once all the same.
+    let wall_s = end["wall_s"].as_f64().unwrap();
+    assert!(wall_s < 21.0, "stopped {wall_s} s after it started");
+    // The start line names the interval in force: numad's -i 5:15.
+    let start = &lines[0];
+    assert_eq!(start["interval_min_ms"], 5000, "{start}");
+    assert_eq!(start["interval_max_ms"], 15_000, "{start}");
+    assert_eq!(start["interval_set_by"], "policy", "{start}");
+    // The summary on stderr says the same, and its CPU time is the one /proc shows from
+    // outside (which also counts the process's start-up; 1/100 s ticks).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let summary = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("numabal daemon: "))
+        .unwrap_or_else(|| panic!("no summary: {stderr}"));
+    let w: Vec<&str> = summary.split_whitespace().collect();
+    assert_eq!(w[0].parse::<u64>().unwrap(), passes, "{summary}");
+    let cpu_s: f64 = w[5].parse().unwrap();
+    let pct: f64 = w[9]
+        .trim_start_matches('(')
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    assert!(pct < 1.0, "{summary}");
+    assert!(
+        cpu_s >= cpu_outside - 0.03 && cpu_s <= cpu_outside + 0.1,
+        "summary {cpu_s} s of CPU, /proc {cpu_outside} s: {summary}"
+    );
+}
+
+/// Passes never come closer than 10 ms: a shorter `--interval-ms` is refused in ms.
+#[test]
+fn daemon_refuses_an_interval_under_its_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("none.json");
+    for ms in ["0", "5"] {
+        bad(
+            &["daemon", "--dry-run", "-p", "numad", "--interval-ms", ms],
+            &[&format!("--interval-ms: is {ms} (allowed: 10 to 3600000 ms)")],
+            &json,
+        );
+    }
+}
