@@ -125,8 +125,69 @@ fn daemon_refuses_an_interval_under_its_floor() {
     for ms in ["0", "5"] {
         bad(
             &["daemon", "--dry-run", "-p", "numad", "--interval-ms", ms],
-            &[&format!("--interval-ms: is {ms} (allowed: 10 to 3600000 ms)")],
+            &[&format!(
+                "--interval-ms: is {ms} (allowed: 10 to 3600000 ms)"
+            )],
             &json,
         );
+    }
+}
+
+/// A fixture host of 2 nodes with one process, 145 `numa-mem`, 18 MiB.
+fn fixture_host(dir: &std::path::Path) -> String {
+    numabal_live::topology::fixture::guest_2n(dir);
+    numabal_live::procfs::fixture::process(
+        dir,
+        145,
+        "numa-mem",
+        "7f00 default anon=4633 N0=2229 N1=2404 kernelpagesize_kB=4\n",
+        &[(145, 0)],
+    );
+    dir.display().to_string()
+}
+
+/// `stat -p` that finds nothing says so in numastat's words, status 1 (2 is bad input);
+/// the processes the other `-p` found are still shown.
+#[test]
+fn stat_says_when_a_pattern_finds_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture_host(dir.path());
+    let run = |args: &[&str]| {
+        let out = numabal()
+            .args(["stat", "--root", &root])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, stdout, stderr) = run(&["-p", "nosuch"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stdout, "");
+    assert_eq!(
+        stderr,
+        "numabal: Found no processes containing pattern: \"nosuch\"\n"
+    );
+    let (code, _, stderr) = run(&["-p", "999"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(stderr, "numabal: Found no process with pid 999\n");
+    let (code, stdout, stderr) = run(&["-p", "numa-mem", "-p", "nosuch"]);
+    assert_eq!(code, Some(1));
+    assert!(stdout.contains("145 (numa-mem)"), "{stdout}");
+    assert_eq!(
+        stderr,
+        "numabal: Found no processes containing pattern: \"nosuch\"\n"
+    );
+    assert_eq!(run(&["-p", "numa-mem"]).0, Some(0));
+    // Bad input is refused before anything is printed.
+    for args in [
+        &["-p", "145", "--sample-s", "1"][..],
+        &["-p", "145", "--sample-s=-1"],
+        &["-p", "nosuch", "--sensor", "ibs"],
+    ] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(stdout, "", "{args:?}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
