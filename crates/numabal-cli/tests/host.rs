@@ -191,3 +191,29 @@ fn stat_says_when_a_pattern_finds_no_process() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
+
+/// `stat` rows of a 7-digit pid and a 15-character name keep numastat's columns.
+#[test]
+fn stat_columns_hold_with_long_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture_host(dir.path());
+    numabal_live::procfs::fixture::process(
+        dir.path(),
+        4_194_303,
+        "kworker-long-15",
+        "7f00 default anon=53216 N0=608 N1=52612 kernelpagesize_kB=4\n",
+        &[(4_194_303, 3)],
+    );
+    let out = numabal().args(["stat", "--root", &root]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for table in text.split("\n\n") {
+        let widths: Vec<usize> = table.lines().skip(1).map(|l| l.chars().count()).collect();
+        assert!(widths.iter().all(|&w| w == widths[0]), "{text}");
+        assert!(widths[0] <= 100, "{text}");
+    }
+    assert!(
+        text.contains("\n4194303 (kworker-long-15)             2.38          205.52"),
+        "{text}"
+    );
+}
