@@ -4,7 +4,9 @@
 use crate::Failure;
 use crate::output;
 use clap::Args;
-use numabal_live::sensor::{FaultSampler, SensorKind, choose, clear_soft_dirty};
+use numabal_live::sensor::{
+    FaultSampler, SensorKind, choose, clear_soft_dirty, judge, sensors_here,
+};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -19,7 +21,8 @@ pub struct StatArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     sample_s: f64,
     /// The sensor for --sample-s: auto, hint (kernel.numa_balancing=1) or softdirty
-    /// (clears the processes' soft-dirty bits once, then samples the write faults).
+    /// (clears the processes' soft-dirty bits once, then samples the write faults); a
+    /// refusal lists the sensors that work here and why the others do not.
     #[arg(long, default_value = "auto")]
     sensor: String,
     /// Where the host's `/proc` and `/sys` are found (a fixture tree in tests).
@@ -133,15 +136,18 @@ fn sampling_sensor(a: &StatArgs) -> Result<Option<SensorKind>, Failure> {
     if a.sample_s == 0.0 {
         return Ok(None);
     }
-    let (kind, why) = choose(&a.root, asked)?;
-    if !kind.samples() {
-        return Err(Failure::Input(format!(
-            "--sensor: {} takes no samples here ({why}; allowed: hint with \
-             kernel.numa_balancing=1, softdirty)",
-            kind.name()
-        )));
+    let (kind, _) = choose(&a.root, asked)?;
+    if kind.samples() {
+        return Ok(Some(kind));
     }
-    Ok(Some(kind))
+    let here = sensors_here(&judge(&a.root));
+    Err(Failure::Input(match asked {
+        None => format!("--sample-s: no sensor that samples works here ({here})"),
+        Some(k) => format!(
+            "--sensor: {} takes no samples (allowed with --sample-s: hint, softdirty; {here})",
+            k.name()
+        ),
+    }))
 }
 
 /// Watch every thread of the chosen processes (softdirty: after clearing their bits).

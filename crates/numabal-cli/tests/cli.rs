@@ -1040,7 +1040,7 @@ fn stat_reads_proc_like_numastat_p() {
     // The local access ratio needs a sampling sensor: the fixture host has none.
     bad(
         &["stat", "--root", &root, "-p", "145", "--sample-s", "1"],
-        &["--sensor: maps takes no samples here"],
+        &["--sample-s: no sensor that samples works here (sensors here: maps; not here: hint"],
         &json,
     );
     bad(
@@ -1055,7 +1055,9 @@ fn stat_reads_proc_like_numastat_p() {
             "--sensor",
             "hint",
         ],
-        &["sensor hint needs kernel.numa_balancing=1"],
+        &[
+            "--sensor: hint cannot work here (sensors here: maps; not here: hint (needs kernel.numa_balancing=1, it is 0)",
+        ],
         &json,
     );
 }
@@ -1186,12 +1188,18 @@ fn daemon_dry_run_and_its_refusals() {
     );
     bad(
         &["daemon", "--dry-run", "--root", &root, "--sensor", "pmu"],
-        &["pmu: memory-access sampling (PEBS, IBS, SPE) is not built"],
+        &[
+            "pmu cannot work here",
+            "pmu (memory-access sampling with PEBS, IBS or SPE is not built",
+        ],
         &json,
     );
     bad(
         &["daemon", "--dry-run", "--root", &root, "--sensor", "hint"],
-        &["sensor hint needs kernel.numa_balancing=1"],
+        &[
+            "hint cannot work here",
+            "hint (needs kernel.numa_balancing=1, it is 0)",
+        ],
         &json,
     );
     bad(

@@ -217,3 +217,60 @@ fn stat_columns_hold_with_long_names() {
         "{text}"
     );
 }
+
+/// Every sensor refusal, and `auto`'s reason for `maps`, give one list from one judgement:
+/// the sensors that work on the host and why each other one does not.
+#[test]
+fn sensor_refusals_agree_on_what_works_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture_host(dir.path());
+    let refusal = |sensor: &str| -> String {
+        let out = numabal()
+            .args(["daemon", "--dry-run", "--passes", "1", "--root", &root])
+            .args(["--sensor", sensor])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let e = String::from_utf8_lossy(&out.stderr).into_owned();
+        let (_, list) = e
+            .split_once(&format!("--sensor: {sensor} cannot work here ("))
+            .unwrap_or_else(|| panic!("{e}"));
+        list.trim_end()
+            .strip_suffix(')')
+            .expect("closing")
+            .to_string()
+    };
+    // No numa_balancing file (0), no clear_refs: only maps.
+    let list = refusal("hint");
+    let only_maps = "sensors here: maps; not here: hint (needs kernel.numa_balancing=1, it is 0), \
+                     softdirty (needs ";
+    assert!(list.starts_with(only_maps), "{list}");
+    assert!(
+        list.ends_with(
+            "pmu (memory-access sampling with PEBS, IBS or SPE is not built in this version)"
+        ),
+        "{list}"
+    );
+    assert_eq!(refusal("softdirty"), list);
+    assert_eq!(refusal("pmu"), list);
+    let out = numabal()
+        .args(["daemon", "--dry-run", "--passes", "1", "--root", &root])
+        .output()
+        .unwrap();
+    let start: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(start["sensor"], "maps");
+    assert_eq!(
+        start["sensor_why"],
+        format!("no page-fault sensor here ({list})")
+    );
+    // With soft-dirty bits, hint's refusal offers softdirty.
+    std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+    std::fs::write(dir.path().join("proc/self/clear_refs"), "").unwrap();
+    let list = refusal("hint");
+    assert!(
+        list.starts_with("sensors here: softdirty, maps; not here: hint ("),
+        "{list}"
+    );
+    assert!(!refusal("pmu").contains("softdirty ("), "{list}");
+}
