@@ -1238,7 +1238,7 @@ fn record_writes_versioned_json_lines() {
             "--passes",
             "3",
             "--interval-s",
-            "0",
+            "0.01",
         ])
         .arg("--out")
         .arg(&out)

@@ -135,13 +135,13 @@ fn daemon_refuses_an_interval_under_its_floor() {
 
 /// A fixture host of 2 nodes with one process, 145 `numa-mem`, 18 MiB.
 fn fixture_host(dir: &std::path::Path) -> String {
-    numabal_live::topology::fixture::guest_2n(dir);
-    numabal_live::procfs::fixture::process(
+    numabal_live::procfs::fixture::guest_2n_with_process(
         dir,
         145,
         "numa-mem",
         "7f00 default anon=4633 N0=2229 N1=2404 kernelpagesize_kB=4\n",
         &[(145, 0)],
+        "cpu0 0 0 0 1 0\ncpu1 0 0 0 1 0\ncpu2 0 0 0 1 0\ncpu3 0 0 0 1 0\n",
     );
     dir.display().to_string()
 }
@@ -273,4 +273,55 @@ fn sensor_refusals_agree_on_what_works_here() {
         "{list}"
     );
     assert!(!refusal("pmu").contains("softdirty ("), "{list}");
+}
+
+/// `record --interval-s` under 10 ms (passes back to back: 0 wrote 10 GB in 35 minutes on
+/// a fixture) is refused in plain words, and passes start an interval apart, however long
+/// each took.
+#[test]
+fn record_refuses_passes_back_to_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture_host(dir.path());
+    let out = dir.path().join("rec.jsonl");
+    let o = out.display().to_string();
+    for (v, shown) in [("0", "0"), ("0.001", "0.001"), ("-1", "-1"), ("nan", "NaN")] {
+        bad(
+            &[
+                "record",
+                "--root",
+                &root,
+                "--out",
+                &o,
+                "--passes",
+                "2",
+                &format!("--interval-s={v}"),
+            ],
+            &[&format!(
+                "--interval-s: is {shown} (allowed: 0.01 to 86400 seconds)"
+            )],
+            &out,
+        );
+    }
+    numabal()
+        .args(["record", "--root", &root, "--out", &o, "--passes", "3"])
+        .args(["--interval-s", "0.2"])
+        .assert()
+        .success();
+    let (_, passes) = numabal_live::record::read_record(&out).unwrap();
+    let t: Vec<u64> = passes.iter().map(|p| p.t_ns / 1_000_000).collect();
+    assert!(
+        t[1] >= 200 && t[2] >= 400 && t[2] < 600,
+        "pass starts, ms: {t:?}"
+    );
+    // A host whose first pass cannot be read: refused, no file left.
+    let bare = tempfile::tempdir().unwrap();
+    numabal_live::topology::fixture::guest_2n(bare.path());
+    let rec = bare.path().join("rec.jsonl");
+    let b = bare.path().display().to_string();
+    let r = rec.display().to_string();
+    bad(
+        &["record", "--root", &b, "--out", &r, "--passes", "1"],
+        &["proc: cannot list"],
+        &rec,
+    );
 }
