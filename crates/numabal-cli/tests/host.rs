@@ -325,3 +325,35 @@ fn record_refuses_passes_back_to_back() {
         &rec,
     );
 }
+
+/// `advise` for a request no node set can hold keeps numad's answer (every node) on stdout
+/// and says so on stderr; one that fits is answered without a word.
+#[test]
+fn advise_warns_when_no_node_set_can_hold_the_request() {
+    let run = |cpus: &str, mb: &str| {
+        let out = numabal()
+            .args(["advise", "-m", "rhel-4n40", "--cpus", cpus, "--mem-mb", mb])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (text(&out.stdout), text(&out.stderr))
+    };
+    assert_eq!(run("5", "8000"), ("0\n".into(), String::new()));
+    let (stdout, stderr) = run("5", "300000");
+    assert_eq!(stdout, "0-3\n");
+    assert_eq!(
+        stderr,
+        "numabal: warning: --mem-mb 300000: no set of nodes can hold it (the 4 nodes have \
+         258048 MB free in all); numad's answer, every node, follows\n"
+    );
+    let (stdout, stderr) = run("40.5", "300000");
+    assert_eq!(stdout, "0-3\n");
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "--cpus 40.5: no set of nodes can hold it (the 4 nodes have 40 CPUs free in all"
+        ),
+        "{stderr}"
+    );
+}
