@@ -338,8 +338,9 @@ pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
     };
     let s = numabal_live::daemon::run(&cfg, policy, &stop, &mut log)?;
     eprintln!(
-        "numabal daemon: {} passes in {:.1} s, {:.3} s of CPU ({:.2}% of one CPU), {} samples",
+        "numabal daemon: {} {} in {:.1} s, {:.3} s of CPU ({:.2}% of one CPU), {} samples",
         s.passes,
+        if s.passes == 1 { "pass" } else { "passes" },
         s.wall_s,
         s.cpu_s,
         100.0 * s.cpu_s / s.wall_s.max(1e-9),
