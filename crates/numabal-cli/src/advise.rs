@@ -27,7 +27,8 @@ pub struct AdviseArgs {
     /// Memory it needs, MB.
     #[arg(long = "mem-mb")]
     mem_mb: u64,
-    /// Print each node's free memory and CPU (numad's units) before the advice.
+    /// Print each node's free memory and CPU (numad's units) before the advice. (A request
+    /// beyond every node's free memory or CPU together is warned about on stderr.)
     #[arg(long, short = 'v')]
     verbose: bool,
 }
@@ -157,7 +158,41 @@ pub fn advise(a: &AdviseArgs) -> Result<(), Failure> {
             );
         }
     }
+    for w in beyond_the_machine(&nodes, cpus, a.mem_mb as i64, a) {
+        eprintln!("numabal: warning: {w}; numad's answer, every node, follows");
+    }
     let target = numad::advise(&nodes, &m.distance, cpus, a.mem_mb as i64);
     outln!("{}", target.to_list_string());
     Ok(())
+}
+
+/// What the request asks beyond every node's free memory or CPU together: no node set can
+/// hold it (numad answers every node without a word).
+fn beyond_the_machine(nodes: &[NodeRes], cpus: i64, mbs: i64, a: &AdviseArgs) -> Vec<String> {
+    let free_mbs: i64 = nodes.iter().map(|n| n.mbs_free).sum();
+    let free_cpus: i64 = nodes.iter().map(|n| n.cpus_free).sum();
+    let n = nodes.len();
+    let mut w = Vec::new();
+    if mbs > free_mbs {
+        w.push(format!(
+            "--mem-mb {mbs}: no set of nodes can hold it (the {n} nodes have {free_mbs} MB \
+             free in all)"
+        ));
+    }
+    if cpus > free_cpus {
+        w.push(format!(
+            "--cpus {}: no set of nodes can hold it (the {n} nodes have {} CPUs free in all, \
+             a hyperthread sibling counting {}% of a core)",
+            a.cpus,
+            hundredths(free_cpus),
+            numad::Tunables::default().t
+        ));
+    }
+    w
+}
+
+/// Hundredths as a number with at most 2 decimals: 2400 is `24`, 150 `1.5`.
+fn hundredths(v: i64) -> String {
+    let s = format!("{}.{:02}", v / 100, v % 100);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -7,7 +7,7 @@
 //! policy = "stable"            # or "numad"
 //! sensor = "auto"              # auto, hint, softdirty, pmu, maps
 //! dry_run = false
-//! interval_ms = 1000           # default: the policy's own interval
+//! interval_ms = 1000           # default: the policy's own (numad: -i min:max, pass by pass)
 //! idle_interval_ms = 5000      # between passes while no process is managed
 //! migrate_mb_s = 256           # page migration budget
 //! min_rss_mb = 64              # smaller processes are left alone
@@ -26,7 +26,7 @@
 
 use crate::Failure;
 use clap::Args;
-use numabal_live::daemon::Config;
+use numabal_live::daemon::{Config, MIN_INTERVAL_MS};
 use numabal_live::safety::Rules;
 use numabal_live::sensor::SensorKind;
 use numabal_model::InputError;
@@ -55,7 +55,8 @@ pub struct DaemonArgs {
     /// Log the decisions, change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Milliseconds between passes (default: the policy's interval).
+    /// Milliseconds between passes, 10 to 3600000 (default: the policy's interval, asked
+    /// after every pass: numad's -i min:max).
     #[arg(long)]
     interval_ms: Option<u64>,
     /// Page migration budget, MiB/s.
@@ -271,7 +272,7 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
     if let Some(v) = d.idle_interval_ms {
         if !(10..=3_600_000).contains(&v) {
             return Err(Failure::Input(format!(
-                "{}: is {v} (allowed: 10 to 3600000)",
+                "{}: is {v} (allowed: 10 to 3600000 ms)",
                 src("idle_interval_ms")
             )));
         }
@@ -281,10 +282,10 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
         c.fault_cost_ns = v;
     }
     if let Some(v) = c.interval_ms
-        && !(10..=3_600_000).contains(&v)
+        && !(MIN_INTERVAL_MS..=3_600_000).contains(&v)
     {
         return Err(Failure::Input(format!(
-            "{}: is {v} (allowed: 10 to 3600000)",
+            "{}: is {v} (allowed: {MIN_INTERVAL_MS} to 3600000 ms)",
             src("interval_ms")
         )));
     }
@@ -355,8 +356,9 @@ pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
     };
     let s = numabal_live::daemon::run(&cfg, policy, &stop, &mut log)?;
     eprintln!(
-        "numabal daemon: {} passes in {:.1} s, {:.3} s of CPU ({:.2}% of one CPU), {} samples",
+        "numabal daemon: {} {} in {:.1} s, {:.3} s of CPU ({:.2}% of one CPU), {} samples",
         s.passes,
+        if s.passes == 1 { "pass" } else { "passes" },
         s.wall_s,
         s.cpu_s,
         100.0 * s.cpu_s / s.wall_s.max(1e-9),

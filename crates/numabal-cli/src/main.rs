@@ -61,7 +61,8 @@ enum Cmd {
     /// an idle machine or on the state a run ended in (`--state run.json`).
     Advise(advise::AdviseArgs),
     /// This host's processes like `numastat -p`: memory per node from numa_maps, and the
-    /// nodes their threads last ran on.
+    /// nodes their threads last ran on. Exit status 1 if a -p found no process (said on
+    /// stderr, as numastat), 2 for bad input.
     Stat(stat::StatArgs),
     /// The placement daemon on this host: the shared policy core (stable or numad) on
     /// live observations, acting through sched_setaffinity and move_pages/migrate_pages
@@ -294,7 +295,12 @@ fn policy_help(what: &str) -> String {
 }
 
 enum Failure {
+    /// Bad input: one line, status 2.
     Input(String),
+    /// A search that found nothing (`stat -p` matching no process): a line for each, status
+    /// 1, as `grep` finding nothing.
+    NotFound(Vec<String>),
+    /// A bug: status 1.
     Internal(String),
 }
 
@@ -377,6 +383,12 @@ fn main() -> ExitCode {
         Err(Failure::Input(msg)) => {
             eprintln!("numabal: {msg}");
             ExitCode::from(2)
+        }
+        Err(Failure::NotFound(lines)) => {
+            for l in lines {
+                eprintln!("numabal: {l}");
+            }
+            ExitCode::from(1)
         }
         Err(Failure::Internal(msg)) => {
             eprintln!("numabal: {msg}");

@@ -258,44 +258,89 @@ pub fn numastat_table(processes: &[(String, Vec<f64>)], nr_nodes: usize) -> Stri
     )
 }
 
+/// Tables fit this many columns.
+const TABLE_WIDTH: usize = 100;
+
 /// numastat -p's layout for any per-node figure: a title, one row per process, a Total
-/// column and row; `decimals` after the point.
+/// column and row; `decimals` after the point. numastat's widths (labels 16, numbers 15)
+/// while they fit [`TABLE_WIDTH`] columns, else numbers as wide as the widest (numastat
+/// -c: 8 nodes of up to 99999.99 MB fit); labels widen up to what fits, longer ones end in
+/// an ellipsis.
 pub fn node_table(
     title: &str,
     processes: &[(String, Vec<f64>)],
     nr_nodes: usize,
     decimals: usize,
 ) -> String {
-    let mut s = format!("{title}\n");
-    s.push_str(&format!("{:<16} ", "PID"));
-    for n in 0..nr_nodes {
-        s.push_str(&format!(" {:>15}", format!("Node {n}")));
+    let mut totals = vec![0.0; nr_nodes];
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    for (label, v) in processes {
+        let mut cells: Vec<String> = v.iter().map(|x| format!("{x:.decimals$}")).collect();
+        cells.push(format!("{:.decimals$}", v.iter().sum::<f64>()));
+        for (t, x) in totals.iter_mut().zip(v) {
+            *t += x;
+        }
+        rows.push((label.clone(), cells));
     }
-    s.push_str(&format!(" {:>15}\n", "Total"));
+    let mut cells: Vec<String> = totals.iter().map(|x| format!("{x:.decimals$}")).collect();
+    cells.push(format!("{:.decimals$}", totals.iter().sum::<f64>()));
+    let mut header: Vec<String> = (0..nr_nodes).map(|n| format!("Node {n}")).collect();
+    header.push("Total".into());
+    let (label_w, num_w) = node_table_widths(&rows, &cells, &header);
+    let line = |label: &str, cells: &[String]| -> String {
+        let mut l = format!("{:<label_w$} ", fit(label, label_w));
+        for c in cells {
+            l.push_str(&format!(" {c:>num_w$}"));
+        }
+        l + "\n"
+    };
     let rule = format!(
         "{} {}\n",
-        "-".repeat(16),
-        (0..=nr_nodes)
-            .map(|_| format!(" {}", "-".repeat(15)))
-            .collect::<String>()
+        "-".repeat(label_w),
+        format!(" {}", "-".repeat(num_w)).repeat(nr_nodes + 1)
     );
+    let mut s = format!("{title}\n");
+    s.push_str(&line("PID", &header));
     s.push_str(&rule);
-    let mut totals = vec![0.0; nr_nodes];
-    for (label, mb) in processes {
-        s.push_str(&format!("{:<16} ", label));
-        for (n, v) in mb.iter().enumerate() {
-            s.push_str(&format!(" {v:>15.decimals$}"));
-            totals[n] += v;
-        }
-        s.push_str(&format!(" {:>15.decimals$}\n", mb.iter().sum::<f64>()));
+    for (label, cells) in &rows {
+        s.push_str(&line(label, cells));
     }
     s.push_str(&rule);
-    s.push_str(&format!("{:<16} ", "Total"));
-    for v in &totals {
-        s.push_str(&format!(" {v:>15.decimals$}"));
-    }
-    s.push_str(&format!(" {:>15.decimals$}\n", totals.iter().sum::<f64>()));
+    s.push_str(&line("Total", &cells));
     s
+}
+
+/// (label, number) column widths of a node table: see [`node_table`].
+fn node_table_widths(
+    rows: &[(String, Vec<String>)],
+    totals: &[String],
+    header: &[String],
+) -> (usize, usize) {
+    let cols = header.len();
+    let mut num_w = 15;
+    if 17 + cols * (num_w + 1) > TABLE_WIDTH {
+        num_w = rows
+            .iter()
+            .flat_map(|r| &r.1)
+            .chain(totals)
+            .chain(header)
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(1);
+    }
+    let room = TABLE_WIDTH.saturating_sub(1 + cols * (num_w + 1)).max(16);
+    let longest = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    (longest.clamp(16, room), num_w)
+}
+
+/// `s` cut to `width` characters, its end an ellipsis if cut.
+fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    t.push('…');
+    t
 }
 
 /// `numabal sim`'s summary.
@@ -826,6 +871,38 @@ mod tests {
             lines[3],
             "145 (numa-mem)               8.71            9.39           18.10"
         );
+    }
+
+    /// Every line of a table as wide as its header, at most 100 columns.
+    fn aligned(t: &str) -> usize {
+        let w: Vec<usize> = t.lines().skip(1).map(|l| l.chars().count()).collect();
+        assert!(w.iter().all(|&x| x == w[0]), "{t}");
+        assert!(w[0] <= TABLE_WIDTH, "{t}");
+        w[0]
+    }
+
+    /// Long names (a 7-digit pid and a 15-character comm on a host, any name in a
+    /// simulation) keep the columns: the label column widens to what fits, then names are
+    /// cut with an ellipsis; 8 nodes still fit 100 columns.
+    #[test]
+    fn numastat_columns_hold_with_long_names_and_many_nodes() {
+        let host = "4194303 (kworker/u64:12+)".to_string();
+        let t = numastat_table(
+            &[
+                (host.clone(), vec![1.0, 2.0]),
+                ("1 (a)".into(), vec![0.0; 2]),
+            ],
+            2,
+        );
+        assert_eq!(aligned(&t), 25 + 1 + 3 * 16);
+        assert!(t.contains(&format!("{host}  ")), "{t}");
+        let long = format!("7 ({})", "x".repeat(90));
+        let t = numastat_table(&[(long, vec![1.0, 2.0, 3.0, 4.0])], 4);
+        assert_eq!(aligned(&t), TABLE_WIDTH);
+        assert!(t.contains("7 (xxx") && t.contains("x…  "), "{t}");
+        let t = numastat_table(&[("1 (big)".into(), vec![12345.67; 8])], 8);
+        assert_eq!(aligned(&t), 17 + 9 * 9);
+        assert!(t.contains(" 98765.36\n"), "{t}");
     }
 }
 

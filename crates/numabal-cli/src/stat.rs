@@ -4,12 +4,16 @@
 use crate::Failure;
 use crate::output;
 use clap::Args;
+use numabal_live::sensor::{
+    FaultSampler, SensorKind, choose, clear_soft_dirty, judge, sensors_here,
+};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct StatArgs {
     /// A pid, or a pattern matched against command lines (as `numastat -p`); repeatable.
-    /// Without it: every process with memory.
+    /// Without it: every process with memory. One that finds no process is said on stderr
+    /// and the exit status is 1 (the others are still shown).
     #[arg(long = "pid", short = 'p', value_name = "PID|PATTERN")]
     pids: Vec<String>,
     /// Also sample the processes' page faults for this many seconds and print each one's
@@ -17,7 +21,8 @@ pub struct StatArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     sample_s: f64,
     /// The sensor for --sample-s: auto, hint (kernel.numa_balancing=1) or softdirty
-    /// (clears the processes' soft-dirty bits once, then samples the write faults).
+    /// (clears the processes' soft-dirty bits once, then samples the write faults); a
+    /// refusal lists the sensors that work here and why the others do not.
     #[arg(long, default_value = "auto")]
     sensor: String,
     /// Where the host's `/proc` and `/sys` are found (a fixture tree in tests).
@@ -34,6 +39,8 @@ fn matches(p: &numabal_live::Process, w: &str) -> bool {
 }
 
 pub fn stat(a: &StatArgs) -> Result<(), Failure> {
+    // Bad input is refused before anything is printed.
+    let sensor = sampling_sensor(a)?;
     let topo = numabal_live::read_topology(&a.root)?;
     let nr = topo.nr_node_ids();
     let cpu_nodes = topo.cpu_nodes();
@@ -56,13 +63,18 @@ pub fn stat(a: &StatArgs) -> Result<(), Failure> {
         a.pids.iter().any(|w| matches(p, w))
     };
     let chosen: Vec<&numabal_live::Process> = procs.iter().filter(|p| wanted(p)).collect();
-    for w in &a.pids {
-        if !chosen.iter().any(|p| matches(p, w)) {
-            return Err(Failure::Input(format!(
-                "-p {w}: no such process under {} (allowed: a pid, or a pattern in a command line)",
-                a.root.join("proc").display()
-            )));
-        }
+    // numastat's words for a -p that found nothing.
+    let not_found: Vec<String> = a
+        .pids
+        .iter()
+        .filter(|w| !chosen.iter().any(|p| matches(p, w)))
+        .map(|w| match w.parse::<u32>() {
+            Ok(pid) => format!("Found no process with pid {pid}"),
+            Err(_) => format!("Found no processes containing pattern: \"{w}\""),
+        })
+        .collect();
+    if chosen.is_empty() && !not_found.is_empty() {
+        return Err(Failure::NotFound(not_found));
     }
     let label = |p: &numabal_live::Process| format!("{} ({})", p.stat.pid, p.name);
     let mem: Vec<(String, Vec<f64>)> = chosen
@@ -89,42 +101,61 @@ pub fn stat(a: &StatArgs) -> Result<(), Failure> {
             (label(p), v)
         })
         .collect();
+    // Watching starts before the tables: a sensor that cannot watch fails before output.
+    let watching = match sensor {
+        Some(kind) => Some((kind, watch(a, kind, &chosen)?)),
+        None => None,
+    };
     out!("{}", output::numastat_table(&mem, nr));
     outln!();
     out!(
         "{}",
         output::node_table("Per-node threads (where each last ran)", &threads, nr, 0)
     );
-    if a.sample_s > 0.0 {
-        local_ratio(a, &chosen, &cpu_nodes)?;
+    if let Some((kind, sampler)) = watching {
+        local_ratio(a, kind, sampler, &chosen, &cpu_nodes);
     }
-    Ok(())
+    if not_found.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::NotFound(not_found))
+    }
 }
 
-/// `--sample-s`: each chosen process's sampled accesses and the share from a CPU of the
-/// page's node.
-fn local_ratio(
-    a: &StatArgs,
-    chosen: &[&numabal_live::Process],
-    cpu_nodes: &[Option<usize>],
-) -> Result<(), Failure> {
-    use numabal_live::sensor::{FaultSampler, SensorKind, choose, clear_soft_dirty};
-    if !(a.sample_s <= 3600.0) {
+/// The sensor `--sample-s` samples with, `None` without it; a bad duration or a sensor that
+/// cannot sample here is an input error.
+fn sampling_sensor(a: &StatArgs) -> Result<Option<SensorKind>, Failure> {
+    if !(0.0..=3600.0).contains(&a.sample_s) {
         return Err(Failure::Input(format!(
-            "--sample-s: is {} (allowed: 0 to 3600)",
+            "--sample-s: is {} (allowed: 0 to 3600 seconds)",
             a.sample_s
         )));
     }
     let asked =
         SensorKind::parse(&a.sensor).map_err(|e| Failure::Input(format!("--sensor: {e}")))?;
-    let (kind, why) = choose(&a.root, asked)?;
-    if !kind.samples() {
-        return Err(Failure::Input(format!(
-            "--sensor: {} takes no samples here ({why}; allowed: hint with \
-             kernel.numa_balancing=1, softdirty)",
-            kind.name()
-        )));
+    if a.sample_s == 0.0 {
+        return Ok(None);
     }
+    let (kind, _) = choose(&a.root, asked)?;
+    if kind.samples() {
+        return Ok(Some(kind));
+    }
+    let here = sensors_here(&judge(&a.root));
+    Err(Failure::Input(match asked {
+        None => format!("--sample-s: no sensor that samples works here ({here})"),
+        Some(k) => format!(
+            "--sensor: {} takes no samples (allowed with --sample-s: hint, softdirty; {here})",
+            k.name()
+        ),
+    }))
+}
+
+/// Watch every thread of the chosen processes (softdirty: after clearing their bits).
+fn watch(
+    a: &StatArgs,
+    kind: SensorKind,
+    chosen: &[&numabal_live::Process],
+) -> Result<FaultSampler, Failure> {
     let mut s = FaultSampler::new(1, 8);
     let mut errors = Vec::new();
     for p in chosen {
@@ -143,6 +174,18 @@ fn local_ratio(
             errors.join("; ")
         )));
     }
+    Ok(s)
+}
+
+/// `--sample-s`: each chosen process's sampled accesses and the share from a CPU of the
+/// page's node.
+fn local_ratio(
+    a: &StatArgs,
+    kind: SensorKind,
+    mut s: FaultSampler,
+    chosen: &[&numabal_live::Process],
+    cpu_nodes: &[Option<usize>],
+) {
     let mut raw = Vec::new();
     let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(a.sample_s);
     while std::time::Instant::now() < end {
@@ -181,5 +224,4 @@ fn local_ratio(
             ratio
         );
     }
-    Ok(())
 }

@@ -3,19 +3,21 @@
 //! affinity back.
 //!
 //! ```text
-//!  every pass (the policy's interval, or interval_ms)
+//!  every pass (interval_ms, else the interval the policy asks for after each pass: numad's
+//!  -i min:max moves between the two; never under MIN_INTERVAL_MS)
 //!    observe(/proc, /sys) ──► managed = size ≥ min_rss_mb ∧ safety rules ─► log skips once
 //!    sensor: watch managed threads; softdirty: clear_refs=4 when the fault budget allows
 //!    samples drained since the last pass ──► page nodes (move_pages query, no move)
 //!    policy.on_tick(observation of managed processes + samples) ──► actions
 //!    record the observation (--record) ─► actuator: syscalls, rate limit, log each outcome
-//!  between passes: drain the sensor's rings every 100 ms, watch for SIGTERM/SIGINT;
+//!  between passes: every 100 ms drain the sensor's rings and look for SIGTERM/SIGINT;
 //!  with nothing managed, the next pass comes after idle_interval_ms (default 5 s)
-//!  on stop: restore affinities, log a summary (passes, counts, the daemon's own CPU use)
+//!  on stop: restore affinities, log a summary (passes, counts, the daemon's own CPU use:
+//!  every thread's, from the start of run(), over the same wall time)
 //! ```
 
 use crate::actuate::{Actuator, Target};
-use crate::observe::{Snapshot, USER_HZ, observe_processes};
+use crate::observe::{Snapshot, observe_processes};
 use crate::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
 use crate::safety::{Rules, check, limits_of};
 use crate::sensor::{FaultSampler, RawSample, SensorKind, choose, clear_soft_dirty};
@@ -29,6 +31,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Passes never come closer together than this, ms: a policy asking for less (numad's
+/// `-i 0:MAX` after a move, `stable` with `scan_period_ms` under it) waits this long. The
+/// least `interval_ms` too.
+pub const MIN_INTERVAL_MS: u64 = 10;
+
+const MS: u64 = 1_000_000;
 
 /// The daemon's settings (the `[daemon]` and `[safety]` tables of its TOML file, and the
 /// command line).
@@ -101,12 +110,42 @@ pub struct Summary {
     pub samples: u64,
 }
 
-/// This process's CPU time from `/proc/self/stat`, s.
+/// This process's CPU time, s.
 fn own_cpu_s() -> f64 {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|t| crate::procfs::parse_stat(Path::new("/proc/self/stat"), &t).ok())
-        .map_or(0.0, |s| s.utime_stime_ticks as f64 / USER_HZ as f64)
+    crate::sys::process_cpu_ns() as f64 / 1e9
+}
+
+/// The time to the next pass, ns: `interval_ms` if set, else what the policy asks for now
+/// (numad's interval changes pass by pass), at least [`MIN_INTERVAL_MS`]; with nothing
+/// managed, at least `idle_interval_ms`.
+fn pass_gap_ns(cfg: &Config, policy: &dyn Policy, managed: usize) -> u64 {
+    let gap = cfg
+        .interval_ms
+        .map(|ms| ms * MS)
+        .or(policy.tick_interval_ns())
+        .unwrap_or(1000 * MS)
+        .max(MIN_INTERVAL_MS * MS);
+    if managed == 0 {
+        gap.max(cfg.idle_interval_ms * MS)
+    } else {
+        gap
+    }
+}
+
+/// The intervals in force while processes are managed, ns (shortest, longest), and what
+/// sets them: `interval_ms`, or the policy.
+fn interval_range_ns(cfg: &Config, policy: &dyn Policy) -> (u64, u64, &'static str) {
+    let (lo, hi, by) = match cfg.interval_ms {
+        Some(ms) => (ms * MS, ms * MS, "interval_ms"),
+        None => {
+            let (lo, hi) = policy
+                .tick_interval_range_ns()
+                .unwrap_or((1000 * MS, 1000 * MS));
+            (lo, hi, "policy")
+        }
+    };
+    let floor = MIN_INTERVAL_MS * MS;
+    (lo.max(floor), hi.max(floor), by)
 }
 
 /// The metrics text (Prometheus exposition format).
@@ -214,15 +253,14 @@ pub fn run(
     stop: &AtomicBool,
     log: &mut dyn FnMut(Value),
 ) -> Result<Summary, LiveError> {
+    // The summary's wall time and CPU time both count from here.
+    let start = Instant::now();
+    let cpu_at_start = own_cpu_s();
     let root = &cfg.root;
     let topo = read_topology(root)?;
     let machine = machine_of(root, &topo)?;
     let (sensor, why) = choose(root, cfg.sensor)?;
-    let interval_ns = cfg
-        .interval_ms
-        .map(|ms| ms * 1_000_000)
-        .or(policy.tick_interval_ns())
-        .unwrap_or(1_000_000_000);
+    let (interval_min_ns, interval_max_ns, interval_set_by) = interval_range_ns(cfg, &*policy);
     let node_cpus: Vec<Mask> = machine.nodes.iter().map(|n| n.cpus.clone()).collect();
     let host_cpus = node_cpus.iter().fold(Mask::new(), |m, c| m.or(c));
     let host_nodes = Mask::from_ids(topo.nodes.iter().map(|n| n.id));
@@ -235,7 +273,9 @@ pub fn run(
     log(json!({
         "start": env!("CARGO_PKG_VERSION"), "policy": policy.name(), "sensor": sensor.name(),
         "sensor_why": why, "sensor_blind_spots": sensor.blind_spots(), "dry_run": cfg.dry_run,
-        "interval_ms": interval_ns / 1_000_000, "migrate_mb_s": cfg.migrate_mb_s,
+        "interval_min_ms": interval_min_ns / MS, "interval_max_ms": interval_max_ns / MS,
+        "interval_set_by": interval_set_by, "idle_interval_ms": cfg.idle_interval_ms,
+        "migrate_mb_s": cfg.migrate_mb_s,
         "metrics": metrics_port.map(|p| format!("http://127.0.0.1:{p}/metrics")),
     }));
     let mut recording = match &cfg.record {
@@ -264,7 +304,6 @@ pub fn run(
     let mut since_clear: BTreeMap<u32, u64> = BTreeMap::new();
     let mut raw: Vec<RawSample> = Vec::new();
     let mut actions = Vec::new();
-    let start = Instant::now();
     let mut pass = 0u64;
     let mut managed_count = 0;
     while !stop.load(Ordering::Relaxed) {
@@ -360,7 +399,7 @@ pub fn run(
                     let faults = since_clear.remove(&pid).unwrap_or(0);
                     let cost_ns = faults as f64 * cfg.fault_cost_ns as f64;
                     let wait = (cost_ns * 100.0 / cfg.softdirty_budget_pct) as u64;
-                    next_clear.insert(pid, now + wait.max(interval_ns));
+                    next_clear.insert(pid, now + wait.max(interval_min_ns));
                     if let Err(e) = clear_soft_dirty(root, pid) {
                         log(json!({"t_s": now as f64 / 1e9, "pid": pid,
                             "sensor_error": format!("clear_refs: {e}")}));
@@ -399,30 +438,22 @@ pub fn run(
             && let Ok(mut m) = metrics.lock()
         {
             let samples = sampler.as_ref().map_or(0, |s| s.samples);
-            *m = metrics_text(&actuator, pass, managed_count, samples, own_cpu_s());
+            let cpu_s = own_cpu_s() - cpu_at_start;
+            *m = metrics_text(&actuator, pass, managed_count, samples, cpu_s);
         }
         if cfg.passes.is_some_and(|n| pass >= n) {
             break;
         }
-        // Wait for the next pass, draining the sensor's rings so they never overflow. With
-        // nothing to manage, passes come every idle_interval_ms: an idle host costs little.
-        let wait = if managed_count == 0 {
-            interval_ns.max(cfg.idle_interval_ms * 1_000_000)
-        } else {
-            interval_ns
-        };
-        let next = now + wait;
+        // Wait for the next pass, asking the policy again: its interval may have changed.
+        // Wake every 100 ms to drain the sensor's rings (they never overflow) and to see a
+        // stop request (sleep resumes after a signal).
+        let next = now + pass_gap_ns(cfg, &*policy, managed_count);
         while !stop.load(Ordering::Relaxed) {
             let t = start.elapsed().as_nanos() as u64;
             if t >= next {
                 break;
             }
-            let slice = if sampler.as_ref().is_some_and(|s| s.watched() > 0) {
-                100_000_000
-            } else {
-                u64::MAX
-            };
-            std::thread::sleep(Duration::from_nanos((next - t).min(slice)));
+            std::thread::sleep(Duration::from_nanos((next - t).min(100 * MS)));
             if let Some(s) = sampler.as_mut() {
                 s.drain(&mut raw);
             }
@@ -438,7 +469,7 @@ pub fn run(
     let summary = Summary {
         passes: pass,
         wall_s: start.elapsed().as_secs_f64(),
-        cpu_s: own_cpu_s(),
+        cpu_s: own_cpu_s() - cpu_at_start,
         samples: sampler.as_ref().map_or(0, |s| s.samples),
     };
     let c = &actuator.counts;
@@ -503,4 +534,46 @@ pub fn resolve(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numabal_policy::numad::{Interval, Numad, Tunables};
+
+    fn numad(i: &str) -> Numad {
+        Numad::new(Tunables {
+            i: Interval::Text(i.into()),
+            ..Tunables::default()
+        })
+    }
+
+    /// The interval is the policy's at each pass, not the one it asked for at start
+    /// (numad's first pass comes at once: 1 ns), never under the floor.
+    #[test]
+    fn passes_are_paced_by_the_policy_interval_of_the_moment() {
+        let cfg = Config::default();
+        let n = numad("5:15");
+        assert_eq!(n.tick_interval_ns(), Some(1));
+        assert_eq!(pass_gap_ns(&cfg, &n, 1), MIN_INTERVAL_MS * MS);
+        assert_eq!(pass_gap_ns(&cfg, &n, 0), 5000 * MS, "idle_interval_ms");
+        assert_eq!(
+            interval_range_ns(&cfg, &n),
+            (5000 * MS, 15_000 * MS, "policy")
+        );
+        // numad -i 0:3 would ask for 0 s after a move: the floor.
+        assert_eq!(
+            interval_range_ns(&cfg, &numad("0:3")),
+            (MIN_INTERVAL_MS * MS, 3000 * MS, "policy")
+        );
+        let fixed = Config {
+            interval_ms: Some(200),
+            ..Config::default()
+        };
+        assert_eq!(pass_gap_ns(&fixed, &n, 1), 200 * MS);
+        assert_eq!(
+            interval_range_ns(&fixed, &n),
+            (200 * MS, 200 * MS, "interval_ms")
+        );
+    }
 }

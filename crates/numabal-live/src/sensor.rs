@@ -107,43 +107,78 @@ pub fn numa_balancing(root: &Path) -> u32 {
         .unwrap_or(0)
 }
 
-/// The sensor to use: the one asked for if it can work here, else an error saying why; with
-/// `None`, the best available (hint when the kernel balances, else softdirty, else maps).
-/// Returns the sensor and the reason for the choice.
-pub fn choose(root: &Path, asked: Option<SensorKind>) -> Result<(SensorKind, String), LiveError> {
+/// Every sensor, in the order `auto` prefers them, judged on the host under `root`: `None`
+/// if it can work there, else why not. The one judgement behind `auto`'s choice and every
+/// refusal.
+pub fn judge(root: &Path) -> Vec<(SensorKind, Option<String>)> {
     let nb = numa_balancing(root);
-    let balancing = nb & 1 == 1;
+    let clear_refs = root.join("proc/self/clear_refs");
     // A fixture tree says by having the file; this host, by a page's soft-dirty bit.
-    let soft_dirty = root.join("proc/self/clear_refs").exists()
-        && (root != Path::new("/") || soft_dirty_works());
-    let nbp = root.join("proc/sys/kernel/numa_balancing");
-    match asked {
-        Some(SensorKind::Hint) if !balancing => Err(err(
-            &nbp,
-            format!(
-                "is {nb}: sensor hint needs kernel.numa_balancing=1 (allowed here: softdirty, maps)"
+    let soft_dirty = if !clear_refs.exists() {
+        Some(format!("needs {}, missing", clear_refs.display()))
+    } else if root == Path::new("/") && !soft_dirty_works() {
+        Some("this kernel keeps no soft-dirty bits, built without CONFIG_MEM_SOFT_DIRTY".into())
+    } else {
+        None
+    };
+    vec![
+        (
+            SensorKind::Hint,
+            (nb & 1 == 0).then(|| format!("needs kernel.numa_balancing=1, it is {nb}")),
+        ),
+        (SensorKind::SoftDirty, soft_dirty),
+        (
+            SensorKind::Pmu,
+            Some(
+                "memory-access sampling with PEBS, IBS or SPE is not built in this version".into(),
             ),
-        )),
-        Some(SensorKind::SoftDirty) if !soft_dirty => Err(err(
-            &root.join("proc/self/clear_refs"),
-            "missing, or the kernel has no soft-dirty bits (CONFIG_MEM_SOFT_DIRTY): sensor \
-             softdirty cannot work (allowed here: maps, and hint with numa_balancing=1)",
-        )),
-        Some(SensorKind::Pmu) => Err(err(
+        ),
+        (SensorKind::Maps, None),
+    ]
+}
+
+/// The judgement as one list: `sensors here: maps; not here: hint (why), ...`.
+pub fn sensors_here(judged: &[(SensorKind, Option<String>)]) -> String {
+    let here: Vec<&str> = judged
+        .iter()
+        .filter(|(_, why)| why.is_none())
+        .map(|(k, _)| k.name())
+        .collect();
+    let not_here: Vec<String> = judged
+        .iter()
+        .filter_map(|(k, why)| why.as_ref().map(|w| format!("{} ({w})", k.name())))
+        .collect();
+    format!(
+        "sensors here: {}; not here: {}",
+        here.join(", "),
+        not_here.join(", ")
+    )
+}
+
+/// The sensor to use: the one asked for if it can work here, else an error saying why; with
+/// `None`, the first of hint, softdirty, maps that works. Returns the sensor and the reason
+/// for the choice.
+pub fn choose(root: &Path, asked: Option<SensorKind>) -> Result<(SensorKind, String), LiveError> {
+    let judged = judge(root);
+    let works = |k: SensorKind| judged.iter().any(|(j, why)| *j == k && why.is_none());
+    match asked {
+        Some(k) if works(k) => Ok((k, "asked for".into())),
+        Some(k) => Err(err(
             Path::new("--sensor"),
-            "pmu: memory-access sampling (PEBS, IBS, SPE) is not built in this version \
-             (allowed: hint, softdirty, maps)",
+            format!("{} cannot work here ({})", k.name(), sensors_here(&judged)),
         )),
-        Some(k) => Ok((k, "asked for".into())),
-        None if balancing => Ok((
+        None if works(SensorKind::Hint) => Ok((
             SensorKind::Hint,
             "kernel.numa_balancing=1: the kernel's hinting faults".into(),
         )),
-        None if soft_dirty => Ok((
+        None if works(SensorKind::SoftDirty) => Ok((
             SensorKind::SoftDirty,
             "kernel.numa_balancing=0: soft-dirty write faults".into(),
         )),
-        None => Ok((SensorKind::Maps, "no page-fault sensor here".into())),
+        None => Ok((
+            SensorKind::Maps,
+            format!("no page-fault sensor here ({})", sensors_here(&judged)),
+        )),
     }
 }
 
@@ -301,10 +336,26 @@ mod tests {
         assert_eq!(choose(r, None).unwrap().0, SensorKind::Maps);
         std::fs::write(r.join("proc/self/clear_refs"), "").unwrap();
         assert_eq!(choose(r, None).unwrap().0, SensorKind::SoftDirty);
-        let e = choose(r, Some(SensorKind::Hint)).unwrap_err().to_string();
-        assert!(e.contains("needs kernel.numa_balancing=1"), "{e}");
-        let e = choose(r, Some(SensorKind::Pmu)).unwrap_err().to_string();
-        assert!(e.contains("not built"), "{e}");
+        // Every refusal gives the same list: what works here, and why the others do not.
+        let list = "sensors here: softdirty, maps; not here: hint (needs \
+                    kernel.numa_balancing=1, it is 0), pmu (memory-access sampling with PEBS, IBS \
+                    or SPE is not built in this version)";
+        for k in [SensorKind::Hint, SensorKind::Pmu] {
+            let e = choose(r, Some(k)).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("--sensor: {} cannot work here ({list})", k.name())
+            );
+        }
+        std::fs::remove_file(r.join("proc/self/clear_refs")).unwrap();
+        let e = choose(r, Some(SensorKind::SoftDirty))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sensors here: maps; not here: hint (needs"),
+            "{e}"
+        );
+        assert!(e.contains("softdirty (needs "), "{e}");
         assert_eq!(SensorKind::parse("auto"), Ok(None));
         assert!(
             SensorKind::parse("ibs")

@@ -272,9 +272,16 @@ pub trait Policy: Send {
     /// A process has exited.
     fn on_process_exit(&mut self, _pid: Pid) {}
 
-    /// How often [`Policy::on_tick`] should run; `None` (the default) never.
+    /// How often [`Policy::on_tick`] should run; `None` (the default) never. A backend asks
+    /// again after every tick: a policy may change it (numad's `-i min:max`).
     fn tick_interval_ns(&self) -> Option<u64> {
         None
+    }
+
+    /// The shortest and the longest interval [`Policy::tick_interval_ns`] returns in
+    /// ordinary passes, for a backend to tell its operator; the default: the current one.
+    fn tick_interval_range_ns(&self) -> Option<(u64, u64)> {
+        self.tick_interval_ns().map(|i| (i, i))
     }
 
     /// Periodic callback with the backend's observation; may request actions

@@ -547,6 +547,11 @@ impl Policy for Numad {
         Some(self.next_interval_ns)
     }
 
+    /// `-i min:max` (half of `min` once, after numad's process table grows).
+    fn tick_interval_range_ns(&self) -> Option<(u64, u64)> {
+        Some(((self.min_interval_s * NS).max(1), self.max_interval_s * NS))
+    }
+
     fn on_tick(&mut self, machine: &Machine, obs: &Observation<'_>, out: &mut Vec<Action>) {
         if let Some(pid) = self.just_bound.take()
             && let Some(e) = self.procs.get_mut(&pid)
@@ -633,6 +638,8 @@ mod tests {
     fn a_pass_binds_one_process_then_holds_it_for_five_minutes() {
         let m = machine("rhel-4n40");
         let mut n = Numad::new(Tunables::default());
+        // -i 5:15, what a backend tells its operator.
+        assert_eq!(n.tick_interval_range_ns(), Some((5 * NS, 15 * NS)));
         // Spread memory: 8, 4, 4, 4 GiB. First pass: admitted, no CPU sample yet.
         let spread = [8, 4, 4, 4];
         let (a, next) = pass(&mut n, &m, 10, spread, 0);
