@@ -258,12 +258,9 @@ pub fn numastat_table(processes: &[(String, Vec<f64>)], nr_nodes: usize) -> Stri
     )
 }
 
-/// Tables fit this many columns.
-const TABLE_WIDTH: usize = 100;
-
 /// numastat -p's layout for any per-node figure: a title, one row per process, a Total
 /// column and row; `decimals` after the point. numastat's widths (labels 16, numbers 15)
-/// while they fit [`TABLE_WIDTH`] columns, else numbers as wide as the widest (numastat
+/// while they fit [`width()`] columns, else numbers as wide as the widest (numastat
 /// -c: 8 nodes of up to 99999.99 MB fit); labels widen up to what fits, longer ones end in
 /// an ellipsis.
 pub fn node_table(
@@ -288,7 +285,7 @@ pub fn node_table(
     header.push("Total".into());
     let (label_w, num_w) = node_table_widths(&rows, &cells, &header);
     let line = |label: &str, cells: &[String]| -> String {
-        let mut l = format!("{:<label_w$} ", fit(label, label_w));
+        let mut l = format!("{:<label_w$} ", ellipsis(label, label_w));
         for c in cells {
             l.push_str(&format!(" {c:>num_w$}"));
         }
@@ -317,8 +314,9 @@ fn node_table_widths(
     header: &[String],
 ) -> (usize, usize) {
     let cols = header.len();
+    let table_width = width().unwrap_or(usize::MAX);
     let mut num_w = 15;
-    if 17 + cols * (num_w + 1) > TABLE_WIDTH {
+    if 17 + cols * (num_w + 1) > table_width {
         num_w = rows
             .iter()
             .flat_map(|r| &r.1)
@@ -328,13 +326,13 @@ fn node_table_widths(
             .max()
             .unwrap_or(1);
     }
-    let room = TABLE_WIDTH.saturating_sub(1 + cols * (num_w + 1)).max(16);
+    let room = table_width.saturating_sub(1 + cols * (num_w + 1)).max(16);
     let longest = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
     (longest.clamp(16, room), num_w)
 }
 
 /// `s` cut to `width` characters, its end an ellipsis if cut.
-fn fit(s: &str, width: usize) -> String {
+fn ellipsis(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         return s.to_string();
     }
@@ -877,7 +875,7 @@ mod tests {
     fn aligned(t: &str) -> usize {
         let w: Vec<usize> = t.lines().skip(1).map(|l| l.chars().count()).collect();
         assert!(w.iter().all(|&x| x == w[0]), "{t}");
-        assert!(w[0] <= TABLE_WIDTH, "{t}");
+        assert!(w[0] <= WIDTH, "{t}");
         w[0]
     }
 
@@ -898,7 +896,7 @@ mod tests {
         assert!(t.contains(&format!("{host}  ")), "{t}");
         let long = format!("7 ({})", "x".repeat(90));
         let t = numastat_table(&[(long, vec![1.0, 2.0, 3.0, 4.0])], 4);
-        assert_eq!(aligned(&t), TABLE_WIDTH);
+        assert_eq!(aligned(&t), WIDTH);
         assert!(t.contains("7 (xxx") && t.contains("x…  "), "{t}");
         let t = numastat_table(&[("1 (big)".into(), vec![12345.67; 8])], 8);
         assert_eq!(aligned(&t), 17 + 9 * 9);
