@@ -495,3 +495,27 @@ fn reference_documents_are_named_not_numbered() {
     }
     assert!(files > 100, "{files} files read");
 }
+
+/// The README's first screen shows what `numabal demo` prints: every line of its excerpt
+/// is a line the demo prints now (refresh the excerpt when the model changes).
+#[test]
+fn readme_demo_excerpt_is_the_demos() {
+    let readme = include_str!("../../../README.md");
+    let start = readme.find("<!-- demo-excerpt").expect("excerpt start");
+    let end = readme.find("<!-- /demo-excerpt -->").expect("excerpt end");
+    let excerpt: Vec<&str> = readme[start..end]
+        .lines()
+        .skip(1)
+        .filter(|l| !l.starts_with("```"))
+        .collect();
+    assert!(excerpt.len() >= 10, "{excerpt:?}");
+    let out = numabal().args(["demo", "--quiet"]).assert().success();
+    let demo = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let printed: Vec<&str> = demo.lines().collect();
+    for l in excerpt {
+        assert!(
+            printed.contains(&l),
+            "README line not printed by `numabal demo`: {l}\n{demo}"
+        );
+    }
+}
