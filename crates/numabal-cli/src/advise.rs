@@ -87,11 +87,11 @@ fn idle_nodes(m: &Machine, htt: u32) -> Vec<NodeRes> {
 fn state_nodes(m: &Machine, path: &str, htt: u32) -> Result<Vec<NodeRes>, InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::new(path, "file", format!("cannot read: {e}")))?;
-    let r: RunResult = serde_json::from_str(&text).map_err(|e| {
+    let r: RunResult = crate::output::parse_saved(&text).map_err(|why| {
         InputError::new(
             path,
             "node_state",
-            format!("not the JSON of `numabal sim --json` ({e})"),
+            format!("not the JSON of `numabal sim --json`: {why}"),
         )
     })?;
     if r.scenario.machine != m.name() {

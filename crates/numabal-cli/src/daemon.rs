@@ -331,10 +331,20 @@ pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
     let (cfg, spec) = settings(a)?;
     let policy = numabal_policy::build_live(&spec).map_err(|e| blame_set(e, &a.sets))?;
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, stop.clone())
-            .map_err(|e| Failure::Internal(format!("cannot handle signal {sig}: {e}")))?;
-    }
+    // SIGTERM and SIGINT set `stop` and wake the daemon from its wait between passes
+    // (signal-hook's own thread, so nothing runs in a signal handler).
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .map_err(|e| Failure::Internal(format!("cannot handle SIGTERM and SIGINT: {e}")))?;
+    let (flag, daemon_thread) = (stop.clone(), std::thread::current());
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            daemon_thread.unpark();
+        }
+    });
     let mut sink: Box<dyn Write> = match &cfg.decision_log {
         Some(p) => Box::new(
             std::fs::OpenOptions::new()

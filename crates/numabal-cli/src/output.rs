@@ -100,6 +100,28 @@ pub fn print_list() {
     out!("{}", fit(&s, 25));
 }
 
+/// A saved JSON result (`--json` of a command) as its type, or why not in plain words:
+/// `not JSON (line 3, column 7)`, or the key and what it holds against what is allowed
+/// (the model's `plain_words`: no serde vocabulary).
+pub fn parse_saved<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| format!("not JSON (line {}, column {})", e.line(), e.column()))?;
+    from_saved(v)
+}
+
+/// [`parse_saved`] of a parsed value.
+pub fn from_saved<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = numabal_model::error::path_text(e.path());
+        let why = numabal_model::error::plain_words(&e.inner().to_string());
+        if path.is_empty() {
+            why
+        } else {
+            format!("{path}: {why}")
+        }
+    })
+}
+
 /// An output file (`flag` names it) checked before any work: not a directory, in a
 /// directory where a file can be created (the file is written there through a temporary
 /// file, renamed), and, if `append`, an existing file that can be opened for appending.

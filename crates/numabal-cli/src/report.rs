@@ -1039,18 +1039,10 @@ fn geomean_bars(s: &SuiteResult) -> Vec<BarPanel> {
 }
 
 /// A saved result of kind `what` read as its type; a file that is not one says where and
-/// why in plain words (the model's `plain_words`), not serde's.
+/// why in plain words.
 fn typed<T: serde::de::DeserializeOwned>(v: Value, label: &str, what: &str) -> Result<T, Failure> {
-    serde_path_to_error::deserialize(v).map_err(|e| {
-        let path = numabal_model::error::path_text(e.path());
-        let why = numabal_model::error::plain_words(&e.inner().to_string());
-        let at = if path.is_empty() {
-            String::new()
-        } else {
-            format!("{path}: ")
-        };
-        Failure::Input(format!("{label}: not a numabal {what} result: {at}{why}"))
-    })
+    output::from_saved(v)
+        .map_err(|why| Failure::Input(format!("{label}: not a numabal {what} result: {why}")))
 }
 
 /// "seed 1", "seeds 1-3" (a range without gaps) or "seeds 1, 4".

@@ -519,3 +519,40 @@ fn readme_demo_excerpt_is_the_demos() {
         );
     }
 }
+
+/// A saved result that is not one (another JSON, not JSON at all, a field of the wrong
+/// kind) is refused in plain words by both readers, `advise --state` and `report`.
+#[test]
+fn saved_results_that_are_not_say_why_in_plain_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = write(dir.path(), "other.json", "{\"a\": 1}\n");
+    let text = write(dir.path(), "text.json", "numastat output\n");
+    let advise = |state: &str| {
+        vec![
+            "advise", "-m", "rhel-8n", "--cpus", "5", "--mem-mb", "8000", "--state",
+        ]
+        .into_iter()
+        .chain([state])
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    for (state, needle) in [
+        (&other, "missing field `numabal_version`"),
+        (&text, "not JSON (line 1, column"),
+    ] {
+        let args = advise(state);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, &["not the JSON of `numabal sim --json`", needle]);
+    }
+    let (mut v, _) = run_json(
+        &["sim", "-m", "tiny-2n4", "-w", "numa02", "--quiet"],
+        dir.path(),
+    );
+    v["metrics"]["runtime_s"] = serde_json::json!("fast");
+    let wrong = write(dir.path(), "wrong.json", &v.to_string());
+    let html = dir.path().join("r.html").display().to_string();
+    refused(
+        &["report", &wrong, "--html", &html],
+        &["not a numabal sim result: metrics.runtime_s: is \"fast\" (allowed: a number)"],
+    );
+}

@@ -246,7 +246,8 @@ fn serve_metrics(port: u16, text: Arc<Mutex<String>>) -> Result<u16, LiveError> 
 }
 
 /// Run the daemon until `stop` is set or `cfg.passes` passes are done. Decision-log lines
-/// go to `log`.
+/// go to `log`. Between passes the calling thread parks: whoever sets `stop` from another
+/// thread should unpark it, or the stop is seen when the next pass is due.
 pub fn run(
     cfg: &Config,
     mut policy: Box<dyn Policy>,
@@ -445,15 +446,19 @@ pub fn run(
             break;
         }
         // Wait for the next pass, asking the policy again: its interval may have changed.
-        // Wake every 100 ms to drain the sensor's rings (they never overflow) and to see a
-        // stop request (sleep resumes after a signal).
+        // While the sensor watches threads, wake every 100 ms to drain its rings (they never
+        // overflow); otherwise sleep until the pass is due: an idle host costs no wake-ups.
+        // Whoever sets `stop` unparks this thread (the CLI's signal thread does), so a stop
+        // is seen at once either way.
         let next = now + pass_gap_ns(cfg, &*policy, managed_count);
         while !stop.load(Ordering::Relaxed) {
             let t = start.elapsed().as_nanos() as u64;
             if t >= next {
                 break;
             }
-            std::thread::sleep(Duration::from_nanos((next - t).min(100 * MS)));
+            let watching = sampler.as_ref().is_some_and(|s| s.watched() > 0);
+            let slice = if watching { 100 * MS } else { u64::MAX };
+            std::thread::park_timeout(Duration::from_nanos((next - t).min(slice)));
             if let Some(s) = sampler.as_mut() {
                 s.drain(&mut raw);
             }
