@@ -10,7 +10,8 @@
 //!    samples drained since the last pass ──► page nodes (move_pages query, no move)
 //!    policy.on_tick(observation of managed processes + samples) ──► actions
 //!    record the observation (--record) ─► actuator: syscalls, rate limit, log each outcome
-//!  between passes: every 100 ms drain the sensor's rings and look for SIGTERM/SIGINT;
+//!  between passes: park; while threads are sampled, wake every 100 ms to drain the rings;
+//!  a stop (SIGTERM/SIGINT through the CLI's signal thread) unparks it at once;
 //!  with nothing managed, the next pass comes after idle_interval_ms (default 5 s)
 //!  on stop: restore affinities, log a summary (passes, counts, the daemon's own CPU use:
 //!  every thread's, from the start of run(), over the same wall time)
