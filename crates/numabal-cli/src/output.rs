@@ -556,14 +556,23 @@ fn print_cells(c: &Cells) {
     }
 }
 
+/// A policy's mean runtime and its ratio to the first policy's: `43.41 (1.03x)`.
+fn runtime_cell(c: &CompareResult, s: &numabal_sim::compare::Stats) -> String {
+    let base = c
+        .policy_order
+        .first()
+        .and_then(|p| c.policies.get(p))
+        .map(|p| p.runtime_s.mean);
+    let rel = base
+        .and_then(|b| numabal_sim::suite::ratio(s.mean, b))
+        .map(|x| format!(" ({x:.2}x)"))
+        .unwrap_or_default();
+    format!("{:.2}{rel}", s.mean)
+}
+
 /// `numabal compare`'s table.
 pub fn compare_cells(r: &CompareResult) -> Cells {
     let n = r.seeds.len();
-    let base = r
-        .policy_order
-        .first()
-        .and_then(|p| r.policies.get(p))
-        .map(|p| p.runtime_s.mean);
     let rows = r
         .policy_order
         .iter()
@@ -571,13 +580,9 @@ pub fn compare_cells(r: &CompareResult) -> Cells {
             let p = &r.policies[name];
             let g = |k: &str| p.metrics.get(k).copied().unwrap_or(0.0);
             let s = &p.runtime_s;
-            let rel = base
-                .filter(|b| *b > 0.0)
-                .map(|b| format!(" ({:.2}x)", s.mean / b))
-                .unwrap_or_default();
             vec![
                 name.clone(),
-                format!("{:.2}{rel}", s.mean),
+                runtime_cell(r, s),
                 fmt_undefined(s.cv, 4),
                 format!("{:.2}", s.min),
                 format!("{:.2}", s.max),
@@ -726,11 +731,6 @@ pub fn suite_summary(r: &SuiteResult) -> String {
 
 /// One workload's table of `numabal suite` (`key`: its name in the suite).
 pub fn workload_cells(key: &str, c: &CompareResult) -> Cells {
-    let base = c
-        .policy_order
-        .first()
-        .and_then(|p| c.policies.get(p))
-        .map(|p| p.runtime_s.mean);
     let rows = c
         .policy_order
         .iter()
@@ -738,13 +738,9 @@ pub fn workload_cells(key: &str, c: &CompareResult) -> Cells {
             let p = &c.policies[name];
             let g = |k: &str| p.metrics.get(k).copied().unwrap_or(f64::NAN);
             let s = &p.runtime_s;
-            let rel = base
-                .and_then(|b| numabal_sim::suite::ratio(s.mean, b))
-                .map(|x| format!(" ({x:.2}x)"))
-                .unwrap_or_default();
             vec![
                 name.clone(),
-                format!("{:.2}{rel}", s.mean),
+                runtime_cell(c, s),
                 fmt_undefined(s.cv, 4),
                 fmt_undefined(s.nmmd, 4),
                 format!("{:.3}", g("local_access_ratio")),
