@@ -3,9 +3,8 @@
 //! `hpc.toml: workloads[1] (numa01): preset numa01: process: the workload maps 6GiB but ...`
 //! rather than the option a single run would have taken it by.
 
-use crate::fsresolver::FsResolver;
 use numabal_model::InputError;
-use numabal_model::scenario::{Kind, Resolver};
+use numabal_model::scenario::{Kind, names_file};
 
 /// One entry of a list.
 pub struct Entry {
@@ -13,8 +12,9 @@ pub struct Entry {
     pub at: String,
     /// What the entry names.
     pub kind: Kind,
-    /// The label errors about what it names carry: the file, `preset NAME`, `--policy`.
-    label: String,
+    /// The name as a run reads it (a file's path, a preset's or a policy's name): errors
+    /// about what it names carry it as their source, or `preset NAME`.
+    name: String,
 }
 
 impl Entry {
@@ -25,21 +25,27 @@ impl Entry {
             Some(f) => format!("{f}: {list}[{index}] ({name})"),
             None => list.to_string(),
         };
-        let named_policy = kind == Kind::Policy && !name.ends_with(".toml") && !name.contains('/');
-        let label = if named_policy {
-            "--policy".to_string()
-        } else {
-            FsResolver
-                .resolve(kind, name)
-                .map_or_else(|_| name.to_string(), |s| s.label)
-        };
-        Entry { at, kind, label }
+        Entry {
+            at,
+            kind,
+            name: name.to_string(),
+        }
+    }
+
+    /// The entry, read by its run as `path` (a file written relative to the suite file,
+    /// read from the suite's directory).
+    pub fn read_as(mut self, path: &str) -> Self {
+        self.name = path.to_string();
+        self
     }
 
     /// Is `e` about what this entry names? It carries the option a single run would take
-    /// the entry by (an unknown name), or the entry's file or preset.
+    /// the entry by (an unknown name, a named policy's tunables), or the entry's file or
+    /// preset.
     pub fn owns(&self, e: &InputError) -> bool {
-        e.source == self.option() || e.source == self.label
+        e.source == self.option()
+            || (names_file(&self.name) && e.source == self.name)
+            || e.source == format!("preset {}", self.name)
     }
 
     /// `e`, named by the entry: the option's place taken by the entry, or the entry put in
@@ -53,5 +59,13 @@ impl Entry {
 
     fn option(&self) -> String {
         format!("--{}", self.kind.as_str())
+    }
+}
+
+/// `e` named by the first entry that owns it, else as it is.
+pub fn blame_first(entries: &[&Entry], e: InputError) -> InputError {
+    match entries.iter().find(|x| x.owns(&e)) {
+        Some(x) => x.blame(e),
+        None => e,
     }
 }

@@ -1,7 +1,7 @@
 //! Name resolution with the file system: presets first, then paths.
 
 use numabal_model::InputError;
-use numabal_model::scenario::{Kind, Resolver, Source, preset_source, unknown_name};
+use numabal_model::scenario::{Kind, Resolver, Source, names_file, preset_source, unknown_name};
 use std::path::Path;
 
 /// Presets and TOML files.
@@ -9,7 +9,7 @@ pub struct FsResolver;
 
 impl Resolver for FsResolver {
     fn resolve(&self, kind: Kind, name: &str) -> Result<Source, InputError> {
-        let looks_like_path = name.contains('/') || name.ends_with(".toml");
+        let looks_like_path = names_file(name);
         if !looks_like_path && let Some(s) = preset_source(kind, name) {
             return Ok(s);
         }

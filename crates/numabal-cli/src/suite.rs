@@ -5,7 +5,7 @@ use crate::entry::Entry;
 use crate::fsresolver::FsResolver;
 use crate::{Failure, ScenarioArgs, SuiteArgs, build_checked, duplicate, output};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use numabal_model::scenario::{Kind, PolicySpec, Resolver};
+use numabal_model::scenario::{Kind, PolicySpec, Resolver, names_file};
 use numabal_model::suite::MAX_SEEDS;
 use numabal_model::{InputError, Scenario, SuiteSpec};
 use numabal_sim::RunResult;
@@ -54,14 +54,11 @@ pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
     let workloads: Vec<String> = spec
         .workloads
         .iter()
-        .map(|w| {
-            let looks_like_path = w.contains('/') || w.ends_with(".toml");
-            match dir.flatten() {
-                Some(d) if looks_like_path && Path::new(w).is_relative() => {
-                    d.join(w).display().to_string()
-                }
-                _ => w.clone(),
+        .map(|w| match dir.flatten() {
+            Some(d) if names_file(w) && Path::new(w).is_relative() => {
+                d.join(w).display().to_string()
             }
+            _ => w.clone(),
         })
         .collect();
     let file = Some(label.as_str());
@@ -88,14 +85,11 @@ pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
         if of_workload {
             return entries[0].blame(e);
         }
-        match entries.iter().find(|x| x.owns(&e)) {
-            Some(x) => x.blame(e),
-            None => e,
-        }
+        crate::entry::blame_first(entries, e)
     };
     let mut bases: Vec<Scenario> = Vec::with_capacity(workloads.len());
     for (i, w) in workloads.iter().enumerate() {
-        let entry = Entry::new(Kind::Workload, &spec.workloads[i], file, "workloads", i);
+        let entry = Entry::new(Kind::Workload, &spec.workloads[i], file, "workloads", i).read_as(w);
         let sc = build_checked(&args(w.clone()), policies.first().cloned(), None)
             .map_err(|e| blame(e, &[&entry, &policy_entries[0]]))?;
         bases.push(sc);

@@ -390,10 +390,7 @@ fn blame(mut e: InputError, p: &Point, g: &Grid) -> InputError {
             false => e,
         };
     }
-    match (0..3).map(entry).find(|x| x.owns(&e)) {
-        Some(x) => x.blame(e),
-        None => e,
-    }
+    crate::entry::blame_first(&[entry(0), entry(1), entry(2)], e)
 }
 
 /// How every sweep result line starts (serde_json writes its keys in order).

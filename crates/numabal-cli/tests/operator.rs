@@ -556,3 +556,33 @@ fn saved_results_that_are_not_say_why_in_plain_words() {
         &["not a numabal sim result: metrics.runtime_s: is \"fast\" (allowed: a number)"],
     );
 }
+
+/// A suite's workload file is written relative to the suite file; from any directory, an
+/// error in it names the suite entry (it did only when run from the suite's directory).
+#[test]
+fn suite_entries_name_relative_workload_files_from_any_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("w")).unwrap();
+    let numa02 = include_str!("../../../presets/workloads/numa02.toml");
+    write(
+        &dir.path().join("w"),
+        "big.toml",
+        &numa02.replace("size = \"1GiB\"", "size = \"64GiB\""),
+    );
+    let suite = write(
+        dir.path(),
+        "s.toml",
+        "name = \"s\"\nworkloads = [\"numa02\", \"w/big.toml\"]\npolicies = [\"none\"]\nseeds = 1\n",
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = numabal()
+        .current_dir(elsewhere.path())
+        .args(["suite", &suite, "-m", "tiny-2n4", "--quiet"])
+        .output()
+        .unwrap();
+    let err = refusal(&out, &["suite", &suite]);
+    assert!(
+        err.contains("s.toml: workloads[1] (w/big.toml): ") && err.contains("maps 64GiB"),
+        "{err}"
+    );
+}

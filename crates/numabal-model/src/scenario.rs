@@ -662,7 +662,7 @@ fn section_source(
     match v {
         toml::Value::String(name) => {
             if kind == Kind::Policy {
-                if is_policy_file(&name) {
+                if names_file(&name) {
                     let src = resolve(&name)?;
                     return Ok((parse_toml(&src)?, src.label, Place::OwnFile));
                 }
@@ -676,7 +676,7 @@ fn section_source(
         }
         toml::Value::Table(mut t) => match t.remove("preset") {
             Some(toml::Value::String(name)) => {
-                let (mut base, label) = if kind == Kind::Policy && !is_policy_file(&name) {
+                let (mut base, label) = if kind == Kind::Policy && !names_file(&name) {
                     (policy_named(&name), format!("policy {name}"))
                 } else {
                     let src = resolve(&name)?;
@@ -711,8 +711,8 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
-/// A policy is named (`bind`) or a file path.
-fn is_policy_file(name: &str) -> bool {
+/// A name that is a file path (`my.toml`, `dir/x`) rather than a preset or policy name.
+pub fn names_file(name: &str) -> bool {
     name.ends_with(".toml") || name.contains('/')
 }
 
