@@ -30,7 +30,7 @@ use numabal_live::daemon::{Config, MIN_INTERVAL_MS};
 use numabal_live::safety::Rules;
 use numabal_live::sensor::SensorKind;
 use numabal_model::InputError;
-use numabal_model::scenario::{PolicySpec, Source, from_table, parse_toml};
+use numabal_model::scenario::{PolicySpec, set_blamed};
 use numabal_policy::Action;
 use serde::Deserialize;
 use std::io::Write;
@@ -200,20 +200,10 @@ pub(crate) fn decision(t_s: f64, a: &Action) -> serde_json::Value {
     }
 }
 
-/// The file as data: errors name the file, the key as written (`daemon.interval_ms`) and
-/// what is allowed, as for every other input file.
-fn read_config(path: &PathBuf) -> Result<FileConfig, Failure> {
-    let label = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Input(format!("{label}: cannot read: {e}")))?;
-    let src = Source { label, text };
-    Ok(from_table(&src.label, parse_toml(&src)?)?)
-}
-
 /// The daemon's settings and policy from the file and the command line.
 fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
     let file = match &a.config {
-        Some(p) => read_config(p)?,
+        Some(p) => crate::fsresolver::toml_file(p)?,
         None => FileConfig::default(),
     };
     let src = |field: &str| match &a.config {
@@ -311,13 +301,20 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
     Ok((c, spec))
 }
 
-/// A policy error caused by a `--set policy.KEY=VALUE` is that option's; `--policy`'s own
-/// error needs no field.
-pub(crate) fn blame_set(mut e: InputError, sets: &[String]) -> InputError {
-    let set = sets
-        .iter()
-        .rev()
-        .find(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == e.field));
+/// The live policy of `spec`; an error caused by a `--set policy.KEY=VALUE` is that
+/// option's (the model's rule, `set_blamed`), and `--policy`'s own needs no field.
+pub(crate) fn build_live_policy(
+    spec: &PolicySpec,
+    sets: &[String],
+) -> Result<Box<dyn numabal_policy::Policy>, Failure> {
+    Ok(numabal_policy::build_live(spec).map_err(|e| blame_set(e, sets))?)
+}
+
+fn blame_set(mut e: InputError, sets: &[String]) -> InputError {
+    let set = sets.iter().rev().find(|s| {
+        s.split_once('=')
+            .is_some_and(|(k, _)| set_blamed(k.trim(), &e.field, &e.message))
+    });
     if let Some(s) = set {
         e.source = format!("--set {s}");
     }
@@ -329,7 +326,7 @@ pub(crate) fn blame_set(mut e: InputError, sets: &[String]) -> InputError {
 
 pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
     let (cfg, spec) = settings(a)?;
-    let policy = numabal_policy::build_live(&spec).map_err(|e| blame_set(e, &a.sets))?;
+    let policy = build_live_policy(&spec, &a.sets)?;
     let stop = Arc::new(AtomicBool::new(false));
     // SIGTERM and SIGINT set `stop` and wake the daemon from its wait between passes
     // (signal-hook's own thread, so nothing runs in a signal handler).

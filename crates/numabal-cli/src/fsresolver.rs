@@ -32,3 +32,17 @@ impl Resolver for FsResolver {
         Err(unknown_name(kind, name, true))
     }
 }
+
+/// A TOML file read as `T` (a sweep grid, the daemon's configuration): errors name the
+/// file, the key as written (`daemon.interval_ms`, `vary."policy.x"[1]`) and what is
+/// allowed, as for every other input file.
+pub fn toml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, crate::Failure> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::Failure::Input(format!("{label}: cannot read: {e}")))?;
+    let src = Source { label, text };
+    Ok(numabal_model::scenario::from_table(
+        &src.label,
+        numabal_model::scenario::parse_toml(&src)?,
+    )?)
+}

@@ -397,6 +397,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--policies` names each policy once.
+fn policies_once(policies: &[String]) -> Result<(), Failure> {
+    match duplicate(policies) {
+        Some((_, j)) => Err(Failure::Input(format!(
+            "--policies: `{}` is given twice (name each policy once)",
+            policies[j]
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn build(s: &ScenarioArgs, policy: Option<String>, seed: Option<u64>) -> Result<Scenario, Failure> {
     Ok(build_checked(s, policy, seed)?)
 }
@@ -489,12 +500,7 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
     if a.jobs == Some(0) {
         return Err(Failure::Input("--jobs: must be at least 1".into()));
     }
-    if let Some((_, j)) = duplicate(&a.policies) {
-        return Err(Failure::Input(format!(
-            "--policies: `{}` is given twice (name each policy once)",
-            a.policies[j]
-        )));
-    }
+    policies_once(&a.policies)?;
     let first = a.policies.first().cloned();
     let sc = build(&a.scenario, first, None)?;
     let mut specs: Vec<PolicySpec> = Vec::new();

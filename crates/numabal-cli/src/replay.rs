@@ -6,7 +6,7 @@
 //! samples in the recording (to come with the sensors).
 
 use crate::Failure;
-use crate::daemon::{blame_set, decision, policy_spec_of};
+use crate::daemon::{build_live_policy, decision, policy_spec_of};
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::Action;
 use std::collections::BTreeMap;
@@ -14,8 +14,7 @@ use std::path::Path;
 
 pub fn replay(trace: &Path, policy: &str, sets: &[String]) -> Result<(), Failure> {
     let (header, passes) = numabal_live::record::read_record(trace)?;
-    let mut p = numabal_policy::build_live(&policy_spec_of(policy, sets)?)
-        .map_err(|e| blame_set(e, sets))?;
+    let mut p = build_live_policy(&policy_spec_of(policy, sets)?, sets)?;
     let machine = numabal_live::machine_of(trace, &header.topology)?;
     let mut out = Vec::new();
     // Where the decisions put each thread, as the daemon's actuator would have.

@@ -3,7 +3,7 @@
 
 use crate::entry::Entry;
 use crate::fsresolver::FsResolver;
-use crate::{Failure, ScenarioArgs, SuiteArgs, build_checked, duplicate, output};
+use crate::{Failure, ScenarioArgs, SuiteArgs, build_checked, output};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use numabal_model::scenario::{Kind, PolicySpec, Resolver, names_file};
 use numabal_model::suite::MAX_SEEDS;
@@ -37,12 +37,7 @@ pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
     } else {
         a.policies.clone()
     };
-    if let Some((_, j)) = duplicate(&a.policies) {
-        return Err(Failure::Input(format!(
-            "--policies: `{}` is given twice (name each policy once)",
-            a.policies[j]
-        )));
-    }
+    crate::policies_once(&a.policies)?;
     let seeds: Vec<u64> = (1..=a.seeds.unwrap_or(spec.seeds)).collect();
 
     let args = |workload: String| ScenarioArgs {

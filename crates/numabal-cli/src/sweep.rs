@@ -23,7 +23,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use numabal_model::InputError;
 use numabal_model::Scenario;
-use numabal_model::scenario::{Kind, Source, from_table, parse_toml};
+use numabal_model::scenario::Kind;
 use numabal_model::suite::duplicate;
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -157,15 +157,6 @@ fn input(msg: impl Into<String>) -> Failure {
     Failure::Input(msg.into())
 }
 
-/// The grid file as data: errors name the file and the entry.
-fn grid_file(path: &Path) -> Result<GridFile, Failure> {
-    let label = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| input(format!("{label}: cannot read: {e}")))?;
-    let src = Source { label, text };
-    Ok(from_table(&src.label, parse_toml(&src)?)?)
-}
-
 /// A list from the file and the flags, each entry with where it was written; a name given
 /// twice is refused.
 fn entries(
@@ -291,7 +282,7 @@ fn combinations(
 /// The grid from the file and the flags.
 fn grid(a: &SweepArgs) -> Result<Grid, Failure> {
     let g = match &a.grid {
-        Some(p) => grid_file(p)?,
+        Some(p) => crate::fsresolver::toml_file(p)?,
         None => GridFile::default(),
     };
     let label = a.grid.as_ref().map(|p| p.display().to_string());

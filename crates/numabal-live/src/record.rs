@@ -89,7 +89,7 @@ pub fn read_record(path: &Path) -> Result<(RecordHeader, Vec<RecordPass>), LiveE
 }
 
 /// A JSON error in plain words, without serde_json's position (the line is named already):
-/// `column 21: numabal_record: is "x" (allowed: a whole number from 0 to 4294967295)`.
+/// `column 21: is "x" (allowed: a whole number from 0 to 4294967295)`.
 fn json_words(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());

@@ -150,14 +150,14 @@ pub fn plain_words(msg: &str) -> String {
 }
 
 /// `` `name`, rest `` into (`name`, `rest`).
-fn quoted(s: &str) -> Option<(&str, &str)> {
+pub(crate) fn quoted(s: &str) -> Option<(&str, &str)> {
     let s = s.strip_prefix('`')?;
     let end = s.find('`')?;
     Some((&s[..end], s[end + 1..].trim_start_matches(',').trim()))
 }
 
 /// serde's `expected one of `a`, `b`` / `expected `a` or `b`` / `there are no fields`.
-fn allowed_names(s: &str) -> String {
+pub(crate) fn allowed_names(s: &str) -> String {
     if s.starts_with("there are no") {
         return "nothing is allowed here".into();
     }

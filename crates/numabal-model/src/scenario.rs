@@ -176,11 +176,11 @@ fn names_allowed<T: DeserializeOwned>(
     }
     let given = std::mem::replace(at, toml::Value::String("\u{1}".into()));
     let e = serde_path_to_error::deserialize::<_, T>(value).err()?;
-    let names = e.inner().message().split_once(", expected ")?.1.to_string();
-    let names = names.strip_prefix("one of ").unwrap_or(&names);
+    let msg = e.inner().message();
+    let (_, names) = crate::error::quoted(msg.strip_prefix("unknown variant ")?)?;
     Some(format!(
-        "is {given} (allowed: {})",
-        names.replace('`', "").replace(" or ", ", ")
+        "is {given} ({})",
+        crate::error::allowed_names(names)
     ))
 }
 
@@ -562,7 +562,7 @@ fn place(mut e: InputError, section: &str, at: Place, ovs: &[Override]) -> Input
 /// Did the `--set` of `path` cause an error at `field` (both dotted, indexes as numbers)?
 /// Yes if the error is at or inside the value it set, or at a table above it (an unknown
 /// key, a check of the whole table).
-fn set_blamed(path: &str, field: &str, message: &str) -> bool {
+pub fn set_blamed(path: &str, field: &str, message: &str) -> bool {
     if field.is_empty() {
         let first = path.split('.').next().unwrap_or_default();
         return message.contains(&format!("`{first}`"));
@@ -589,17 +589,13 @@ pub fn load_machine(
             "only machine.* fields apply here (allowed: machine.<field>=<value>)",
         ));
     }
-    let (mut mtable, mlabel, at) = section_source(
+    let (mtable, mlabel, at) = section_source(
         resolver,
         Kind::Machine,
         toml::Value::String(name.to_string()),
         "",
     )?;
-    for ov in &ovs {
-        apply_override(&mut mtable, ov)?;
-    }
-    let mspec: MachineSpec = typed(&mlabel, "machine", at, mtable, &ovs)?;
-    Machine::from_spec(mspec, &mlabel).map_err(|e| place(e, "machine", at, &ovs))
+    machine_of(mtable, &mlabel, at, &ovs)
 }
 
 /// Load a workload by name, flattening `include`s.
@@ -867,8 +863,9 @@ fn policy_of(
     // The policy crates name fields `policy.<key>`; the key sits where `at` says.
     check(&policy).map_err(|mut e| {
         e.field = match e.field.strip_prefix("policy") {
-            Some(rest) => rest.trim_start_matches('.').to_string(),
-            None => e.field,
+            Some("") => String::new(),
+            Some(rest) if rest.starts_with('.') => rest[1..].to_string(),
+            _ => e.field,
         };
         place(e, "policy", at, ovs)
     })?;
@@ -890,8 +887,9 @@ fn sim_of(
     };
     if let Some(v) = scen.remove("seed") {
         // Checked here, where it sits: the top-level `seed`, not `sim.seed`.
-        let s: u64 = from_value(scen_label, v).map_err(|e| e.within("seed"))?;
-        table.insert("seed".into(), seed_value(s, scen_label, "seed")?);
+        // A TOML integer that is a whole number >= 0 is a valid seed as it stands.
+        from_value::<u64>(scen_label, v.clone()).map_err(|e| e.within("seed"))?;
+        table.insert("seed".into(), v);
     }
     if let Some(s) = seed {
         table.insert("seed".into(), seed_value(s, "--seed", "")?);
