@@ -84,29 +84,49 @@ impl Serialize for Bytes {
     }
 }
 
-/// Visitors rather than `#[serde(untagged)]`: an untagged enum's error says neither what
-/// was given nor what is allowed.
-impl<'de> Deserialize<'de> for Bytes {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Bytes;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(Bytes::EXPECTING)
-            }
-            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Bytes, E> {
-                Ok(Bytes(n))
-            }
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Bytes, E> {
-                u64::try_from(n)
-                    .map(Bytes)
-                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Bytes, E> {
-                Bytes::parse(s).map_err(E::custom)
+/// Read a value written either as a whole number >= 0 (`from_u64`) or as text
+/// (`from_str`, its error in plain words): sizes, thread counts, numad's interval. A
+/// visitor rather than `#[serde(untagged)]`, whose error says neither what was given nor
+/// what is allowed; `expecting` says what is.
+pub fn whole_or_text<'de, D: serde::Deserializer<'de>, T>(
+    d: D,
+    expecting: &'static str,
+    from_u64: fn(u64) -> T,
+    from_str: fn(&str) -> Result<T, String>,
+) -> Result<T, D::Error> {
+    struct V<T> {
+        expecting: &'static str,
+        from_u64: fn(u64) -> T,
+        from_str: fn(&str) -> Result<T, String>,
+    }
+    impl<T> serde::de::Visitor<'_> for V<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str(self.expecting)
+        }
+        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<T, E> {
+            Ok((self.from_u64)(n))
+        }
+        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<T, E> {
+            match u64::try_from(n) {
+                Ok(n) => Ok((self.from_u64)(n)),
+                Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(n), &self)),
             }
         }
-        d.deserialize_any(V)
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
+            (self.from_str)(s).map_err(E::custom)
+        }
+    }
+    d.deserialize_any(V {
+        expecting,
+        from_u64,
+        from_str,
+    })
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        whole_or_text(d, Bytes::EXPECTING, Bytes, Bytes::parse)
     }
 }
 
@@ -208,21 +228,11 @@ impl Serialize for Count {
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Count;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a whole number >= 0, or an expression such as \"cpus/2\"")
-            }
-            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Count, E> {
-                Ok(Count::Fixed(n))
-            }
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Count, E> {
-                u64::try_from(n)
-                    .map(Count::Fixed)
-                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Count, E> {
+        whole_or_text(
+            d,
+            "a whole number >= 0, or an expression such as \"cpus/2\"",
+            Count::Fixed,
+            |s| {
                 // Check the form now so a bad expression fails with its field path.
                 let probe = CountContext {
                     cpus: 1,
@@ -230,11 +240,10 @@ impl<'de> Deserialize<'de> for Count {
                     nodes: 1,
                 };
                 let c = Count::Expr(s.to_string());
-                c.eval(&probe).map_err(E::custom)?;
+                c.eval(&probe)?;
                 Ok(c)
-            }
-        }
-        d.deserialize_any(V)
+            },
+        )
     }
 }
 

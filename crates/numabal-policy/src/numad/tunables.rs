@@ -16,30 +16,14 @@ pub enum Interval {
     Text(String),
 }
 
-/// By hand rather than `#[serde(untagged)]`, whose error names the Rust type and not what
-/// was given or what is allowed.
 impl<'de> Deserialize<'de> for Interval {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{Error, Unexpected};
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Interval;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("seconds as a whole number such as 15, or \"min:max\" such as \"5:15\"")
-            }
-            fn visit_u64<E: Error>(self, n: u64) -> Result<Interval, E> {
-                Ok(Interval::Max(n))
-            }
-            fn visit_i64<E: Error>(self, n: i64) -> Result<Interval, E> {
-                u64::try_from(n)
-                    .map(Interval::Max)
-                    .map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
-            }
-            fn visit_str<E: Error>(self, s: &str) -> Result<Interval, E> {
-                Ok(Interval::Text(s.to_string()))
-            }
-        }
-        d.deserialize_any(V)
+        numabal_model::units::whole_or_text(
+            d,
+            "seconds as a whole number such as 15, or \"min:max\" such as \"5:15\"",
+            Interval::Max,
+            |s| Ok(Interval::Text(s.to_string())),
+        )
     }
 }
 
