@@ -3,6 +3,7 @@
 
 use crate::Failure;
 use crate::fsresolver::FsResolver;
+use crate::output::two_decimals;
 use clap::Args;
 use numabal_model::{InputError, Machine};
 use numabal_policy::numad::{self, NodeRes};
@@ -158,7 +159,7 @@ pub fn advise(a: &AdviseArgs) -> Result<(), Failure> {
             );
         }
     }
-    for w in beyond_the_machine(&nodes, cpus, a.mem_mb as i64, a) {
+    for w in beyond_the_machine(&nodes, cpus, &a.cpus, a.mem_mb as i64, htt) {
         eprintln!("numabal: warning: {w}; numad's answer, every node, follows");
     }
     let target = numad::advise(&nodes, &m.distance, cpus, a.mem_mb as i64);
@@ -167,8 +168,15 @@ pub fn advise(a: &AdviseArgs) -> Result<(), Failure> {
 }
 
 /// What the request asks beyond every node's free memory or CPU together: no node set can
-/// hold it (numad answers every node without a word).
-fn beyond_the_machine(nodes: &[NodeRes], cpus: i64, mbs: i64, a: &AdviseArgs) -> Vec<String> {
+/// hold it (numad answers every node without a word). `cpus` in hundredths, `cpus_written`
+/// as the user wrote it; `htt`, the percent of a core a hyperthread sibling counts.
+fn beyond_the_machine(
+    nodes: &[NodeRes],
+    cpus: i64,
+    cpus_written: &str,
+    mbs: i64,
+    htt: u32,
+) -> Vec<String> {
     let free_mbs: i64 = nodes.iter().map(|n| n.mbs_free).sum();
     let free_cpus: i64 = nodes.iter().map(|n| n.cpus_free).sum();
     let n = nodes.len();
@@ -181,18 +189,10 @@ fn beyond_the_machine(nodes: &[NodeRes], cpus: i64, mbs: i64, a: &AdviseArgs) ->
     }
     if cpus > free_cpus {
         w.push(format!(
-            "--cpus {}: no set of nodes can hold it (the {n} nodes have {} CPUs free in all, \
-             a hyperthread sibling counting {}% of a core)",
-            a.cpus,
-            hundredths(free_cpus),
-            numad::Tunables::default().t
+            "--cpus {cpus_written}: no set of nodes can hold it (the {n} nodes have {} CPUs \
+             free in all, a hyperthread sibling counting {htt}% of a core)",
+            two_decimals(free_cpus as f64 / 100.0),
         ));
     }
     w
-}
-
-/// Hundredths as a number with at most 2 decimals: 2400 is `24`, 150 `1.5`.
-fn hundredths(v: i64) -> String {
-    let s = format!("{}.{:02}", v / 100, v % 100);
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -649,6 +649,12 @@ pub fn fmt_undefined(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.decimals$}"))
 }
 
+/// At most 2 decimals, without trailing zeros: 24.0 is `24`, 1.5 `1.5`.
+pub fn two_decimals(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// A ratio cell: `0.523x`, or `-` where it is undefined (the baseline is 0).
 fn fmt_ratio(r: Option<f64>) -> String {
     r.map(|r| format!("{r:.3}x")).unwrap_or_else(|| "-".into())

@@ -5,7 +5,7 @@ use crate::Failure;
 use crate::output;
 use clap::Args;
 use numabal_live::sensor::{
-    FaultSampler, SensorKind, choose, clear_soft_dirty, judge, sensors_here,
+    FaultSampler, SensorKind, choose_in, clear_soft_dirty, judge, sensors_here,
 };
 use std::path::PathBuf;
 
@@ -136,11 +136,12 @@ fn sampling_sensor(a: &StatArgs) -> Result<Option<SensorKind>, Failure> {
     if a.sample_s == 0.0 {
         return Ok(None);
     }
-    let (kind, _) = choose(&a.root, asked)?;
+    let judged = judge(&a.root);
+    let (kind, _) = choose_in(&judged, asked)?;
     if kind.samples() {
         return Ok(Some(kind));
     }
-    let here = sensors_here(&judge(&a.root));
+    let here = sensors_here(&judged);
     Err(Failure::Input(match asked {
         None => format!("--sample-s: no sensor that samples works here ({here})"),
         Some(k) => format!(

@@ -6,6 +6,7 @@
 //! whiskers ([`bars_svg`]) and box plots ([`box_svg`]). Each returns `None` when it has
 //! nothing to draw, so a report never holds an empty figure.
 
+use crate::output::two_decimals;
 use plotters::coord::CoordTranslate;
 use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
@@ -136,9 +137,9 @@ fn fmt_tick(log: bool, v: f64) -> String {
     } else if !(1e-3..1e9).contains(&a) {
         format!("{x:.1e}")
     } else if a >= 1e6 {
-        format!("{}M", trim(x / 1e6))
+        format!("{}M", two_decimals(x / 1e6))
     } else if a >= 1e4 {
-        format!("{}k", trim(x / 1e3))
+        format!("{}k", two_decimals(x / 1e3))
     } else if a >= 100.0 || (x - x.round()).abs() < 1e-9 {
         format!("{x:.0}")
     } else if a >= 1.0 {
@@ -147,12 +148,6 @@ fn fmt_tick(log: bool, v: f64) -> String {
         let t = format!("{x:.3}");
         t.trim_end_matches('0').to_string()
     }
-}
-
-/// At most 2 decimals, without trailing zeros.
-fn trim(x: f64) -> String {
-    let s = format!("{x:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;

@@ -38,6 +38,9 @@ use std::time::{Duration, Instant};
 /// least `interval_ms` too.
 pub const MIN_INTERVAL_MS: u64 = 10;
 
+/// The interval between passes when neither `interval_ms` nor the policy sets one, ms.
+const DEFAULT_INTERVAL_MS: u64 = 1000;
+
 const MS: u64 = 1_000_000;
 
 /// The daemon's settings (the `[daemon]` and `[safety]` tables of its TOML file, and the
@@ -120,12 +123,12 @@ fn own_cpu_s() -> f64 {
 /// (numad's interval changes pass by pass), at least [`MIN_INTERVAL_MS`]; with nothing
 /// managed, at least `idle_interval_ms`.
 fn pass_gap_ns(cfg: &Config, policy: &dyn Policy, managed: usize) -> u64 {
-    let gap = cfg
-        .interval_ms
-        .map(|ms| ms * MS)
-        .or(policy.tick_interval_ns())
-        .unwrap_or(1000 * MS)
-        .max(MIN_INTERVAL_MS * MS);
+    let gap = at_least_min_interval(
+        cfg.interval_ms
+            .map(|ms| ms * MS)
+            .or(policy.tick_interval_ns())
+            .unwrap_or(DEFAULT_INTERVAL_MS * MS),
+    );
     if managed == 0 {
         gap.max(cfg.idle_interval_ms * MS)
     } else {
@@ -141,12 +144,16 @@ fn interval_range_ns(cfg: &Config, policy: &dyn Policy) -> (u64, u64, &'static s
         None => {
             let (lo, hi) = policy
                 .tick_interval_range_ns()
-                .unwrap_or((1000 * MS, 1000 * MS));
+                .unwrap_or((DEFAULT_INTERVAL_MS * MS, DEFAULT_INTERVAL_MS * MS));
             (lo, hi, "policy")
         }
     };
-    let floor = MIN_INTERVAL_MS * MS;
-    (lo.max(floor), hi.max(floor), by)
+    (at_least_min_interval(lo), at_least_min_interval(hi), by)
+}
+
+/// An interval, ns, raised to [`MIN_INTERVAL_MS`].
+fn at_least_min_interval(ns: u64) -> u64 {
+    ns.max(MIN_INTERVAL_MS * MS)
 }
 
 /// The metrics text (Prometheus exposition format).
@@ -258,6 +265,7 @@ pub fn run(
     // The summary's wall time and CPU time both count from here.
     let start = Instant::now();
     let cpu_at_start = own_cpu_s();
+    let cpu_s = || own_cpu_s() - cpu_at_start;
     let root = &cfg.root;
     let topo = read_topology(root)?;
     let machine = machine_of(root, &topo)?;
@@ -435,13 +443,12 @@ pub fn run(
             }
         }
         pass += 1;
-        // The metrics text (and the read of /proc/self/stat) only when someone can ask.
+        // The metrics text (and its clock_gettime of our CPU time) only when someone can ask.
         if metrics_port.is_some()
             && let Ok(mut m) = metrics.lock()
         {
             let samples = sampler.as_ref().map_or(0, |s| s.samples);
-            let cpu_s = own_cpu_s() - cpu_at_start;
-            *m = metrics_text(&actuator, pass, managed_count, samples, cpu_s);
+            *m = metrics_text(&actuator, pass, managed_count, samples, cpu_s());
         }
         if cfg.passes.is_some_and(|n| pass >= n) {
             break;
@@ -452,13 +459,13 @@ pub fn run(
         // Whoever sets `stop` unparks this thread (the CLI's signal thread does), so a stop
         // is seen at once either way.
         let next = now + pass_gap_ns(cfg, &*policy, managed_count);
+        let watching = sampler.as_ref().is_some_and(|s| s.watched() > 0);
+        let slice = if watching { 100 * MS } else { u64::MAX };
         while !stop.load(Ordering::Relaxed) {
             let t = start.elapsed().as_nanos() as u64;
             if t >= next {
                 break;
             }
-            let watching = sampler.as_ref().is_some_and(|s| s.watched() > 0);
-            let slice = if watching { 100 * MS } else { u64::MAX };
             std::thread::park_timeout(Duration::from_nanos((next - t).min(slice)));
             if let Some(s) = sampler.as_mut() {
                 s.drain(&mut raw);
@@ -475,7 +482,7 @@ pub fn run(
     let summary = Summary {
         passes: pass,
         wall_s: start.elapsed().as_secs_f64(),
-        cpu_s: own_cpu_s() - cpu_at_start,
+        cpu_s: cpu_s(),
         samples: sampler.as_ref().map_or(0, |s| s.samples),
     };
     let c = &actuator.counts;

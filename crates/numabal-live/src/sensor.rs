@@ -159,26 +159,39 @@ pub fn sensors_here(judged: &[(SensorKind, Option<String>)]) -> String {
 /// `None`, the first of hint, softdirty, maps that works. Returns the sensor and the reason
 /// for the choice.
 pub fn choose(root: &Path, asked: Option<SensorKind>) -> Result<(SensorKind, String), LiveError> {
-    let judged = judge(root);
+    choose_in(&judge(root), asked)
+}
+
+/// [`choose`] from a judgement already made (`judge`), for a caller that also reports it.
+pub fn choose_in(
+    judged: &[(SensorKind, Option<String>)],
+    asked: Option<SensorKind>,
+) -> Result<(SensorKind, String), LiveError> {
     let works = |k: SensorKind| judged.iter().any(|(j, why)| *j == k && why.is_none());
     match asked {
         Some(k) if works(k) => Ok((k, "asked for".into())),
         Some(k) => Err(err(
             Path::new("--sensor"),
-            format!("{} cannot work here ({})", k.name(), sensors_here(&judged)),
+            format!("{} cannot work here ({})", k.name(), sensors_here(judged)),
         )),
-        None if works(SensorKind::Hint) => Ok((
-            SensorKind::Hint,
-            "kernel.numa_balancing=1: the kernel's hinting faults".into(),
-        )),
-        None if works(SensorKind::SoftDirty) => Ok((
-            SensorKind::SoftDirty,
-            "kernel.numa_balancing=0: soft-dirty write faults".into(),
-        )),
-        None => Ok((
-            SensorKind::Maps,
-            format!("no page-fault sensor here ({})", sensors_here(&judged)),
-        )),
+        None => {
+            // `judge` lists the sensors in auto's order: the first that works.
+            let k = judged
+                .iter()
+                .find(|(_, why)| why.is_none())
+                .map_or(SensorKind::Maps, |(k, _)| *k);
+            Ok((k, why_auto(k, judged)))
+        }
+    }
+}
+
+/// Why `auto` took `k`.
+fn why_auto(k: SensorKind, judged: &[(SensorKind, Option<String>)]) -> String {
+    match k {
+        SensorKind::Hint => "kernel.numa_balancing=1: the kernel's hinting faults".into(),
+        SensorKind::SoftDirty => "kernel.numa_balancing=0: soft-dirty write faults".into(),
+        SensorKind::Pmu => "memory-access sampling".into(),
+        SensorKind::Maps => format!("no page-fault sensor here ({})", sensors_here(judged)),
     }
 }
 
