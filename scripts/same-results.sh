@@ -4,11 +4,16 @@
 # byte for byte. Refactors and speed work must show "identical" here; any other change of
 # results is listed, scenario by scenario, with the first JSON keys that differ, to be
 # explained in the commit.
-# Usage: scripts/same-results.sh [REV_A [REV_B]]   (REV_B "." = the working tree)
+# Usage: scripts/same-results.sh [--full] [REV_A [REV_B]]   (REV_B "." = the working tree)
+# --full adds the engine redesign's set: every policy on every calibration workload of
+# autonuma-2n24, kvm_guests on rhel-4n40, pmbench for 300 simulated s, and the hpc suite
+# with 2 seeds on stable-a.
 # Wall time: two release builds (about 5 minutes each on 2 cores), then about 3 minutes of
-# runs. Nothing is left behind but target/same-results/.
+# runs (--full: about 15 more). Nothing is left behind but target/same-results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+FULL=0
+if [ "${1:-}" = --full ]; then FULL=1; shift; fi
 A=${1:-HEAD}
 B=${2:-.}
 out=target/same-results
@@ -29,6 +34,18 @@ SCENARIOS=(
   "kvm_pinned-autonuma|sim -m xeon-2n104 -w kvm_pinned -p autonuma --set sim.max_time_s=60"
   "numa02-compare|compare -m tiny-2n4 -w numa02 --policies none,bind,autonuma,stable --seeds 3"
 )
+if [ "$FULL" = 1 ]; then
+  for w in numa01 numa01_thread_alloc numa02 numa02_smt numa01_numa02; do
+    for p in none bind reverse-bind interleave numad autonuma autonuma-2012 stable; do
+      SCENARIOS+=("cal-$w-$p|sim -m autonuma-2n24 -w $w -p $p")
+    done
+  done
+  for p in none bind interleave numad autonuma autonuma-2012 stable; do
+    SCENARIOS+=("kvm_guests-$p|sim -m rhel-4n40 -w kvm_guests -p $p")
+    SCENARIOS+=("pmbench300-$p|sim -m xeon-2n104 -w pmbench -p $p --set sim.max_time_s=300")
+  done
+  SCENARIOS+=("hpc-suite|suite hpc -m stable-a --seeds 2 --jobs 2")
+fi
 
 build() {  # rev -> path of its numabal binary
   local rev=$1 dir
