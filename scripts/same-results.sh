@@ -4,7 +4,8 @@
 # byte for byte. Refactors and speed work must show "identical" here; any other change of
 # results is listed, scenario by scenario, with the first JSON keys that differ, to be
 # explained in the commit.
-# Usage: scripts/same-results.sh [--full] [REV_A [REV_B]]   (REV_B "." = the working tree)
+# Usage: scripts/same-results.sh [--full] [REV_A [REV_B]]   (REV_B "." = the working tree;
+# either may be the path of a numabal binary already built, to save its build)
 # --full adds the engine redesign's set: every policy on every calibration workload of
 # autonuma-2n24, kvm_guests on rhel-4n40, pmbench for 300 simulated s, and the hpc suite
 # with 2 seeds on stable-a.
@@ -47,8 +48,12 @@ if [ "$FULL" = 1 ]; then
   SCENARIOS+=("hpc-suite|suite hpc -m stable-a --seeds 2 --jobs 2")
 fi
 
-build() {  # rev -> path of its numabal binary
+build() {  # rev (or a numabal binary built before) -> path of its numabal binary
   local rev=$1 dir
+  if [ -f "$rev" ] && [ -x "$rev" ]; then
+    echo "$rev"
+    return
+  fi
   if [ "$rev" = . ]; then
     cargo build --release --locked -q -p numabal-cli >&2
     echo "$PWD/target/release/numabal"
