@@ -15,12 +15,12 @@ use crate::event::{EventKind, EventQueue};
 use crate::memory::{CHUNK, MemObject, PAGE_BYTES};
 use crate::result::{Metrics, ProcessResult, RunResult, ScenarioSummary, StallHistogram};
 use crate::sched::{CanMigrate, Cause, LbCtx, NR_CAUSES, Sched};
+#[allow(clippy::wildcard_imports)]
+use crate::world::*;
 use numabal_model::mempolicy::MemPolicySpec;
 use numabal_model::scenario::Thp;
-use numabal_model::workload::{
-    Pattern, PhaseSpec, Placement, RegionKind, SharedKind, Slice, thread_slice,
-};
-use numabal_model::{InputError, Machine, Mask, MemPolicy, Pid, Scenario, Tid};
+use numabal_model::workload::{Pattern, PhaseSpec, RegionKind, SharedKind, Slice, thread_slice};
+use numabal_model::{InputError, MemPolicy, Pid, Scenario, Tid};
 use numabal_policy::{
     Action, GroupInfo, MigrateVerdict, Policy, ProcessInfo, RegionInfo, ThreadInfo,
 };
@@ -67,270 +67,22 @@ pub use numab::{NumabStats, TraceEvent};
 pub use progress::RunProgress;
 pub use stable::{StableReport, StableStats};
 
-const NS: f64 = 1e9;
-const STALL_NS: f64 = 1e6;
-/// Remainders of an access phase below this many bytes count as done: floating-point
-/// subtraction must not leave a thread spinning on a denormal remainder.
-const EPS_BYTES: f64 = 1e-3;
-/// A phase loop that iterates this often without finishing is a simulator bug.
-const MAX_STEPS: u64 = 50_000_000;
-
-#[derive(Debug, Clone)]
-struct Region {
-    obj: usize,
-    pages: u64,
-    wl_policy: Option<MemPolicy>,
-    /// `mbind` ranges set by the policy: (first, end, policy).
-    ranges: Vec<(u64, u64, MemPolicy)>,
-    /// A read-only file mapping (NUMA scanning skips it: `shared_ro`).
-    file_ro: bool,
-    /// A `VM_SHARED` mapping (shm).
-    vm_shared: bool,
-}
-
-#[derive(Debug, Clone)]
-enum Amount {
-    Bytes(f64),
-    Seconds(f64),
-}
-
-#[derive(Debug, Clone)]
-struct AccessRt {
-    region: usize,
-    slice: Slice,
-    pattern: Pattern,
-    amount: Amount,
-    passes: Option<f64>,
-    ns_per_byte: f64,
-    mlp: Option<f64>,
-    cache_hit: f64,
-    zipf_s: f64,
-    hot_fraction: f64,
-    hot_weight: f64,
-    mempolicy: Option<MemPolicy>,
-}
-
-#[derive(Debug, Clone)]
-enum PhaseRt {
-    Access(AccessRt),
-    /// ns, jitter.
-    Compute(f64, f64),
-    /// ns, jitter.
-    Sleep(f64, f64),
-    Spawn(usize),
-    Join(usize),
-    Barrier,
-}
-
-#[derive(Debug, Clone)]
-struct GroupRt {
-    name: String,
-    nthreads: u32,
-    placement: Placement,
-    phases: Vec<PhaseRt>,
-    iterations: u64,
-    /// Work units per completed pass over the phases (per thread).
-    work_per_iteration: f64,
-    affinity: Option<Mask>,
-    spawned: bool,
-    start_s: f64,
-    /// Seconds between the starts of consecutive threads (0: together).
-    stagger_s: f64,
-    threads: Vec<usize>,
-    done: u32,
-    /// Threads waiting in a join on this group, with the time each started waiting.
-    joiners: Vec<(usize, u64)>,
-    /// Threads at this group's barrier, with their arrival times.
-    barrier_waiting: Vec<(usize, u64)>,
-}
-
-#[derive(Debug, Clone)]
-struct Proc {
-    /// A background process: not waited for, not in the runtime or migration counts.
-    daemon: bool,
-    name: String,
-    /// Its `[[process]]` index.
-    spec: usize,
-    instance: u32,
-    regions: Vec<Region>,
-    groups: Vec<GroupRt>,
-    cpuset_cpus: Mask,
-    cpuset_mems: Mask,
-    affinity: Option<Mask>,
-    wl_policy: Option<MemPolicy>,
-    policy_proc: Option<MemPolicy>,
-    home_cpu: usize,
-    start_ns: u64,
-    end_ns: Option<u64>,
-    threads: u32,
-    live: u32,
-    node_mb_end: Option<Vec<f64>>,
-    bytes_local: f64,
-    bytes_remote: f64,
-    /// Work units completed (`work_per_iteration`).
-    work_units: f64,
-    /// ... of which after `sim.warmup_s`.
-    work_units_warm: f64,
-    /// CPU mask a policy set on its threads while it ran (`sched_setaffinity` by a daemon):
-    /// threads it creates later inherit it.
-    inherited_affinity: Option<Mask>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TState {
-    Runnable,
-    Sleeping,
-    Blocked,
-    Done,
-}
-
-#[derive(Debug, Clone, Default)]
-struct Prog {
-    started: bool,
-    /// Sweep position within the slice, bytes.
-    pos: f64,
-    /// Bytes left (access by amount), or ns of CPU left (compute).
-    left: f64,
-    /// Wall-clock end (access by seconds).
-    until_ns: u64,
-    /// The phase runs for a wall-clock duration (`seconds`) rather than an amount.
-    timed: bool,
-    /// Next page a random pattern first-touches (address order).
-    pop_cursor: u64,
-    pop_carry: f64,
-    /// Fractional hinting faults carried to the next interval (random patterns).
-    fault_carry: f64,
-    slice: (u64, u64),
-}
-
-#[derive(Debug, Clone)]
-struct Thread {
-    proc: usize,
-    group: usize,
-    index: u32,
-    state: TState,
-    phase: usize,
-    iter: u64,
-    prog: Prog,
-    policy_thread: Option<MemPolicy>,
-    il_next: usize,
-    end_ns: Option<u64>,
-    debt_ns: f64,
-    /// Bytes accessed in the last interval (sizes the look-ahead of the mix estimate).
-    window_bytes: f64,
-    /// CPU time the thread has run (`se.sum_exec_runtime`), ns.
-    sum_exec_ns: f64,
-}
-
-/// Something that happens to a thread inside the current interval, after the pass over the
-/// threads that were running at its start.
-#[derive(Debug, Clone, Copy)]
-struct Late {
-    t: usize,
-    at: u64,
-    /// The thread is waiting until `at` and must be woken first; otherwise it is runnable
-    /// since `at`.
-    wake: bool,
-}
-
-/// A thread's run within the current interval: it started at `t0` holding `share` of its
-/// CPU, with `total` ns of CPU time to spend.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    t0: u64,
-    share: f64,
-    total: f64,
-}
-
-impl Slot {
-    /// Wall-clock time after `used` ns of the slot's CPU time.
-    fn wall(&self, used: f64) -> u64 {
-        self.t0 + (used / self.share) as u64
-    }
-}
-
-/// A hinting fault's page: the faulting thread's process, the mapping object, the entry's
-/// first page, node and base pages, and the faulting CPU's node.
-#[derive(Debug, Clone, Copy)]
-struct HintAt {
-    pidx: usize,
-    obj: usize,
-    head: u64,
-    nid: usize,
-    nr: u64,
-    thisnid: usize,
-}
-
-/// A simulation in progress.
+/// A simulation in progress: the world, and what acts on it.
 pub struct Sim<'a> {
-    sc: &'a Scenario,
-    m: &'a Machine,
+    world: World<'a>,
     policy: Box<dyn Policy>,
-    rng: Pcg64Mcg,
-    random_node: usize,
-    now: u64,
-    tick_ns: u64,
-    max_ns: u64,
-    events: EventQueue,
-    sched: Sched,
-    cost: CostModel,
-    objects: Vec<MemObject>,
-    obj_refs: Vec<u32>,
-    /// Per object: the process whose private mapping it is (`None`: shared memory).
-    obj_owner: Vec<Option<usize>>,
-    shared_objs: Vec<usize>,
-    node_used: Vec<u64>,
-    node_cap: Vec<u64>,
-    procs: Vec<Proc>,
-    threads: Vec<Thread>,
-    pending_starts: usize,
-    m_: Metrics,
-    local_bytes: f64,
-    remote_bytes: f64,
-    user_ns: f64,
-    sys_ns: f64,
-    migrate_ns: f64,
-    /// Per node: pages a migration must leave free (the kernel's high watermark).
-    wmark_high: Vec<u64>,
-    migrations: [u64; NR_CAUSES],
-    /// Per thread, per node: when the thread last left the node (u64::MAX: not since it
-    /// last arrived there), for ping-pong round trips.
-    left_node_at: Vec<Vec<u64>>,
-    ping_pong: crate::result::PingPongHistogram,
-    migrate_shootdowns: u64,
-    thp_enabled: Thp,
-    check: bool,
     actions: Vec<Action>,
-    scratch_hist: Vec<u64>,
-    /// During `advance`: the interval's end.
-    interval_end: Option<u64>,
-    /// Threads that become runnable during the current interval.
-    late: Vec<Late>,
-    /// During `advance`: per CPU, the time from which it has nothing to run.
-    cpu_free_from: Vec<Option<u64>>,
     /// The kernel's NUMA balancing model, when the policy is `autonuma`.
     numab: Option<Numab>,
     /// Stable-NUMA's mechanism and policy core, when the policy is `stable`.
     stable: Option<stable::StableRt>,
-    stalls: StallHistogram,
-    /// `numastat -p` samples (`sim.numastat_at_s`, `sim.numastat_every_s`).
-    numastat: Vec<crate::result::NumastatSample>,
-    /// Per `[[process]]`: the next instance to start (`jobs`).
-    next_instance: Vec<u32>,
-    /// Per CPU: time it has run threads, ns (its idle time is the rest).
-    cpu_busy_ns: Vec<f64>,
-    /// Per-CPU busy time at whole seconds (the last few), for the node state at the end.
-    busy_snapshots: std::collections::VecDeque<(u64, Vec<f64>)>,
     /// A user-space daemon's queued `migrate_pages` calls and decision log.
     daemon: daemon::DaemonRt,
-    /// The run's time series (`sim.series_every_s`).
-    series: crate::series::Recorder,
     /// Told where the run is about once per simulated second (progress reports).
     progress: Option<&'a (dyn Fn(RunProgress) + Sync)>,
     /// The workload's nominal duration (`progress.rs`), when there is someone to tell.
     nominal_total_ns: f64,
 }
-
 /// Run a scenario to completion.
 pub fn run(sc: &Scenario) -> Result<RunResult, SimError> {
     run_observed(sc, None)
@@ -397,62 +149,64 @@ impl<'a> Sim<'a> {
         let random_node = with_mem[rng.random_range(0..with_mem.len())];
         let tick_ns = (sc.sim.tick_ms * 1e6).round() as u64;
         Sim {
-            sc,
-            m,
-            policy,
-            rng,
-            random_node,
-            now: 0,
-            tick_ns,
-            max_ns: (sc.sim.max_time_s * NS) as u64,
-            events: EventQueue::default(),
-            sched: {
-                let mut s = Sched::new(m);
-                if !sc.sim.allow_numa_imbalance {
-                    s.disallow_numa_imbalance();
-                }
-                s
+            world: World {
+                sc,
+                machine: m,
+                rng,
+                random_node,
+                now: 0,
+                tick_ns,
+                max_ns: (sc.sim.max_time_s * NS) as u64,
+                events: EventQueue::default(),
+                sched: {
+                    let mut s = Sched::new(m);
+                    if !sc.sim.allow_numa_imbalance {
+                        s.disallow_numa_imbalance();
+                    }
+                    s
+                },
+                cost: CostModel::new(m),
+                objects: Vec::new(),
+                obj_refs: Vec::new(),
+                obj_owner: Vec::new(),
+                shared_objs: Vec::new(),
+                node_used: vec![0; m.nr_nodes()],
+                node_cap: (0..m.nr_nodes()).map(|n| m.node_usable_pages(n)).collect(),
+                procs: Vec::new(),
+                threads: Vec::new(),
+                pending_starts: 0,
+                metrics: Metrics::default(),
+                local_bytes: 0.0,
+                remote_bytes: 0.0,
+                user_ns: 0.0,
+                sys_ns: 0.0,
+                migrate_ns: 0.0,
+                // Roughly the kernel's high watermark of a node (min_free_kbytes-derived): 1/256.
+                wmark_high: (0..m.nr_nodes())
+                    .map(|n| m.node_usable_pages(n) / 256)
+                    .collect(),
+                migrations: [0; NR_CAUSES],
+                left_node_at: Vec::new(),
+                ping_pong: Default::default(),
+                migrate_shootdowns: 0,
+                thp_enabled: sc.sim.transparent_hugepage,
+                check: sc.sim.check_invariants,
+                scratch_hist: vec![0; m.nr_nodes()],
+                interval_end: None,
+                late: Vec::new(),
+                cpu_free_from: vec![None; m.nr_cpus()],
+                stalls: StallHistogram::default(),
+                numastat: Vec::new(),
+                next_instance: Vec::new(),
+                cpu_busy_ns: vec![0.0; m.nr_cpus()],
+                busy_snapshots: std::collections::VecDeque::new(),
+                series: crate::series::Recorder::new(m.nr_nodes(), sc.sim.series_every_s),
             },
-            cost: CostModel::new(m),
-            objects: Vec::new(),
-            obj_refs: Vec::new(),
-            obj_owner: Vec::new(),
-            shared_objs: Vec::new(),
-            node_used: vec![0; m.nr_nodes()],
-            node_cap: (0..m.nr_nodes()).map(|n| m.node_usable_pages(n)).collect(),
-            procs: Vec::new(),
-            threads: Vec::new(),
-            pending_starts: 0,
-            m_: Metrics::default(),
-            local_bytes: 0.0,
-            remote_bytes: 0.0,
-            user_ns: 0.0,
-            sys_ns: 0.0,
-            migrate_ns: 0.0,
-            // Roughly the kernel's high watermark of a node (min_free_kbytes-derived): 1/256.
-            wmark_high: (0..m.nr_nodes())
-                .map(|n| m.node_usable_pages(n) / 256)
-                .collect(),
-            migrations: [0; NR_CAUSES],
-            left_node_at: Vec::new(),
-            ping_pong: Default::default(),
-            migrate_shootdowns: 0,
-            thp_enabled: sc.sim.transparent_hugepage,
-            check: sc.sim.check_invariants,
+            policy,
             actions: Vec::new(),
-            scratch_hist: vec![0; m.nr_nodes()],
-            interval_end: None,
-            late: Vec::new(),
-            cpu_free_from: vec![None; m.nr_cpus()],
             numab: None,
             stable: None,
-            stalls: StallHistogram::default(),
-            numastat: Vec::new(),
-            next_instance: Vec::new(),
-            cpu_busy_ns: vec![0.0; m.nr_cpus()],
-            busy_snapshots: std::collections::VecDeque::new(),
             daemon: daemon::DaemonRt::default(),
-            series: crate::series::Recorder::new(m.nr_nodes(), sc.sim.series_every_s),
             progress: None,
             nominal_total_ns: 0.0,
         }
@@ -460,19 +214,20 @@ impl<'a> Sim<'a> {
 
     /// Run the kernel's NUMA balancing (`autonuma`, `autonuma-2012`).
     pub fn enable_kernel_numa(&mut self, flavour: Flavour, tun: Tunables) {
-        let cpu_nodes: Vec<usize> = self.m.nodes_with_cpus().iter().collect();
+        let cpu_nodes: Vec<usize> = self.world.machine.nodes_with_cpus().iter().collect();
         let aa = (flavour == Flavour::AutoNuma2012).then(|| {
             // knuma_scand has run since boot: the workload starts at a random point of
             // its sleep between passes.
             let first = self
+                .world
                 .rng
                 .random_range(0..=tun.scan_sleep_pass_millisecs * 1_000_000);
-            let node_cpu: Vec<usize> = (0..self.m.nr_nodes())
-                .map(|n| self.m.nodes[n].cpus.iter().next().unwrap_or(0))
+            let node_cpu: Vec<usize> = (0..self.world.machine.nr_nodes())
+                .map(|n| self.world.machine.nodes[n].cpus.iter().next().unwrap_or(0))
                 .collect();
-            aa2012::Aa::new(self.m.nr_nodes(), first, &node_cpu)
+            aa2012::Aa::new(self.world.machine.nr_nodes(), first, &node_cpu)
         });
-        let mut nb = Numab::new(flavour, tun, cpu_nodes, self.m.nr_cpus());
+        let mut nb = Numab::new(flavour, tun, cpu_nodes, self.world.machine.nr_cpus());
         nb.aa = aa;
         self.numab = Some(nb);
     }
@@ -480,7 +235,8 @@ impl<'a> Sim<'a> {
     /// Run Stable-NUMA (`stable`): its scanner, hinting faults and thread clustering.
     pub fn enable_stable(&mut self, tun: numabal_policy::stable::Tunables) {
         let node_cpus: Vec<u32> = self
-            .m
+            .world
+            .machine
             .nodes
             .iter()
             .map(|n| n.cpus.iter().count() as u32)
@@ -503,7 +259,7 @@ impl<'a> Sim<'a> {
 
     fn thp_for(&self, requested: bool, file: bool) -> bool {
         !file
-            && match self.thp_enabled {
+            && match self.world.thp_enabled {
                 Thp::Never => false,
                 Thp::Madvise => requested,
                 Thp::Always => true,
@@ -515,37 +271,39 @@ impl<'a> Sim<'a> {
         if self.progress.is_some() {
             self.nominal_total_ns = self.nominal_total_ns();
         }
-        let wl = &self.sc.workload;
+        let wl = &self.world.sc.workload;
         for s in &wl.spec.shared {
             let pages = s.size.pages();
             let thp = self.thp_for(s.thp, s.kind == SharedKind::File);
-            self.objects
-                .push(MemObject::new(pages, thp, self.m.nr_nodes()));
-            self.obj_refs.push(0);
-            self.obj_owner.push(None);
-            self.shared_objs.push(self.objects.len() - 1);
+            self.world
+                .objects
+                .push(MemObject::new(pages, thp, self.world.machine.nr_nodes()));
+            self.world.obj_refs.push(0);
+            self.world.obj_owner.push(None);
+            self.world.shared_objs.push(self.world.objects.len() - 1);
         }
         // Process starts: instance k of a [[process]] forks a little after k-1; with
         // `jobs`, only the first `jobs` now, the others as earlier ones exit.
         for (pi, p) in wl.spec.processes.iter().enumerate() {
             let mut t = p.start_s * NS;
-            self.pending_starts += (p.instances - p.jobs.unwrap_or(p.instances)) as usize;
-            self.next_instance.push(p.jobs.unwrap_or(p.instances));
+            self.world.pending_starts += (p.instances - p.jobs.unwrap_or(p.instances)) as usize;
+            self.world.next_instance.push(p.jobs.unwrap_or(p.instances));
             for inst in 0..p.jobs.unwrap_or(p.instances) {
-                let jitter = self.rng.random_range(0.0..1.0) * 1e6;
-                self.events.push(
+                let jitter = self.world.rng.random_range(0.0..1.0) * 1e6;
+                self.world.events.push(
                     (t + jitter) as u64,
                     EventKind::ProcessStart {
                         spec: pi as u32,
                         instance: inst,
                     },
                 );
-                self.pending_starts += 1;
-                t += self.m.spec.costs.thread_spawn_ns * 4.0;
+                self.world.pending_starts += 1;
+                t += self.world.machine.spec.costs.thread_spawn_ns * 4.0;
             }
         }
-        self.events.push(self.tick_ns, EventKind::Tick);
+        self.world.events.push(self.world.tick_ns, EventKind::Tick);
         let at: Vec<u64> = self
+            .world
             .sc
             .sim
             .numastat_at_s
@@ -553,30 +311,31 @@ impl<'a> Sim<'a> {
             .map(|&t| self.on_tick(t))
             .collect();
         for t in at {
-            self.events
+            self.world
+                .events
                 .push(t, EventKind::NumastatSample { periodic: false });
         }
-        let every = self.sc.sim.numastat_every_s;
+        let every = self.world.sc.sim.numastat_every_s;
         if every > 0.0 {
-            self.events.push(
+            self.world.events.push(
                 self.on_tick(every),
                 EventKind::NumastatSample { periodic: true },
             );
         }
         if let Some(i) = self.policy.tick_interval_ns() {
-            self.events.push(i.max(1), EventKind::PolicyTick);
+            self.world.events.push(i.max(1), EventKind::PolicyTick);
         }
         let mut t0 = 0u64;
         loop {
             if self.work_done() {
                 break;
             }
-            let Some(t1) = self.events.peek_time() else {
+            let Some(t1) = self.world.events.peek_time() else {
                 break;
             };
-            if t1 >= self.max_ns {
-                self.advance(t0, self.max_ns)?;
-                self.now = self.max_ns;
+            if t1 >= self.world.max_ns {
+                self.advance(t0, self.world.max_ns)?;
+                self.world.now = self.world.max_ns;
                 break;
             }
             if t1 < t0 {
@@ -588,9 +347,9 @@ impl<'a> Sim<'a> {
                 self.advance(t0, t1)?;
                 t0 = t1;
             }
-            self.now = t1;
-            while self.events.peek_time() == Some(t1) {
-                let ev = self.events.pop().expect("peeked");
+            self.world.now = t1;
+            while self.world.events.peek_time() == Some(t1) {
+                let ev = self.world.events.pop().expect("peeked");
                 self.handle(ev.kind)?;
             }
             self.count_moves();
@@ -602,18 +361,18 @@ impl<'a> Sim<'a> {
     fn handle(&mut self, kind: EventKind) -> Result<(), SimError> {
         match kind {
             EventKind::ProcessStart { spec, instance } => {
-                self.pending_starts -= 1;
+                self.world.pending_starts -= 1;
                 self.start_process(spec as usize, instance)?;
             }
             EventKind::GroupStart { proc_idx, group } => {
-                self.pending_starts -= 1;
-                let home = self.procs[proc_idx as usize].home_cpu;
-                self.start_group(proc_idx as usize, group as usize, home, self.now)?;
+                self.world.pending_starts -= 1;
+                let home = self.world.procs[proc_idx as usize].home_cpu;
+                self.start_group(proc_idx as usize, group as usize, home, self.world.now)?;
             }
             EventKind::Wake { tid } => {
                 let t = tid as usize;
-                if self.threads[t].state == TState::Sleeping {
-                    self.wake(t, self.now);
+                if self.world.threads[t].state == TState::Sleeping {
+                    self.wake(t, self.world.now);
                 }
             }
             EventKind::Tick => {
@@ -623,14 +382,16 @@ impl<'a> Sim<'a> {
                 if self.stable.is_some() {
                     self.stable_tick();
                 }
-                self.sched.rotate();
-                let mut sched = std::mem::take(&mut self.sched);
-                sched.tick_balance(self.now, self.tick_ns, &|c: &LbCtx| self.can_migrate(c));
-                self.sched = sched;
+                self.world.sched.rotate();
+                let mut sched = std::mem::take(&mut self.world.sched);
+                sched.tick_balance(self.world.now, self.world.tick_ns, &|c: &LbCtx| {
+                    self.can_migrate(c)
+                });
+                self.world.sched = sched;
                 if self.numab.as_ref().is_some_and(|n| n.aa.is_some()) {
                     self.aa_sched_balance();
                 }
-                if self.check {
+                if self.world.check {
                     self.check_invariants()?;
                 }
                 self.check_deadlock()?;
@@ -638,15 +399,17 @@ impl<'a> Sim<'a> {
                     self.run_migrate_pages();
                 }
                 self.snapshot_busy();
-                if self.series.due(self.now) {
+                if self.world.series.due(self.world.now) {
                     self.series_sample(false);
                 }
                 if let Some(p) = self.progress
-                    && self.now % 1_000_000_000 < self.tick_ns
+                    && self.world.now % 1_000_000_000 < self.world.tick_ns
                 {
                     p(self.run_progress());
                 }
-                self.events.push(self.now + self.tick_ns, EventKind::Tick);
+                self.world
+                    .events
+                    .push(self.world.now + self.world.tick_ns, EventKind::Tick);
             }
             EventKind::NumastatSample { periodic } => self.numastat_sample(periodic),
             EventKind::PolicyTick => self.policy_tick()?,
@@ -657,7 +420,7 @@ impl<'a> Sim<'a> {
     /// `t` seconds rounded up to a tick (a tick is an event already, so a sample there adds
     /// no step to the run and cannot change it).
     fn on_tick(&self, t: f64) -> u64 {
-        ((t * NS) as u64).div_ceil(self.tick_ns).max(1) * self.tick_ns
+        ((t * NS) as u64).div_ceil(self.world.tick_ns).max(1) * self.world.tick_ns
     }
 
     /// Record every live process's memory per node now (once per instant, when samples
@@ -665,57 +428,64 @@ impl<'a> Sim<'a> {
     /// (counted from 0, so rounding to ticks does not drift).
     fn numastat_sample(&mut self, periodic: bool) {
         if periodic {
-            let every = self.sc.sim.numastat_every_s;
-            let k = (self.now as f64 / NS / every).round() + 1.0;
-            let next = self.on_tick(k * every).max(self.now + self.tick_ns);
-            self.events
+            let every = self.world.sc.sim.numastat_every_s;
+            let k = (self.world.now as f64 / NS / every).round() + 1.0;
+            let next = self
+                .on_tick(k * every)
+                .max(self.world.now + self.world.tick_ns);
+            self.world
+                .events
                 .push(next, EventKind::NumastatSample { periodic: true });
         }
         if self
+            .world
             .numastat
             .last()
-            .is_some_and(|l| l.t_s == self.now as f64 / NS)
+            .is_some_and(|l| l.t_s == self.world.now as f64 / NS)
         {
             return;
         }
-        let processes = (0..self.procs.len())
-            .filter(|&i| self.procs[i].end_ns.is_none() && !self.procs[i].regions.is_empty())
+        let processes = (0..self.world.procs.len())
+            .filter(|&i| {
+                self.world.procs[i].end_ns.is_none() && !self.world.procs[i].regions.is_empty()
+            })
             .map(|i| crate::result::NumastatProcess {
                 pid: i as u32 + 1,
-                name: self.procs[i].name.clone(),
+                name: self.world.procs[i].name.clone(),
                 node_mb: self.process_node_mb(i),
-                work_units: self.procs[i].work_units,
+                work_units: self.world.procs[i].work_units,
             })
             .collect();
-        self.numastat.push(crate::result::NumastatSample {
-            t_s: self.now as f64 / NS,
+        self.world.numastat.push(crate::result::NumastatSample {
+            t_s: self.world.now as f64 / NS,
             processes,
         });
     }
 
     /// The node a thread runs on (or last ran on).
     fn thread_node(&self, t: usize) -> usize {
-        let task = &self.sched.tasks[t];
-        self.m.cpus[task.cpu.unwrap_or(task.prev_cpu)].node
+        let task = &self.world.sched.tasks[t];
+        self.world.machine.cpus[task.cpu.unwrap_or(task.prev_cpu)].node
     }
 
     /// A time-series sample now (it reads counters only). `at_end`: the run's last, which
     /// also has the processes that exited since the previous sample, at their exit.
     fn series_sample(&mut self, at_end: bool) {
         let node_mb: Vec<f64> = self
+            .world
             .node_used
             .iter()
             .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
             .collect();
-        if at_end && self.series.last_ns() == Some(self.now) {
-            self.series.pop_last();
+        if at_end && self.world.series.last_ns() == Some(self.world.now) {
+            self.world.series.pop_last();
         }
-        let since = self.series.last_ns();
+        let since = self.world.series.last_ns();
         // Index, name, MiB per node, (local, remote) bytes: of each process to sample.
         type Sampled = (usize, String, Vec<f64>, (f64, f64));
-        let procs: Vec<Sampled> = (0..self.procs.len())
+        let procs: Vec<Sampled> = (0..self.world.procs.len())
             .filter_map(|i| {
-                let p = &self.procs[i];
+                let p = &self.world.procs[i];
                 let mb = match (p.end_ns, &p.node_mb_end) {
                     (None, _) if !p.regions.is_empty() => self.process_node_mb(i),
                     (Some(e), Some(mb)) if at_end && since.is_none_or(|s| e > s) => mb.clone(),
@@ -724,8 +494,8 @@ impl<'a> Sim<'a> {
                 Some((i, p.name.clone(), mb, (p.bytes_local, p.bytes_remote)))
             })
             .collect();
-        let now = self.now;
-        self.series.sample(
+        let now = self.world.now;
+        self.world.series.sample(
             now,
             &node_mb,
             procs
@@ -736,64 +506,73 @@ impl<'a> Sim<'a> {
 
     /// Every process has started and every thread of a non-daemon process is done.
     fn work_done(&self) -> bool {
-        self.pending_starts == 0
-            && self.threads.iter().any(|t| !self.procs[t.proc].daemon)
+        self.world.pending_starts == 0
             && self
+                .world
                 .threads
                 .iter()
-                .all(|t| t.state == TState::Done || self.procs[t.proc].daemon)
+                .any(|t| !self.world.procs[t.proc].daemon)
+            && self
+                .world
+                .threads
+                .iter()
+                .all(|t| t.state == TState::Done || self.world.procs[t.proc].daemon)
     }
 
     /// A phase length with its jitter applied (`jitter` 0: exact, no draw).
     fn jittered(&mut self, ns: f64, jitter: f64) -> f64 {
         if jitter > 0.0 {
-            ns * (1.0 + jitter * self.rng.random_range(-1.0..1.0))
+            ns * (1.0 + jitter * self.world.rng.random_range(-1.0..1.0))
         } else {
             ns
         }
     }
 
     fn count_moves(&mut self) {
-        let nn = self.m.nr_nodes();
-        for mv in self.sched.moves.drain(..) {
-            let (from, to) = (self.m.cpus[mv.from].node, self.m.cpus[mv.to].node);
-            if from == to || self.procs[self.threads[mv.tid as usize].proc].daemon {
+        let nn = self.world.machine.nr_nodes();
+        for mv in self.world.sched.moves.drain(..) {
+            let (from, to) = (
+                self.world.machine.cpus[mv.from].node,
+                self.world.machine.cpus[mv.to].node,
+            );
+            if from == to || self.world.procs[self.world.threads[mv.tid as usize].proc].daemon {
                 continue;
             }
-            self.migrations[mv.cause as usize] += 1;
-            self.series
-                .thread_moved(self.threads[mv.tid as usize].proc, to);
+            self.world.migrations[mv.cause as usize] += 1;
+            self.world
+                .series
+                .thread_moved(self.world.threads[mv.tid as usize].proc, to);
             // Ping-pong: back on a node it left; the interval runs from the last departure.
             let t = mv.tid as usize;
-            if self.left_node_at.len() <= t {
-                self.left_node_at.resize(t + 1, Vec::new());
+            if self.world.left_node_at.len() <= t {
+                self.world.left_node_at.resize(t + 1, Vec::new());
             }
-            let left = &mut self.left_node_at[t];
+            let left = &mut self.world.left_node_at[t];
             if left.is_empty() {
                 left.resize(nn, u64::MAX);
             }
             if left[to] != u64::MAX {
-                let s = self.now.saturating_sub(left[to]) as f64 / NS;
-                self.ping_pong.record(s);
-                self.m_.thread_ping_pong_round_trips += 1;
+                let s = self.world.now.saturating_sub(left[to]) as f64 / NS;
+                self.world.ping_pong.record(s);
+                self.world.metrics.thread_ping_pong_round_trips += 1;
                 left[to] = u64::MAX;
             }
-            left[from] = self.now;
+            left[from] = self.world.now;
         }
     }
 
     // ----- processes and threads ----------------------------------------------------
 
     fn start_process(&mut self, spec: usize, instance: u32) -> Result<(), SimError> {
-        let wl = &self.sc.workload;
+        let wl = &self.world.sc.workload;
         let p = &wl.spec.processes[spec];
         let label = format!("workload {}: process {}", wl.spec.name, p.name);
-        let n = self.m.nr_nodes();
+        let n = self.world.machine.nr_nodes();
         let cpuset_cpus = wl.cpuset_cpus[spec].clone();
         let cpuset_mems = wl.cpuset_mems[spec].clone();
         let mut regions = Vec::new();
         for r in &p.regions {
-            let wl_policy = resolve_policy(&r.mempolicy, n, self.random_node, &label)?;
+            let wl_policy = resolve_policy(&r.mempolicy, n, self.world.random_node, &label)?;
             match &r.shared {
                 Some(name) => {
                     let si = wl
@@ -802,14 +581,18 @@ impl<'a> Sim<'a> {
                         .iter()
                         .position(|s| &s.name == name)
                         .expect("validated");
-                    let obj = self.shared_objs[si];
-                    self.obj_refs[obj] += 1;
-                    let shared_policy =
-                        resolve_policy(&wl.spec.shared[si].mempolicy, n, self.random_node, &label)?;
+                    let obj = self.world.shared_objs[si];
+                    self.world.obj_refs[obj] += 1;
+                    let shared_policy = resolve_policy(
+                        &wl.spec.shared[si].mempolicy,
+                        n,
+                        self.world.random_node,
+                        &label,
+                    )?;
                     let kind = wl.spec.shared[si].kind;
                     regions.push(Region {
                         obj,
-                        pages: self.objects[obj].pages,
+                        pages: self.world.objects[obj].pages,
                         wl_policy: wl_policy.or(shared_policy),
                         ranges: Vec::new(),
                         file_ro: kind == SharedKind::File,
@@ -820,11 +603,11 @@ impl<'a> Sim<'a> {
                     let pages = r.size.expect("validated").pages();
                     let file = r.kind == RegionKind::File;
                     let thp = self.thp_for(r.thp, file);
-                    self.objects.push(MemObject::new(pages, thp, n));
-                    self.obj_refs.push(1);
-                    self.obj_owner.push(Some(self.procs.len()));
+                    self.world.objects.push(MemObject::new(pages, thp, n));
+                    self.world.obj_refs.push(1);
+                    self.world.obj_owner.push(Some(self.world.procs.len()));
                     regions.push(Region {
-                        obj: self.objects.len() - 1,
+                        obj: self.world.objects.len() - 1,
                         pages,
                         wl_policy,
                         ranges: Vec::new(),
@@ -862,7 +645,12 @@ impl<'a> Sim<'a> {
                             zipf_s: a.zipf_s.unwrap_or(1.0),
                             hot_fraction: a.hot_fraction.unwrap_or(0.1),
                             hot_weight: a.hot_weight.unwrap_or(0.9),
-                            mempolicy: resolve_policy(&a.mempolicy, n, self.random_node, &label)?,
+                            mempolicy: resolve_policy(
+                                &a.mempolicy,
+                                n,
+                                self.world.random_node,
+                                &label,
+                            )?,
                         })
                     }
                     PhaseSpec::Compute(c) => PhaseRt::Compute(c.seconds * NS, c.jitter),
@@ -910,11 +698,11 @@ impl<'a> Sim<'a> {
             .and(&cpuset_cpus);
         let launcher = {
             let c: Vec<usize> = allowed.iter().collect();
-            c[self.rng.random_range(0..c.len())]
+            c[self.world.rng.random_range(0..c.len())]
         };
-        let pidx = self.procs.len();
+        let pidx = self.world.procs.len();
         let total_threads: u32 = groups.iter().map(|g| g.nthreads).sum();
-        self.procs.push(Proc {
+        self.world.procs.push(Proc {
             daemon: p.daemon,
             name: p.name.clone(),
             spec,
@@ -924,10 +712,10 @@ impl<'a> Sim<'a> {
             cpuset_cpus,
             cpuset_mems,
             affinity: wl.affinity[spec].clone(),
-            wl_policy: resolve_policy(&p.mempolicy, n, self.random_node, &label)?,
+            wl_policy: resolve_policy(&p.mempolicy, n, self.world.random_node, &label)?,
             policy_proc: None,
             home_cpu: launcher,
-            start_ns: self.now,
+            start_ns: self.world.now,
             end_ns: None,
             threads: total_threads,
             live: 0,
@@ -949,38 +737,39 @@ impl<'a> Sim<'a> {
         let info = self.process_info(pidx, spec);
         let mut out = std::mem::take(&mut self.actions);
         out.clear();
-        self.policy.on_process_start(self.m, &info, &mut out);
+        self.policy
+            .on_process_start(self.world.machine, &info, &mut out);
         self.apply_actions(&out)?;
         self.actions = out;
 
         // exec balancing from the launcher's CPU decides where the process starts.
-        let home = self.sched.exec_cpu(&allowed, launcher);
-        self.procs[pidx].home_cpu = home;
-        let ngroups = self.procs[pidx].groups.len();
+        let home = self.world.sched.exec_cpu(&allowed, launcher);
+        self.world.procs[pidx].home_cpu = home;
+        let ngroups = self.world.procs[pidx].groups.len();
         for g in 0..ngroups {
-            if self.procs[pidx].groups[g].spawned {
+            if self.world.procs[pidx].groups[g].spawned {
                 continue;
             }
-            let delay = self.procs[pidx].groups[g].start_s;
+            let delay = self.world.procs[pidx].groups[g].start_s;
             if delay > 0.0 {
-                self.pending_starts += 1;
-                self.events.push(
-                    self.now + (delay * NS) as u64,
+                self.world.pending_starts += 1;
+                self.world.events.push(
+                    self.world.now + (delay * NS) as u64,
                     EventKind::GroupStart {
                         proc_idx: pidx as u32,
                         group: g as u32,
                     },
                 );
             } else {
-                self.start_group(pidx, g, home, self.now)?;
+                self.start_group(pidx, g, home, self.world.now)?;
             }
         }
         Ok(())
     }
 
     fn process_info(&self, pidx: usize, spec: usize) -> ProcessInfo {
-        let p = &self.procs[pidx];
-        let wl_p = &self.sc.workload.spec.processes[spec];
+        let p = &self.world.procs[pidx];
+        let wl_p = &self.world.sc.workload.spec.processes[spec];
         let regions = p
             .regions
             .iter()
@@ -1023,23 +812,23 @@ impl<'a> Sim<'a> {
         creator_cpu: usize,
         at: u64,
     ) -> Result<(), SimError> {
-        let n = self.procs[pidx].groups[g].nthreads;
+        let n = self.world.procs[pidx].groups[g].nthreads;
         // A staggered group starts one thread now and the next `stagger_s` later.
-        let first = self.procs[pidx].groups[g].threads.len() as u32;
-        let stagger = self.procs[pidx].groups[g].stagger_s;
+        let first = self.world.procs[pidx].groups[g].threads.len() as u32;
+        let stagger = self.world.procs[pidx].groups[g].stagger_s;
         let end = if stagger > 0.0 { (first + 1).min(n) } else { n };
         if end < n {
-            self.pending_starts += 1;
-            self.events.push(
+            self.world.pending_starts += 1;
+            self.world.events.push(
                 // Not before the interval being run (events are handled after it).
-                (at + (stagger * NS) as u64).max(self.interval_end.unwrap_or(self.now)),
+                (at + (stagger * NS) as u64).max(self.world.interval_end.unwrap_or(self.world.now)),
                 EventKind::GroupStart {
                     proc_idx: pidx as u32,
                     group: g as u32,
                 },
             );
         }
-        let p = &self.procs[pidx];
+        let p = &self.world.procs[pidx];
         let base = p
             .inherited_affinity
             .clone()
@@ -1051,23 +840,25 @@ impl<'a> Sim<'a> {
             .unwrap_or(base)
             .and(&p.cpuset_cpus);
         for i in first..end {
-            let tid = self.sched.add_task(base.clone(), creator_cpu) as usize;
+            let tid = self.world.sched.add_task(base.clone(), creator_cpu) as usize;
             // Thread index == scheduler task id.
-            debug_assert_eq!(tid, self.threads.len());
+            debug_assert_eq!(tid, self.world.threads.len());
             // The process's first thread is the new process's task; later ones are its
             // threads (CLONE_VM), children of the first.
-            let parent = self.procs[pidx]
+            let parent = self.world.procs[pidx]
                 .groups
                 .iter()
                 .flat_map(|g| g.threads.first())
                 .min()
                 .copied();
-            self.threads.push(Thread::new(pidx, g, i, TState::Runnable));
+            self.world
+                .threads
+                .push(Thread::new(pidx, g, i, TState::Runnable));
             if self.numab.is_some() {
                 self.numab_new_task(tid, parent);
             }
-            self.procs[pidx].groups[g].threads.push(tid);
-            self.procs[pidx].live += 1;
+            self.world.procs[pidx].groups[g].threads.push(tid);
+            self.world.procs[pidx].live += 1;
             let info = ThreadInfo {
                 tid: Tid(tid as u32 + 1),
                 pid: Pid(pidx as u32 + 1),
@@ -1077,10 +868,11 @@ impl<'a> Sim<'a> {
             };
             let mut out = std::mem::take(&mut self.actions);
             out.clear();
-            self.policy.on_thread_start(self.m, &info, &mut out);
+            self.policy
+                .on_thread_start(self.world.machine, &info, &mut out);
             self.apply_actions(&out)?;
             self.actions = out;
-            let cpu = self.sched.wake_new(tid as u32, creator_cpu);
+            let cpu = self.world.sched.wake_new(tid as u32, creator_cpu);
             if self.stable.is_some() {
                 self.stable_new_task(tid, cpu);
             }
@@ -1091,8 +883,8 @@ impl<'a> Sim<'a> {
 
     /// A thread became runnable at `at`; inside an interval it may use the rest of it.
     fn note_runnable(&mut self, t: usize, at: u64) {
-        if self.interval_end.is_some_and(|end| at < end) {
-            self.late.push(Late { t, at, wake: false });
+        if self.world.interval_end.is_some_and(|end| at < end) {
+            self.world.late.push(Late { t, at, wake: false });
         }
     }
 
@@ -1100,15 +892,15 @@ impl<'a> Sim<'a> {
     /// for it before running its own work again.
     /// One block of it is one interval in which the thread is kept from its own work.
     fn charge_kernel(&mut self, t: usize, cost: f64) {
-        self.threads[t].debt_ns += cost;
-        self.sys_ns += cost;
+        self.world.threads[t].debt_ns += cost;
+        self.world.sys_ns += cost;
         self.stall(cost);
     }
 
     /// CPU time taken from thread `t` by something else on its CPU (a NUMA scan worker):
     /// it waits `ns` of its share without running, and that is not its CPU time.
     fn steal_cpu(&mut self, t: usize, ns: f64) {
-        let th = &mut self.threads[t];
+        let th = &mut self.world.threads[t];
         th.debt_ns += ns;
         // Paying debt adds to `sum_exec_ns`; stolen time must not.
         th.sum_exec_ns -= ns;
@@ -1117,26 +909,28 @@ impl<'a> Sim<'a> {
     /// A runnable thread was kept from its own work for `ns`.
     fn stall(&mut self, ns: f64) {
         if ns > STALL_NS {
-            self.m_.stall_events_over_1ms += 1;
+            self.world.metrics.stall_events_over_1ms += 1;
         }
         let ms = ns / 1e6;
-        self.m_.stall_max_ms = self.m_.stall_max_ms.max(ms);
-        self.stalls.record(ms);
+        self.world.metrics.stall_max_ms = self.world.metrics.stall_max_ms.max(ms);
+        self.world.stalls.record(ms);
     }
 
     /// Thread `t` (already off its runqueue) waits until `when`: a sleep's end, a barrier's
     /// release, the end of the group it joins. Inside the current interval the wakeup is
     /// handled with the interval's other late events; later, by a `Wake` event.
     fn wake_at(&mut self, t: usize, when: u64) {
-        self.threads[t].state = TState::Sleeping;
-        if self.interval_end.is_some_and(|end| when < end) {
-            self.late.push(Late {
+        self.world.threads[t].state = TState::Sleeping;
+        if self.world.interval_end.is_some_and(|end| when < end) {
+            self.world.late.push(Late {
                 t,
                 at: when,
                 wake: true,
             });
         } else {
-            self.events.push(when, EventKind::Wake { tid: t as u32 });
+            self.world
+                .events
+                .push(when, EventKind::Wake { tid: t as u32 });
         }
     }
 
@@ -1145,17 +939,19 @@ impl<'a> Sim<'a> {
             match a {
                 Action::SetThreadAffinity { tid, cpus } => {
                     let t = tid.0 as usize - 1;
-                    let cs = &self.procs[self.threads[t].proc].cpuset_cpus;
+                    let cs = &self.world.procs[self.world.threads[t].proc].cpuset_cpus;
                     let allowed = cpus.and(cs);
                     if !allowed.is_empty() {
-                        self.sched.set_allowed(t as u32, allowed, self.now);
+                        self.world
+                            .sched
+                            .set_allowed(t as u32, allowed, self.world.now);
                     }
                 }
                 Action::SetProcessMempolicy { pid, policy } => {
-                    self.procs[pid.idx() - 1].policy_proc = Some(policy.clone())
+                    self.world.procs[pid.idx() - 1].policy_proc = Some(policy.clone())
                 }
                 Action::SetThreadMempolicy { tid, policy } => {
-                    self.threads[tid.idx() - 1].policy_thread = Some(policy.clone())
+                    self.world.threads[tid.idx() - 1].policy_thread = Some(policy.clone())
                 }
                 Action::SetRangeMempolicy {
                     pid,
@@ -1164,11 +960,9 @@ impl<'a> Sim<'a> {
                     end_page,
                     policy,
                 } => {
-                    self.procs[pid.idx() - 1].regions[*region].ranges.push((
-                        *first_page,
-                        *end_page,
-                        policy.clone(),
-                    ));
+                    self.world.procs[pid.idx() - 1].regions[*region]
+                        .ranges
+                        .push((*first_page, *end_page, policy.clone()));
                 }
                 Action::MigratePages {
                     pid,
@@ -1177,11 +971,11 @@ impl<'a> Sim<'a> {
                     end_page,
                     node,
                 } => {
-                    let r = &self.procs[pid.idx() - 1].regions[*region];
+                    let r = &self.world.procs[pid.idx() - 1].regions[*region];
                     let (obj, end) = (r.obj, (*end_page).min(r.pages));
                     let mut p = *first_page;
                     while p < end {
-                        let o = &self.objects[obj];
+                        let o = &self.world.objects[obj];
                         let step = if o.is_huge(p / CHUNK) {
                             CHUNK - p % CHUNK
                         } else {
@@ -1194,7 +988,9 @@ impl<'a> Sim<'a> {
                     }
                 }
                 Action::MoveThread { tid, node } => {
-                    self.sched.move_to_node(tid.0 - 1, *node, self.now);
+                    self.world
+                        .sched
+                        .move_to_node(tid.0 - 1, *node, self.world.now);
                 }
                 Action::MigrateProcessPages { pid, from, to } => {
                     self.queue_migrate_pages(*pid, *from, *to)
@@ -1211,22 +1007,22 @@ impl<'a> Sim<'a> {
     }
 
     fn wake(&mut self, t: usize, at: u64) {
-        self.threads[t].state = TState::Runnable;
-        self.sched.wake(t as u32, at);
+        self.world.threads[t].state = TState::Runnable;
+        self.world.sched.wake(t as u32, at);
         self.note_runnable(t, at);
     }
 
     fn block(&mut self, t: usize, state: TState, at: u64) {
-        self.threads[t].state = state;
-        if let Some(c) = self.sched.dequeue(t as u32, at) {
+        self.world.threads[t].state = state;
+        if let Some(c) = self.world.sched.dequeue(t as u32, at) {
             self.cpu_freed(c, at);
         }
     }
 
     /// Inside an interval, remember when a CPU ran out of work.
     fn cpu_freed(&mut self, c: usize, at: u64) {
-        if self.interval_end.is_some() && self.sched.rq(c).is_empty() {
-            self.cpu_free_from[c] = Some(at);
+        if self.world.interval_end.is_some() && self.world.sched.rq(c).is_empty() {
+            self.world.cpu_free_from[c] = Some(at);
         }
     }
 
@@ -1237,13 +1033,13 @@ impl<'a> Sim<'a> {
         if self.numab.is_some() {
             self.numab_task_exit(t);
         }
-        self.threads[t].state = TState::Done;
-        self.threads[t].end_ns = Some(at);
-        if let Some(c) = self.sched.exit(t as u32, at) {
+        self.world.threads[t].state = TState::Done;
+        self.world.threads[t].end_ns = Some(at);
+        if let Some(c) = self.world.sched.exit(t as u32, at) {
             self.cpu_freed(c, at);
         }
-        let (pidx, g) = (self.threads[t].proc, self.threads[t].group);
-        let proc = &mut self.procs[pidx];
+        let (pidx, g) = (self.world.threads[t].proc, self.world.threads[t].group);
+        let proc = &mut self.world.procs[pidx];
         proc.live -= 1;
         let grp = &mut proc.groups[g];
         grp.done += 1;
@@ -1251,7 +1047,7 @@ impl<'a> Sim<'a> {
             // Threads run one after another within an interval, so the last to be
             // processed is not necessarily the last to finish: the join ends at the latest exit.
             let done_at = self.group_done_at(pidx, g);
-            let joiners = std::mem::take(&mut self.procs[pidx].groups[g].joiners);
+            let joiners = std::mem::take(&mut self.world.procs[pidx].groups[g].joiners);
             for (j, since) in joiners {
                 self.advance_phase(j);
                 self.wake_at(j, done_at.max(since));
@@ -1259,13 +1055,13 @@ impl<'a> Sim<'a> {
         } else {
             self.maybe_release_barrier(pidx, g, at);
         }
-        if self.procs[pidx].live == 0
-            && self.procs[pidx]
+        if self.world.procs[pidx].live == 0
+            && self.world.procs[pidx]
                 .groups
                 .iter()
                 .all(|g| g.spawned || g.done == g.nthreads)
         {
-            let unspawned = self.procs[pidx]
+            let unspawned = self.world.procs[pidx]
                 .groups
                 .iter()
                 .any(|g| g.spawned && g.threads.is_empty());
@@ -1278,16 +1074,16 @@ impl<'a> Sim<'a> {
 
     fn exit_process(&mut self, pidx: usize, at: u64) {
         // A job slot is free: the next instance starts (`make -jN` forks the next job).
-        let spec = self.procs[pidx].spec;
-        let ps = &self.sc.workload.spec.processes[spec];
-        if ps.jobs.is_some() && self.next_instance[spec] < ps.instances {
-            let instance = self.next_instance[spec];
-            self.next_instance[spec] += 1;
+        let spec = self.world.procs[pidx].spec;
+        let ps = &self.world.sc.workload.spec.processes[spec];
+        if ps.jobs.is_some() && self.world.next_instance[spec] < ps.instances {
+            let instance = self.world.next_instance[spec];
+            self.world.next_instance[spec] += 1;
             // Processes start at event boundaries: an exit inside an interval starts the
             // next job at the interval's end (at most a tick later).
-            let at = (at + (self.m.spec.costs.thread_spawn_ns * 4.0) as u64)
-                .max(self.interval_end.unwrap_or(self.now));
-            self.events.push(
+            let at = (at + (self.world.machine.spec.costs.thread_spawn_ns * 4.0) as u64)
+                .max(self.world.interval_end.unwrap_or(self.world.now));
+            self.world.events.push(
                 at,
                 EventKind::ProcessStart {
                     spec: spec as u32,
@@ -1296,7 +1092,7 @@ impl<'a> Sim<'a> {
             );
         }
         let node_mb = self.process_node_mb(pidx);
-        let p = &mut self.procs[pidx];
+        let p = &mut self.world.procs[pidx];
         p.end_ns = Some(at);
         p.node_mb_end = Some(node_mb);
         let objs: Vec<usize> = p.regions.iter().map(|r| r.obj).collect();
@@ -1309,22 +1105,22 @@ impl<'a> Sim<'a> {
             self.stable_exit_process(pidx);
         }
         for o in objs {
-            self.obj_refs[o] -= 1;
-            if self.obj_refs[o] == 0 {
+            self.world.obj_refs[o] -= 1;
+            if self.world.obj_refs[o] == 0 {
                 if aa {
                     self.aa_release_object(o);
                 }
                 if stable {
                     self.stable_release_object(o);
                 }
-                let freed = self.objects[o].release();
+                let freed = self.world.objects[o].release();
                 for (n, f) in freed.iter().enumerate() {
-                    self.node_used[n] -= f;
+                    self.world.node_used[n] -= f;
                 }
                 // A private mapping is never mapped again: drop its page arrays too (a
                 // build runs thousands of short processes).
-                if !self.shared_objs.contains(&o) {
-                    self.objects[o] = MemObject::new(0, false, self.m.nr_nodes());
+                if !self.world.shared_objs.contains(&o) {
+                    self.world.objects[o] = MemObject::new(0, false, self.world.machine.nr_nodes());
                 }
             }
         }
@@ -1341,9 +1137,9 @@ impl<'a> Sim<'a> {
 
     /// A process's resident bytes per node (`numa_maps` `N<n>=` summed).
     fn process_node_bytes(&self, pidx: usize) -> Vec<u64> {
-        let mut v = vec![0u64; self.m.nr_nodes()];
-        for r in &self.procs[pidx].regions {
-            for (n, &pages) in self.objects[r.obj].node_pages().iter().enumerate() {
+        let mut v = vec![0u64; self.world.machine.nr_nodes()];
+        for r in &self.world.procs[pidx].regions {
+            for (n, &pages) in self.world.objects[r.obj].node_pages().iter().enumerate() {
                 v[n] += pages * PAGE_BYTES as u64;
             }
         }
@@ -1352,19 +1148,19 @@ impl<'a> Sim<'a> {
 
     /// When every thread of a group has exited.
     fn group_done_at(&self, pidx: usize, g: usize) -> u64 {
-        self.procs[pidx].groups[g]
+        self.world.procs[pidx].groups[g]
             .threads
             .iter()
-            .filter_map(|&t| self.threads[t].end_ns)
+            .filter_map(|&t| self.world.threads[t].end_ns)
             .max()
-            .unwrap_or(self.now)
+            .unwrap_or(self.world.now)
     }
 
     /// Release a group's barrier once every live thread has arrived, at the latest arrival
     /// (or `floor`, the exit that completed it): threads are processed one after another
     /// within an interval, so the last to be processed need not be the last to arrive.
     fn maybe_release_barrier(&mut self, pidx: usize, g: usize, floor: u64) {
-        let grp = &mut self.procs[pidx].groups[g];
+        let grp = &mut self.world.procs[pidx].groups[g];
         let live = grp.nthreads - grp.done;
         if !grp.barrier_waiting.is_empty() && grp.barrier_waiting.len() as u32 >= live {
             let mut waiting = std::mem::take(&mut grp.barrier_waiting);
@@ -1376,7 +1172,7 @@ impl<'a> Sim<'a> {
                 .max(floor);
             // Wakeup order varies run to run.
             for i in (1..waiting.len()).rev() {
-                let j = self.rng.random_range(0..=i);
+                let j = self.world.rng.random_range(0..=i);
                 waiting.swap(i, j);
             }
             for (w, _) in waiting {
@@ -1387,7 +1183,7 @@ impl<'a> Sim<'a> {
     }
 
     fn advance_phase(&mut self, t: usize) {
-        let th = &mut self.threads[t];
+        let th = &mut self.world.threads[t];
         th.phase += 1;
         th.prog = Prog::default();
     }
@@ -1415,8 +1211,8 @@ impl<'a> Sim<'a> {
         page: u64,
         phase_policy: Option<&'b MemPolicy>,
     ) -> Option<&'b MemPolicy> {
-        let th = &self.threads[t];
-        let p = &self.procs[th.proc];
+        let th = &self.world.threads[t];
+        let p = &self.world.procs[th.proc];
         let r = &p.regions[region];
         if let Some((_, _, pol)) = r
             .ranges
@@ -1447,10 +1243,10 @@ impl<'a> Sim<'a> {
         nr: u64,
         il_index: u64,
     ) -> Option<usize> {
-        let allowed = &self.procs[self.threads[t].proc].cpuset_mems;
-        let room = |n: usize| self.node_used[n] + nr <= self.node_cap[n];
+        let allowed = &self.world.procs[self.world.threads[t].proc].cpuset_mems;
+        let room = |n: usize| self.world.node_used[n] + nr <= self.world.node_cap[n];
         let fits = |n: usize| allowed.contains(n) && room(n);
-        let zonelist = |from: usize| self.m.nodes_by_distance(from);
+        let zonelist = |from: usize| self.world.machine.nodes_by_distance(from);
         match pol {
             MemPolicy::Default => zonelist(cpu_node).into_iter().find(|&n| fits(n)),
             MemPolicy::Preferred(p) => {
@@ -1477,7 +1273,7 @@ impl<'a> Sim<'a> {
                 let set: Vec<usize> = mask
                     .and(allowed)
                     .iter()
-                    .filter(|&n| n < self.m.nr_nodes())
+                    .filter(|&n| n < self.world.machine.nr_nodes())
                     .collect();
                 if set.is_empty() {
                     return zonelist(cpu_node).into_iter().find(|&n| fits(n));
@@ -1499,51 +1295,51 @@ impl<'a> Sim<'a> {
         cpu_node: usize,
         phase_policy: Option<&MemPolicy>,
     ) -> Result<f64, SimError> {
-        let pidx = self.threads[t].proc;
-        let r = &self.procs[pidx].regions[region];
+        let pidx = self.world.threads[t].proc;
+        let r = &self.world.procs[pidx].regions[region];
         let obj = r.obj;
         let pol = self.alloc_policy(t, region, page, phase_policy);
         // VMA (mbind) interleave uses the page offset; task interleave the thread's counter,
         // which moves on only when an allocation succeeds.
         let vma_pol =
             r.ranges.iter().any(|(a, b, _)| page >= *a && page < *b) || r.wl_policy.is_some();
-        let il_next = self.threads[t].il_next as u64;
+        let il_next = self.world.threads[t].il_next as u64;
         let task_interleave = !vma_pol && matches!(pol, MemPolicy::Interleave(_));
         let vma_offset = |nr: u64| -> u64 { if vma_pol { page / nr } else { il_next } };
-        let o = &self.objects[obj];
+        let o = &self.world.objects[obj];
         let chunk = page / CHUNK;
         if o.thp && o.chunk_len(chunk) == CHUNK && o.chunk_populated(chunk) == 0 {
             let off = vma_offset(CHUNK);
             if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off) {
-                self.objects[obj].populate_huge(chunk, n);
-                self.node_used[n] += CHUNK;
-                self.m_.pgfault += 1;
-                self.m_.thp_fault_alloc += 1;
+                self.world.objects[obj].populate_huge(chunk, n);
+                self.world.node_used[n] += CHUNK;
+                self.world.metrics.pgfault += 1;
+                self.world.metrics.thp_fault_alloc += 1;
                 if task_interleave {
-                    self.threads[t].il_next += 1;
+                    self.world.threads[t].il_next += 1;
                 }
-                return Ok(self.m.spec.costs.thp_fault_ns);
+                return Ok(self.world.machine.spec.costs.thp_fault_ns);
             }
         }
         let off = vma_offset(1);
         match self.pick_node(t, cpu_node, &pol, 1, off) {
             Some(n) => {
-                self.objects[obj].populate_page(page, n);
-                self.node_used[n] += 1;
-                self.m_.pgfault += 1;
+                self.world.objects[obj].populate_page(page, n);
+                self.world.node_used[n] += 1;
+                self.world.metrics.pgfault += 1;
                 if task_interleave {
-                    self.threads[t].il_next += 1;
+                    self.world.threads[t].il_next += 1;
                 }
-                Ok(self.m.spec.costs.page_fault_ns)
+                Ok(self.world.machine.spec.costs.page_fault_ns)
             }
             None => {
-                let p = &self.procs[pidx];
+                let p = &self.world.procs[pidx];
                 Err(SimError::Input(InputError::new(
-                    format!("workload {}", self.sc.workload.name()),
+                    format!("workload {}", self.world.sc.workload.name()),
                     format!("process {} (pid {})", p.name, pidx + 1),
                     format!(
                         "out of memory: no node allowed by memory policy {pol} and cpuset mems {} has a free page (node use {:?} of {:?} pages)",
-                        p.cpuset_mems, self.node_used, self.node_cap
+                        p.cpuset_mems, self.world.node_used, self.world.node_cap
                     ),
                 )))
             }
@@ -1557,40 +1353,42 @@ impl<'a> Sim<'a> {
     /// `pgmigrate_fail`, when the destination would drop below its high watermark
     /// (`migrate_balanced_pgdat`). Returns whether it moved.
     pub(crate) fn migrate_page(&mut self, obj: usize, page: u64, dst: usize) -> Option<f64> {
-        let o = &self.objects[obj];
+        let o = &self.world.objects[obj];
         let src = o.node_of(page)?;
         if src == dst {
             return None;
         }
         let c = page / CHUNK;
         let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
-        if self.node_used[dst] + nr + self.wmark_high[dst] > self.node_cap[dst] {
-            self.m_.pgmigrate_fail += nr;
+        if self.world.node_used[dst] + nr + self.world.wmark_high[dst] > self.world.node_cap[dst] {
+            self.world.metrics.pgmigrate_fail += nr;
             return None;
         }
-        self.objects[obj].migrate(page, dst);
-        self.node_used[src] -= nr;
-        self.node_used[dst] += nr;
-        self.m_.pgmigrate_success += nr;
-        self.series.migrated(self.obj_owner[obj], dst, nr);
-        let k = &self.m.spec.costs;
+        self.world.objects[obj].migrate(page, dst);
+        self.world.node_used[src] -= nr;
+        self.world.node_used[dst] += nr;
+        self.world.metrics.pgmigrate_success += nr;
+        self.world
+            .series
+            .migrated(self.world.obj_owner[obj], dst, nr);
+        let k = &self.world.machine.spec.costs;
         let copy_ns = nr as f64 * PAGE_BYTES
             / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
         let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns;
-        self.migrate_ns += cost;
-        self.migrate_shootdowns += 1;
+        self.world.migrate_ns += cost;
+        self.world.migrate_shootdowns += 1;
         Some(cost)
     }
 
     // ----- the fluid step ------------------------------------------------------------
 
     fn slice_of(&self, t: usize, a: &AccessRt) -> (u64, u64) {
-        let th = &self.threads[t];
-        let pages = self.procs[th.proc].regions[a.region].pages;
+        let th = &self.world.threads[t];
+        let pages = self.world.procs[th.proc].regions[a.region].pages;
         match a.slice {
             Slice::All => (0, pages),
             Slice::Thread => {
-                let n = self.procs[th.proc].groups[th.group].nthreads as u64;
+                let n = self.world.procs[th.proc].groups[th.group].nthreads as u64;
                 thread_slice(pages, th.index as u64, n)
             }
         }
@@ -1608,7 +1406,7 @@ impl<'a> Sim<'a> {
         slice: (u64, u64),
         mix: &mut [f64],
     ) -> (f64, u64) {
-        let o = &self.objects[obj];
+        let o = &self.world.objects[obj];
         let mut h = vec![0u64; mix.len()];
         // Weight given to non-empty ranges, to normalise by (a hot part covering the whole
         // slice leaves the cold weight unused).
@@ -1647,22 +1445,24 @@ impl<'a> Sim<'a> {
 
     fn advance(&mut self, t0: u64, t1: u64) -> Result<(), SimError> {
         let dt = (t1 - t0) as f64;
-        let ncpu = self.sched.nr_cpus();
-        let nn = self.m.nr_nodes();
+        let ncpu = self.world.sched.nr_cpus();
+        let nn = self.world.machine.nr_nodes();
         // Running threads and their shares.
         let mut running: Vec<(usize, usize, f64)> = Vec::new();
         for c in 0..ncpu {
-            let rq = self.sched.rq(c);
+            let rq = self.world.sched.rq(c);
             let k = rq.len();
             for &t in rq {
                 running.push((t as usize, c, 1.0 / k as f64));
             }
         }
-        let busy_before: Vec<bool> = (0..ncpu).map(|c| !self.sched.rq(c).is_empty()).collect();
+        let busy_before: Vec<bool> = (0..ncpu)
+            .map(|c| !self.world.sched.rq(c).is_empty())
+            .collect();
         for (c, &busy) in busy_before.iter().enumerate() {
-            self.cpu_free_from[c] = (!busy).then_some(t0);
+            self.world.cpu_free_from[c] = (!busy).then_some(t0);
         }
-        self.interval_end = Some(t1);
+        self.world.interval_end = Some(t1);
         // Demands.
         let mut demands: Vec<Demand> = Vec::with_capacity(running.len());
         let mut dem_of: Vec<Option<usize>> = vec![None; running.len()];
@@ -1670,23 +1470,24 @@ impl<'a> Sim<'a> {
         for (ri, &(t, c, share)) in running.iter().enumerate() {
             let smt = self.smt_shares(c);
             smt_info.push(smt);
-            let th = &self.threads[t];
-            let PhaseRt::Access(a) =
-                (match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
-                    Some(p) => p,
-                    None => continue,
-                })
-            else {
+            let th = &self.world.threads[t];
+            let PhaseRt::Access(a) = (match self.world.procs[th.proc].groups[th.group]
+                .phases
+                .get(th.phase)
+            {
+                Some(p) => p,
+                None => continue,
+            }) else {
                 continue;
             };
-            let node = self.m.cpus[c].node;
+            let node = self.world.machine.cpus[c].node;
             let mut mix = vec![0.0; nn];
             let slice = if th.prog.started {
                 th.prog.slice
             } else {
                 self.slice_of(t, a)
             };
-            let obj = self.procs[th.proc].regions[a.region].obj;
+            let obj = self.world.procs[th.proc].regions[a.region].obj;
             let (unpop, _) = if a.pattern == Pattern::Sweep {
                 // The pages just ahead of the sweep, as many as it touched last interval.
                 let window = (th.window_bytes.max(256.0 * 1024.0) / PAGE_BYTES).ceil() as u64;
@@ -1708,15 +1509,17 @@ impl<'a> Sim<'a> {
             dem_of[ri] = Some(demands.len());
             demands.push(self.demand(c, a, smt, share * (1.0 - debt_frac), mix));
         }
-        self.cost.solve(&demands);
+        self.world.cost.solve(&demands);
         // Run every thread for its share of the interval.
         let mut tau = vec![0.0; nn];
         for (ri, &(t, c, share)) in running.iter().enumerate() {
-            if self.threads[t].state != TState::Runnable || self.sched.tasks[t].cpu != Some(c) {
+            if self.world.threads[t].state != TState::Runnable
+                || self.world.sched.tasks[t].cpu != Some(c)
+            {
                 continue;
             }
             if let Some(di) = dem_of[ri] {
-                self.cost.ns_per_byte(&demands[di], &mut tau);
+                self.world.cost.ns_per_byte(&demands[di], &mut tau);
             }
             self.run_thread(
                 t,
@@ -1733,21 +1536,22 @@ impl<'a> Sim<'a> {
         // free by then (it ran out of work, or was idle all along). They were not part of
         // the cost model's solve; they see the delays it found.
         // Earliest first; ties in the order they were recorded.
-        while let Some(i) = (0..self.late.len()).min_by_key(|&i| (self.late[i].at, i)) {
-            let Late { t, at, wake } = self.late.remove(i);
+        while let Some(i) = (0..self.world.late.len()).min_by_key(|&i| (self.world.late[i].at, i)) {
+            let Late { t, at, wake } = self.world.late.remove(i);
             if wake {
-                if self.threads[t].state == TState::Sleeping {
+                if self.world.threads[t].state == TState::Sleeping {
                     self.wake(t, at); // records it again as runnable since `at`
                 }
                 continue;
             }
-            let Some(c) = self.sched.tasks[t].cpu else {
+            let Some(c) = self.world.sched.tasks[t].cpu else {
                 continue;
             };
-            if self.threads[t].state != TState::Runnable || self.sched.rq(c).len() != 1 {
+            if self.world.threads[t].state != TState::Runnable || self.world.sched.rq(c).len() != 1
+            {
                 continue;
             }
-            let Some(free) = self.cpu_free_from[c].take() else {
+            let Some(free) = self.world.cpu_free_from[c].take() else {
                 continue;
             };
             let start = at.max(free);
@@ -1757,16 +1561,16 @@ impl<'a> Sim<'a> {
             let smt = self.smt_shares(c);
             self.run_thread(t, c, 1.0, start, (t1 - start) as f64, &mut tau, false, smt)?;
         }
-        self.interval_end = None;
-        self.sched.update_load(t1 - t0);
+        self.world.interval_end = None;
+        self.world.sched.update_load(t1 - t0);
         // CPUs that ran out of work look for more.
-        let mut sched = std::mem::take(&mut self.sched);
+        let mut sched = std::mem::take(&mut self.world.sched);
         for (c, &was_busy) in busy_before.iter().enumerate() {
             if was_busy && sched.rq(c).is_empty() {
                 sched.newidle_balance(c, t1, &|x: &LbCtx| self.can_migrate(x));
             }
         }
-        self.sched = sched;
+        self.world.sched = sched;
         self.count_moves();
         Ok(())
     }
@@ -1774,8 +1578,8 @@ impl<'a> Sim<'a> {
     /// SMT state of CPU `c`'s core: (share of the core's memory-issue rate, share of its
     /// compute, busy siblings).
     fn smt_shares(&self, c: usize) -> (f64, f64, f64) {
-        let core = &self.m.spec.core;
-        let k_s = self.sched.busy_siblings(c).max(1) as f64;
+        let core = &self.world.machine.spec.core;
+        let k_s = self.world.sched.busy_siblings(c).max(1) as f64;
         if k_s > 1.0 {
             (
                 core.smt_memory_throughput / k_s,
@@ -1797,7 +1601,7 @@ impl<'a> Sim<'a> {
         share: f64,
         mix: Vec<f64>,
     ) -> Demand {
-        let core = &self.m.spec.core;
+        let core = &self.world.machine.spec.core;
         let (mem_share, cpu_share, k_s) = smt;
         let m_eff = a
             .mlp
@@ -1805,20 +1609,23 @@ impl<'a> Sim<'a> {
             .min(core.outstanding_lines_per_core / k_s);
         let per_latency = 1.0 / (m_eff * 64.0);
         Demand {
-            cpu_node: self.m.cpus[c].node,
+            cpu_node: self.world.machine.cpus[c].node,
             share,
             mix,
             miss: 1.0 - a.cache_hit,
             core_ns_per_byte: core.stream_ns_per_byte / mem_share + a.ns_per_byte / cpu_share,
             per_latency,
-            hit_ns_per_byte: a.cache_hit * self.m.spec.memory.llc_latency_ns * per_latency,
+            hit_ns_per_byte: a.cache_hit
+                * self.world.machine.spec.memory.llc_latency_ns
+                * per_latency,
         }
     }
 
     /// ns/byte per memory node for a thread whose phase changed mid-interval, from the
     /// delays the interval's solve found.
     fn tau_for(&self, c: usize, a: &AccessRt, smt: (f64, f64, f64), tau: &mut [f64]) {
-        self.cost
+        self.world
+            .cost
             .ns_per_byte(&self.demand(c, a, smt, 0.0, Vec::new()), tau);
     }
 
@@ -1840,17 +1647,25 @@ impl<'a> Sim<'a> {
         let cpu_share = smt.1;
         let mut budget = share * dt;
         let total = budget;
-        let node = self.m.cpus[c].node;
+        let node = self.world.machine.cpus[c].node;
         let slot = Slot { t0, share, total };
         let wall = |used: f64| slot.wall(used);
         let mut tau_valid = tau_known;
         let mut bytes_this = 0.0;
-        let exec0 = self.threads[t].sum_exec_ns;
+        let exec0 = self.world.threads[t].sum_exec_ns;
         // Steps that neither spend time nor move the program on mean a simulator bug.
         let mut guard = 0u64;
-        let mut last = (budget, self.threads[t].phase, self.threads[t].iter);
-        while budget > 0.0 && self.threads[t].state == TState::Runnable {
-            let now = (budget, self.threads[t].phase, self.threads[t].iter);
+        let mut last = (
+            budget,
+            self.world.threads[t].phase,
+            self.world.threads[t].iter,
+        );
+        while budget > 0.0 && self.world.threads[t].state == TState::Runnable {
+            let now = (
+                budget,
+                self.world.threads[t].phase,
+                self.world.threads[t].iter,
+            );
             if now == last {
                 guard += 1;
                 if guard > MAX_STEPS {
@@ -1861,25 +1676,25 @@ impl<'a> Sim<'a> {
                 last = now;
             }
             // Kernel work owed (faults) comes first.
-            let debt = self.threads[t].debt_ns;
+            let debt = self.world.threads[t].debt_ns;
             if debt > 0.0 {
                 let pay = debt.min(budget);
-                self.threads[t].debt_ns -= pay;
-                self.threads[t].sum_exec_ns += pay;
+                self.world.threads[t].debt_ns -= pay;
+                self.world.threads[t].sum_exec_ns += pay;
                 budget -= pay;
                 continue;
             }
-            let (pidx, g) = (self.threads[t].proc, self.threads[t].group);
-            let phase_idx = self.threads[t].phase;
-            let grp = &self.procs[pidx].groups[g];
+            let (pidx, g) = (self.world.threads[t].proc, self.world.threads[t].group);
+            let phase_idx = self.world.threads[t].phase;
+            let grp = &self.world.procs[pidx].groups[g];
             if phase_idx >= grp.phases.len() {
                 let w = grp.work_per_iteration;
-                self.procs[pidx].work_units += w;
-                if wall(total - budget) as f64 >= self.sc.sim.warmup_s * NS {
-                    self.procs[pidx].work_units_warm += w;
+                self.world.procs[pidx].work_units += w;
+                if wall(total - budget) as f64 >= self.world.sc.sim.warmup_s * NS {
+                    self.world.procs[pidx].work_units_warm += w;
                 }
-                let grp = &self.procs[pidx].groups[g];
-                let th = &mut self.threads[t];
+                let grp = &self.world.procs[pidx].groups[g];
+                let th = &mut self.world.threads[t];
                 th.iter += 1;
                 if th.iter < grp.iterations {
                     th.phase = 0;
@@ -1893,11 +1708,11 @@ impl<'a> Sim<'a> {
             let phase = grp.phases[phase_idx].clone();
             match phase {
                 PhaseRt::Access(a) => {
-                    if !self.threads[t].prog.started {
+                    if !self.world.threads[t].prog.started {
                         let slice = self.slice_of(t, &a);
                         let slice_bytes = (slice.1 - slice.0) as f64 * PAGE_BYTES;
                         let now_wall = wall(total - budget);
-                        let th = &mut self.threads[t];
+                        let th = &mut self.world.threads[t];
                         th.prog = Prog {
                             started: true,
                             slice,
@@ -1931,7 +1746,7 @@ impl<'a> Sim<'a> {
                         self.random_access(t, node, &a, budget, tau, slot)?
                     };
                     budget -= used;
-                    self.threads[t].sum_exec_ns += used;
+                    self.world.threads[t].sum_exec_ns += used;
                     bytes_this += bytes;
                     if done {
                         self.advance_phase(t);
@@ -1941,12 +1756,12 @@ impl<'a> Sim<'a> {
                     }
                 }
                 PhaseRt::Compute(ns, jitter) => {
-                    let ns = if self.threads[t].prog.started {
+                    let ns = if self.world.threads[t].prog.started {
                         ns
                     } else {
                         self.jittered(ns, jitter)
                     };
-                    let th = &mut self.threads[t];
+                    let th = &mut self.world.threads[t];
                     if !th.prog.started {
                         th.prog = Prog {
                             started: true,
@@ -1958,12 +1773,12 @@ impl<'a> Sim<'a> {
                     if need <= budget {
                         budget -= need;
                         th.sum_exec_ns += need;
-                        self.user_ns += need;
+                        self.world.user_ns += need;
                         self.advance_phase(t);
                     } else {
                         th.prog.left -= budget * cpu_share;
                         th.sum_exec_ns += budget;
-                        self.user_ns += budget;
+                        self.world.user_ns += budget;
                         budget = 0.0;
                     }
                 }
@@ -1977,18 +1792,18 @@ impl<'a> Sim<'a> {
                 }
                 PhaseRt::Spawn(target) => {
                     self.advance_phase(t);
-                    if self.procs[pidx].groups[target].threads.is_empty() {
-                        let n = self.procs[pidx].groups[target].nthreads;
+                    if self.world.procs[pidx].groups[target].threads.is_empty() {
+                        let n = self.world.procs[pidx].groups[target].nthreads;
                         self.start_group(pidx, target, c, wall(total - budget))?;
                         // `clone` is work the thread asked for, not a stall.
-                        let cost = self.m.spec.costs.thread_spawn_ns * n as f64;
-                        self.threads[t].debt_ns += cost;
-                        self.sys_ns += cost;
+                        let cost = self.world.machine.spec.costs.thread_spawn_ns * n as f64;
+                        self.world.threads[t].debt_ns += cost;
+                        self.world.sys_ns += cost;
                     }
                 }
                 PhaseRt::Join(target) => {
                     let at = wall(total - budget);
-                    let tg = &self.procs[pidx].groups[target];
+                    let tg = &self.world.procs[pidx].groups[target];
                     if !tg.threads.is_empty() && tg.done == tg.nthreads {
                         let done_at = self.group_done_at(pidx, target);
                         self.advance_phase(t);
@@ -1999,34 +1814,38 @@ impl<'a> Sim<'a> {
                             budget = 0.0;
                         }
                     } else {
-                        self.procs[pidx].groups[target].joiners.push((t, at));
+                        self.world.procs[pidx].groups[target].joiners.push((t, at));
                         self.block(t, TState::Blocked, at);
                         budget = 0.0;
                     }
                 }
                 PhaseRt::Barrier => {
                     let at = wall(total - budget);
-                    self.procs[pidx].groups[g].barrier_waiting.push((t, at));
+                    self.world.procs[pidx].groups[g]
+                        .barrier_waiting
+                        .push((t, at));
                     self.block(t, TState::Blocked, at);
                     budget = 0.0;
                     self.maybe_release_barrier(pidx, g, at);
                 }
             }
         }
-        self.threads[t].window_bytes = bytes_this;
-        self.cpu_busy_ns[c] += (self.threads[t].sum_exec_ns - exec0).max(0.0);
+        self.world.threads[t].window_bytes = bytes_this;
+        self.world.cpu_busy_ns[c] += (self.world.threads[t].sum_exec_ns - exec0).max(0.0);
         Ok(())
     }
 
     fn account(&mut self, t: usize, cpu_node: usize, mem_node: usize, bytes: f64) {
-        let pidx = self.threads[t].proc;
-        self.series.access(cpu_node, cpu_node == mem_node, bytes);
+        let pidx = self.world.threads[t].proc;
+        self.world
+            .series
+            .access(cpu_node, cpu_node == mem_node, bytes);
         if cpu_node == mem_node {
-            self.local_bytes += bytes;
-            self.procs[pidx].bytes_local += bytes;
+            self.world.local_bytes += bytes;
+            self.world.procs[pidx].bytes_local += bytes;
         } else {
-            self.remote_bytes += bytes;
-            self.procs[pidx].bytes_remote += bytes;
+            self.world.remote_bytes += bytes;
+            self.world.procs[pidx].bytes_remote += bytes;
         }
     }
 
@@ -2040,9 +1859,9 @@ impl<'a> Sim<'a> {
         tau: &[f64],
         slot: Slot,
     ) -> Result<(f64, f64, bool), SimError> {
-        let (s, e) = self.threads[t].prog.slice;
+        let (s, e) = self.world.threads[t].prog.slice;
         let slice_bytes = (e - s) as f64 * PAGE_BYTES;
-        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
+        let obj = self.world.procs[self.world.threads[t].proc].regions[a.region].obj;
         let mut used = 0.0;
         let mut bytes_done = 0.0;
         let mut steps = 0u64;
@@ -2053,7 +1872,7 @@ impl<'a> Sim<'a> {
                     "thread {t}: sweep makes no progress"
                 )));
             }
-            let th = &self.threads[t];
+            let th = &self.world.threads[t];
             let until = th.prog.until_ns;
             let seconds_mode = th.prog.timed;
             if seconds_mode && slot.wall(slot.total - budget + used) >= until {
@@ -2065,17 +1884,17 @@ impl<'a> Sim<'a> {
             if used >= budget {
                 return Ok((used, bytes_done, false));
             }
-            if self.threads[t].debt_ns > 0.0 {
+            if self.world.threads[t].debt_ns > 0.0 {
                 // A first touch in the middle of the sweep: pay it before going on.
-                let pay = self.threads[t].debt_ns.min(budget - used);
-                self.threads[t].debt_ns -= pay;
+                let pay = self.world.threads[t].debt_ns.min(budget - used);
+                self.world.threads[t].debt_ns -= pay;
                 used += pay;
                 continue;
             }
-            let pos = self.threads[t].prog.pos;
+            let pos = self.world.threads[t].prog.pos;
             let page = s + (pos / PAGE_BYTES) as u64;
             let chunk_end = ((page / CHUNK + 1) * CHUNK).min(e);
-            let o = &self.objects[obj];
+            let o = &self.world.objects[obj];
             let c = page / CHUNK;
             let full = o.chunk_populated(c) == o.chunk_len(c);
             if !full && o.node_of(page).is_none() {
@@ -2110,15 +1929,15 @@ impl<'a> Sim<'a> {
                     }
                 };
                 if fault_now {
-                    let cpu = self.sched.tasks[t].cpu.unwrap_or(0);
+                    let cpu = self.world.sched.tasks[t].cpu.unwrap_or(0);
                     let cost = self.hint_fault(t, cpu, a.region, page);
                     self.charge_kernel(t, cost);
                     continue;
                 }
             }
-            let mut h = std::mem::take(&mut self.scratch_hist);
+            let mut h = std::mem::take(&mut self.world.scratch_hist);
             h.iter_mut().for_each(|x| *x = 0);
-            self.objects[obj].range_hist(page, range_end, &mut h);
+            self.world.objects[obj].range_hist(page, range_end, &mut h);
             let offset_in_page = pos - ((page - s) as f64 * PAGE_BYTES);
             let range_bytes = (range_end - page) as f64 * PAGE_BYTES - offset_in_page;
             let npages = (range_end - page) as f64;
@@ -2128,7 +1947,7 @@ impl<'a> Sim<'a> {
                 .zip(tau)
                 .map(|(&c, &t)| c as f64 / npages * range_bytes * t)
                 .sum();
-            let left = self.threads[t].prog.left;
+            let left = self.world.threads[t].prog.left;
             let room = budget - used;
             let mut frac = 1.0f64;
             if range_bytes > left {
@@ -2143,11 +1962,11 @@ impl<'a> Sim<'a> {
                     self.account(t, node, n, c as f64 / npages * take);
                 }
             }
-            self.scratch_hist = h;
+            self.world.scratch_hist = h;
             used += time * frac;
             bytes_done += take;
-            self.user_ns += time * frac;
-            let th = &mut self.threads[t];
+            self.world.user_ns += time * frac;
+            let th = &mut self.world.threads[t];
             th.prog.pos += take;
             if !th.prog.timed {
                 th.prog.left -= take;
@@ -2171,16 +1990,16 @@ impl<'a> Sim<'a> {
         tau: &[f64],
         slot: Slot,
     ) -> Result<(f64, f64, bool), SimError> {
-        let slice = self.threads[t].prog.slice;
-        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
-        let nn = self.m.nr_nodes();
+        let slice = self.world.threads[t].prog.slice;
+        let obj = self.world.procs[self.world.threads[t].proc].regions[a.region].obj;
+        let nn = self.world.machine.nr_nodes();
         let mut mix = vec![0.0; nn];
         let (unpop_w, populated) = self.random_mix(obj, a.pattern, a, slice, &mut mix);
         // Timing assumes accesses to untouched pages are local (they are first-touched now,
         // usually on this node); where they really went is accounted below.
         let per_byte =
             (mix.iter().zip(tau).map(|(f, t)| f * t).sum::<f64>() + unpop_w * tau[node]).max(1e-12);
-        let th = &self.threads[t];
+        let th = &self.world.threads[t];
         let now_wall = slot.wall(slot.total - budget);
         let mut room = budget;
         let mut done = false;
@@ -2205,20 +2024,20 @@ impl<'a> Sim<'a> {
             let lines = bytes / 64.0;
             let u = unpop_pages as f64;
             let expect = u * (1.0 - (-lines * unpop_w / u).exp());
-            let th = &mut self.threads[t];
+            let th = &mut self.world.threads[t];
             th.prog.pop_carry += expect;
             let mut n_new = th.prog.pop_carry.floor() as u64;
             th.prog.pop_carry -= n_new as f64;
             let phase_pol = a.mempolicy.clone();
             while n_new > 0 {
-                let cur = self.threads[t].prog.pop_cursor;
-                let Some(p) = self.objects[obj].next_unpopulated(cur, slice.1) else {
+                let cur = self.world.threads[t].prog.pop_cursor;
+                let Some(p) = self.world.objects[obj].next_unpopulated(cur, slice.1) else {
                     break;
                 };
                 let cost = self.first_touch(t, a.region, p, node, phase_pol.as_ref())?;
                 self.charge_kernel(t, cost);
-                self.threads[t].prog.pop_cursor = p + 1;
-                let o = &self.objects[obj];
+                self.world.threads[t].prog.pop_cursor = p + 1;
+                let o = &self.world.objects[obj];
                 let pages = if o.is_huge(p / CHUNK) {
                     o.chunk_len(p / CHUNK)
                 } else {
@@ -2231,7 +2050,7 @@ impl<'a> Sim<'a> {
             }
         }
         if (self.numab.is_some() || self.stable.is_some())
-            && self.objects[obj].prot_in(slice.0, slice.1) > 0
+            && self.world.objects[obj].prot_in(slice.0, slice.1) > 0
         {
             self.random_hint_faults(t, a, slice, bytes);
         }
@@ -2253,8 +2072,8 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        self.user_ns += room;
-        let th = &mut self.threads[t];
+        self.world.user_ns += room;
+        let th = &mut self.world.threads[t];
         if !th.prog.timed {
             th.prog.left -= bytes;
         }
@@ -2274,34 +2093,34 @@ impl<'a> Sim<'a> {
     /// `last_cpupid`, which the walk reads from the pages themselves.
     fn random_hint_faults(&mut self, t: usize, a: &AccessRt, slice: (u64, u64), bytes: f64) {
         use rand::RngExt;
-        let Some(cpu) = self.sched.tasks[t].cpu else {
+        let Some(cpu) = self.world.sched.tasks[t].cpu else {
             return;
         };
-        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
+        let obj = self.world.procs[self.world.threads[t].proc].regions[a.region].obj;
         let lines = bytes / 64.0;
-        let per_entry = if self.objects[obj].thp {
+        let per_entry = if self.world.objects[obj].thp {
             CHUNK as f64
         } else {
             1.0
         };
         for (a0, b0, w) in pattern_ranges(a, slice) {
-            let prot = self.objects[obj].prot_in(a0, b0);
+            let prot = self.world.objects[obj].prot_in(a0, b0);
             if prot == 0 || w <= 0.0 || b0 <= a0 {
                 continue;
             }
             let n = (b0 - a0) as f64;
             let expect = prot as f64 * (1.0 - (-lines * w * per_entry / n).exp());
-            let th = &mut self.threads[t];
+            let th = &mut self.world.threads[t];
             th.prog.fault_carry += expect;
             let mut k = th.prog.fault_carry.floor() as u64;
             th.prog.fault_carry -= k as f64;
             if k == 0 {
                 continue;
             }
-            let mut p = self.rng.random_range(a0..b0);
+            let mut p = self.world.rng.random_range(a0..b0);
             let mut wrapped = false;
             while k > 0 {
-                let next = self.objects[obj].next_prot(p, b0);
+                let next = self.world.objects[obj].next_prot(p, b0);
                 let q = match next {
                     Some(q) => q,
                     None if !wrapped => {
@@ -2331,20 +2150,20 @@ impl<'a> Sim<'a> {
     /// (`numa_hint_faults`, and `_local` when the page is on the CPU's node). `None` if it
     /// was not PROT_NONE or holds no page.
     fn take_hint(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> Option<HintAt> {
-        let pidx = self.threads[t].proc;
-        let obj = self.procs[pidx].regions[ri].obj;
-        let o = &mut self.objects[obj];
+        let pidx = self.world.threads[t].proc;
+        let obj = self.world.procs[pidx].regions[ri].obj;
+        let o = &mut self.world.objects[obj];
         let head = o.head(page);
         if !o.is_prot(head) {
             return None;
         }
         o.clear_prot(head);
         let nid = o.node_of(head)?;
-        let thisnid = self.m.cpus[cpu].node;
-        self.m_.numa_hint_faults += 1;
-        self.series.hint_fault(pidx, thisnid);
+        let thisnid = self.world.machine.cpus[cpu].node;
+        self.world.metrics.numa_hint_faults += 1;
+        self.world.series.hint_fault(pidx, thisnid);
         if nid == thisnid {
-            self.m_.numa_hint_faults_local += 1;
+            self.world.metrics.numa_hint_faults_local += 1;
         }
         Some(HintAt {
             pidx,
@@ -2358,7 +2177,7 @@ impl<'a> Sim<'a> {
 
     /// Base pages of the entry starting at `head` (a THP's 512, else 1).
     fn entry_pages(&self, obj: usize, head: u64) -> u64 {
-        let o = &self.objects[obj];
+        let o = &self.world.objects[obj];
         if o.is_huge(head / CHUNK) {
             o.chunk_len(head / CHUNK)
         } else {
@@ -2378,11 +2197,11 @@ impl<'a> Sim<'a> {
     }
 
     fn check_deadlock(&self) -> Result<(), SimError> {
-        if self.pending_starts > 0 {
+        if self.world.pending_starts > 0 {
             return Ok(());
         }
         let live = |s: TState| matches!(s, TState::Runnable | TState::Sleeping);
-        let ths = &self.threads;
+        let ths = &self.world.threads;
         if ths.iter().any(|t| live(t.state)) || !ths.iter().any(|t| t.state == TState::Blocked) {
             return Ok(());
         }
@@ -2393,55 +2212,57 @@ impl<'a> Sim<'a> {
             .map(|t| {
                 format!(
                     "{}/{}[{}]",
-                    self.procs[t.proc].name, self.procs[t.proc].groups[t.group].name, t.index
+                    self.world.procs[t.proc].name,
+                    self.world.procs[t.proc].groups[t.group].name,
+                    t.index
                 )
             })
             .collect();
         Err(SimError::Input(InputError::new(
-            format!("workload {}", self.sc.workload.name()),
+            format!("workload {}", self.world.sc.workload.name()),
             "phase",
             format!(
                 "deadlock at {:.3} s: threads wait in join/barrier phases that can never complete (e.g. {})",
-                self.now as f64 / NS,
+                self.world.now as f64 / NS,
                 blocked.join(", ")
             ),
         )))
     }
 
     fn check_invariants(&self) -> Result<(), SimError> {
-        let nn = self.m.nr_nodes();
+        let nn = self.world.machine.nr_nodes();
         let mut used = vec![0u64; nn];
-        for (o, obj) in self.objects.iter().enumerate() {
+        for (o, obj) in self.world.objects.iter().enumerate() {
             obj.check()
                 .map_err(|e| SimError::Invariant(format!("memory object {o}: {e}")))?;
             for (n, &p) in obj.node_pages().iter().enumerate() {
                 used[n] += p;
             }
         }
-        if used != self.node_used {
+        if used != self.world.node_used {
             return Err(SimError::Invariant(format!(
                 "node use {:?} differs from the pages {:?}",
-                self.node_used, used
+                self.world.node_used, used
             )));
         }
-        for (n, (&u, &cap)) in used.iter().zip(&self.node_cap).enumerate() {
+        for (n, (&u, &cap)) in used.iter().zip(&self.world.node_cap).enumerate() {
             if u > cap {
                 return Err(SimError::Invariant(format!(
                     "node {n} holds {u} pages, more than its {cap}"
                 )));
             }
         }
-        self.sched.check().map_err(SimError::Invariant)?;
-        for (t, th) in self.threads.iter().enumerate() {
-            let on_rq = self.sched.tasks[t].cpu.is_some();
+        self.world.sched.check().map_err(SimError::Invariant)?;
+        for (t, th) in self.world.threads.iter().enumerate() {
+            let on_rq = self.world.sched.tasks[t].cpu.is_some();
             if on_rq != (th.state == TState::Runnable) {
                 return Err(SimError::Invariant(format!(
                     "thread {t} is {:?} but on a runqueue: {on_rq}",
                     th.state
                 )));
             }
-            if let Some(c) = self.sched.tasks[t].cpu
-                && !self.procs[th.proc].cpuset_cpus.contains(c)
+            if let Some(c) = self.world.sched.tasks[t].cpu
+                && !self.world.procs[th.proc].cpuset_cpus.contains(c)
             {
                 return Err(SimError::Invariant(format!(
                     "thread {t} runs on CPU {c} outside its cpuset"
@@ -2455,25 +2276,26 @@ impl<'a> Sim<'a> {
     pub fn result(&self) -> RunResult {
         let finished = self.work_done();
         let end = self
+            .world
             .threads
             .iter()
-            .filter(|t| !self.procs[t.proc].daemon)
+            .filter(|t| !self.world.procs[t.proc].daemon)
             .filter_map(|t| t.end_ns)
             .max()
-            .unwrap_or(self.now);
-        let runtime_ns = if finished { end } else { self.now };
-        let mut m = self.m_.clone();
+            .unwrap_or(self.world.now);
+        let runtime_ns = if finished { end } else { self.world.now };
+        let mut m = self.world.metrics.clone();
         m.runtime_s = runtime_ns as f64 / NS;
-        let total = self.local_bytes + self.remote_bytes;
+        let total = self.world.local_bytes + self.world.remote_bytes;
         m.local_access_ratio = if total > 0.0 {
-            self.local_bytes / total
+            self.world.local_bytes / total
         } else {
             1.0
         };
-        m.thread_migrations_internode = self.migrations.iter().sum();
-        m.user_cpu_s = self.user_ns / NS;
-        m.sys_cpu_s = self.sys_ns / NS;
-        m.migrate_cpu_s = self.migrate_ns / NS;
+        m.thread_migrations_internode = self.world.migrations.iter().sum();
+        m.user_cpu_s = self.world.user_ns / NS;
+        m.sys_cpu_s = self.world.sys_ns / NS;
+        m.migrate_cpu_s = self.world.migrate_ns / NS;
         if let Some(nb) = &self.numab {
             m.scan_cpu_s = nb.scan_ns / NS;
             m.scan_cpu_hidden_s = nb.scan_hidden_ns / NS;
@@ -2498,14 +2320,16 @@ impl<'a> Sim<'a> {
         m.page_migrations_per_s = per_s(m.pgmigrate_success as f64);
         m.thread_migrations_internode_per_s = per_s(m.thread_migrations_internode as f64);
         m.work_units = self
+            .world
             .procs
             .iter()
             .filter(|p| !p.daemon)
             .map(|p| p.work_units)
             .sum();
         // Throughput over the measured part of the run (after `sim.warmup_s`).
-        let warmup_s = self.sc.sim.warmup_s;
+        let warmup_s = self.world.sc.sim.warmup_s;
         let warm: f64 = self
+            .world
             .procs
             .iter()
             .filter(|p| !p.daemon)
@@ -2516,17 +2340,19 @@ impl<'a> Sim<'a> {
         } else {
             0.0
         };
-        m.migrate_tlb_shootdowns = self.migrate_shootdowns;
-        m.migrate_tlb_shootdown_s =
-            self.migrate_shootdowns as f64 * self.m.spec.costs.tlb_shootdown_ns / NS;
+        m.migrate_tlb_shootdowns = self.world.migrate_shootdowns;
+        m.migrate_tlb_shootdown_s = self.world.migrate_shootdowns as f64
+            * self.world.machine.spec.costs.tlb_shootdown_ns
+            / NS;
         let mut by_cause = BTreeMap::new();
         let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
         for c in Cause::ALL {
-            let n = self.migrations[c as usize];
+            let n = self.world.migrations[c as usize];
             by_cause.insert(c.name().to_string(), n);
             *by_class.entry(c.class().to_string()).or_insert(0) += n;
         }
         let processes = self
+            .world
             .procs
             .iter()
             .enumerate()
@@ -2536,12 +2362,13 @@ impl<'a> Sim<'a> {
                     .clone()
                     .unwrap_or_else(|| self.process_node_mb(i));
                 let tot = p.bytes_local + p.bytes_remote;
-                let runtime_s = (p.end_ns.unwrap_or(self.now) - p.start_ns) as f64 / NS;
-                let mut thread_nodes = vec![0u32; self.m.nr_nodes()];
+                let runtime_s = (p.end_ns.unwrap_or(self.world.now) - p.start_ns) as f64 / NS;
+                let mut thread_nodes = vec![0u32; self.world.machine.nr_nodes()];
                 for g in &p.groups {
                     for &t in &g.threads {
-                        let task = &self.sched.tasks[t];
-                        thread_nodes[self.m.cpus[task.cpu.unwrap_or(task.prev_cpu)].node] += 1;
+                        let task = &self.world.sched.tasks[t];
+                        thread_nodes
+                            [self.world.machine.cpus[task.cpu.unwrap_or(task.prev_cpu)].node] += 1;
                     }
                 }
                 ProcessResult {
@@ -2552,8 +2379,8 @@ impl<'a> Sim<'a> {
                     runtime_s,
                     work_units: p.work_units,
                     throughput_per_s: {
-                        let from = (p.start_ns as f64 / NS).max(self.sc.sim.warmup_s);
-                        let to = p.end_ns.unwrap_or(self.now) as f64 / NS;
+                        let from = (p.start_ns as f64 / NS).max(self.world.sc.sim.warmup_s);
+                        let to = p.end_ns.unwrap_or(self.world.now) as f64 / NS;
                         if to > from {
                             p.work_units_warm / (to - from)
                         } else {
@@ -2568,36 +2395,42 @@ impl<'a> Sim<'a> {
         RunResult {
             numabal_version: env!("CARGO_PKG_VERSION").to_string(),
             scenario: ScenarioSummary {
-                machine: self.m.name().to_string(),
-                workload: self.sc.workload.name().to_string(),
+                machine: self.world.machine.name().to_string(),
+                workload: self.world.sc.workload.name().to_string(),
                 policy: match (&self.numab, &self.stable) {
                     (Some(nb), _) => nb.flavour.name().to_string(),
                     (None, Some(_)) => "stable".to_string(),
                     (None, None) => self.policy.name().to_string(),
                 },
-                seed: self.sc.sim.seed,
-                overrides: self.sc.overrides.clone(),
-                tunables: crate::policies::tunables_json(&self.sc.policy).unwrap_or_default(),
+                seed: self.world.sc.sim.seed,
+                overrides: self.world.sc.overrides.clone(),
+                tunables: crate::policies::tunables_json(&self.world.sc.policy).unwrap_or_default(),
             },
             finished,
             metrics: m,
             thread_migrations_by_cause: by_cause,
             thread_migrations_by_class: by_class,
-            ping_pong: self.ping_pong.clone(),
+            ping_pong: self.world.ping_pong.clone(),
             processes,
             node_used_mb: self
+                .world
                 .node_used
                 .iter()
                 .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
                 .collect(),
-            stalls: self.stalls.clone(),
+            stalls: self.world.stalls.clone(),
             numa_balancing: self.numab.as_ref().map(|nb| {
-                let pids: Vec<u32> = self.threads.iter().map(|t| t.proc as u32 + 1).collect();
+                let pids: Vec<u32> = self
+                    .world
+                    .threads
+                    .iter()
+                    .map(|t| t.proc as u32 + 1)
+                    .collect();
                 nb.report(&pids)
             }),
             stable: self.stable_report(),
-            numastat: self.numastat.clone(),
-            series: self.series.finish(),
+            numastat: self.world.numastat.clone(),
+            series: self.world.series.finish(),
             policy_log: self.daemon.log.clone(),
             node_state: self.node_state_at_end(),
         }

@@ -24,6 +24,7 @@ pub mod result;
 pub mod sched;
 pub mod series;
 pub mod suite;
+pub mod world;
 
 pub use compare::{CompareResult, compare, compare_observed};
 pub use engine::{RunProgress, SimError, run, run_observed, run_with};

@@ -220,11 +220,15 @@ impl Sim<'_> {
 
     /// `autonuma_enter` at fork: the mm joins the tail of knuma_scand's list.
     pub(super) fn aa_new_process(&mut self, pidx: usize) {
-        let objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
+        let objs: Vec<usize> = self.world.procs[pidx]
+            .regions
+            .iter()
+            .map(|r| r.obj)
+            .collect();
         for o in objs {
-            self.objects[o].enable_hinting();
+            self.world.objects[o].enable_hinting();
         }
-        let nn = self.m.nr_nodes();
+        let nn = self.world.machine.nr_nodes();
         let aa = self.aa();
         while aa.mms.len() <= pidx {
             aa.mms.push(MmAutonuma::new(nn));
@@ -235,7 +239,7 @@ impl Sim<'_> {
     /// A new task starts with empty statistics and no selected node
     /// (`task_autonuma_reset`: `AUTONUMA_SCHED_RESET_FLAG` is on by default).
     pub(super) fn aa_new_task(&mut self, t: usize) {
-        let nn = self.m.nr_nodes();
+        let nn = self.world.machine.nr_nodes();
         let aa = self.aa();
         debug_assert_eq!(aa.tasks.len(), t);
         aa.tasks.push(TaskAutonuma::new(nn));
@@ -252,7 +256,7 @@ impl Sim<'_> {
         for k in &mut self.aa().migrated {
             k.batch.retain(|(_, e, _)| e.obj != obj);
         }
-        let o = &self.objects[obj];
+        let o = &self.world.objects[obj];
         if !o.hinting() {
             return;
         }
@@ -287,7 +291,7 @@ impl Sim<'_> {
         // Wakeups due by now, each at its own time (several if a sleep is below a tick).
         for _ in 0..1000 {
             let at = self.aa_ref().scand.wake_at;
-            if at > self.now {
+            if at > self.world.now {
                 break;
             }
             let mut sc = std::mem::replace(&mut self.aa().scand, KnumaScand::new(0, 0));
@@ -312,12 +316,12 @@ impl Sim<'_> {
                         nb.scan_ns += cost;
                         nb.scan_hidden_ns += cost;
                         let prev = self.aa_ref().scand_cpu;
-                        let node = self.m.cpus[prev].node;
+                        let node = self.world.machine.cpus[prev].node;
                         let (cpu, _) = self.kthread_cpu(prev, node);
                         self.kthread_run(cpu, cost);
                         // One step walks several mms: its time is the node's only.
-                        let node = self.m.cpus[cpu].node;
-                        self.series.scanned(None, node, cost);
+                        let node = self.world.machine.cpus[cpu].node;
+                        self.world.series.scanned(None, node, cost);
                         self.aa().scand_cpu = cpu;
                     }
                     if pass_done {
@@ -342,8 +346,8 @@ impl Sim<'_> {
     /// for; when the batch is done, sleep `migrate_sleep_millisecs` if pages are left,
     /// else wait to be woken.
     fn knuma_migrated(&mut self, node: usize, tun: &Tunables) {
-        let now = self.now;
-        let tick = self.tick_ns as f64;
+        let now = self.world.now;
+        let tick = self.world.tick_ns as f64;
         {
             let k = &self.aa_ref().migrated[node];
             if k.batch.is_empty() && (k.waiting || k.wake_at > now) {
@@ -351,11 +355,11 @@ impl Sim<'_> {
             }
         }
         if self.aa_ref().migrated[node].batch.is_empty() {
-            let free = self.node_cap[node].saturating_sub(self.node_used[node]);
-            let wmark = self.wmark_high[node];
+            let free = self.world.node_cap[node].saturating_sub(self.world.node_used[node]);
+            let wmark = self.world.wmark_high[node];
             let nb = self.numab.as_mut().expect("model");
             let aa = nb.aa.as_mut().expect("model");
-            let objects = &mut self.objects;
+            let objects = &mut self.world.objects;
             let batch = aa.migrated[node].queue.isolate(
                 node,
                 tun.pages_to_migrate(),
@@ -401,22 +405,22 @@ impl Sim<'_> {
                 break;
             };
             // Back on the LRU whatever happens.
-            let o = &mut self.objects[e.obj];
+            let o = &mut self.world.objects[e.obj];
             if o.hinting() {
                 let pa = PageAutonuma(o.cpupid(e.page));
                 if pa.is_isolated() {
                     o.xchg_cpupid(e.page, pa.with_migrate_nid(None).0);
                 }
             }
-            let nr = match self.objects[e.obj].node_of(e.page) {
-                Some(_) if self.objects[e.obj].is_huge(e.page / CHUNK) => {
-                    self.objects[e.obj].chunk_len(e.page / CHUNK)
+            let nr = match self.world.objects[e.obj].node_of(e.page) {
+                Some(_) if self.world.objects[e.obj].is_huge(e.page / CHUNK) => {
+                    self.world.objects[e.obj].chunk_len(e.page / CHUNK)
                 }
                 Some(_) => 1,
                 None => continue,
             };
             if let Some(c) = self.migrate_page(e.obj, e.page, node) {
-                self.m_.numa_pages_migrated += nr;
+                self.world.metrics.numa_pages_migrated += nr;
                 self.aa().stats.pages_migrated[node] += nr;
                 credit -= c;
                 used += c;
@@ -452,7 +456,7 @@ impl Sim<'_> {
         else {
             return 0.0;
         };
-        let cost = self.m.spec.costs.hint_fault_ns;
+        let cost = self.world.machine.spec.costs.hint_fault_ns;
         // numa_hinting_fault acts only for tasks without a memory policy.
         if self
             .task_policy(t)
@@ -463,12 +467,12 @@ impl Sim<'_> {
         }
         // Simplification: never queue a page for a node outside the task's cpuset mems (the
         // 2012 daemon allocated with GFP_THISNODE from a kernel thread and did not check).
-        let may_queue = self.procs[pidx].cpuset_mems.contains(thisnid);
-        let pa = PageAutonuma(self.objects[obj].cpupid(head));
+        let may_queue = self.world.procs[pidx].cpuset_mems.contains(thisnid);
+        let pa = PageAutonuma(self.world.objects[obj].cpupid(head));
         let r = memory_follow_cpu(pa, thisnid, nid, may_queue);
-        self.objects[obj].xchg_cpupid(head, r.page.0);
+        self.world.objects[obj].xchg_cpupid(head, r.page.0);
         let ptm = self.numab.as_ref().expect("model").tun.pages_to_migrate();
-        let now = self.now;
+        let now = self.world.now;
         let aa = self.aa();
         if let Some(d) = r.dequeued_from {
             aa.migrated[d].queue.remove(nr);
@@ -498,37 +502,37 @@ impl Sim<'_> {
     /// CPU order. An exchange is done at once by both CPUs' stoppers; both CPUs count as
     /// `rq->autonuma_balance` (not initiators, not candidates) for the rest of the tick.
     pub(super) fn aa_sched_balance(&mut self) {
-        let cpus = self.sched.balanced_busy.clone();
-        let ncpu = self.m.nr_cpus();
+        let cpus = self.world.sched.balanced_busy.clone();
+        let ncpu = self.world.machine.nr_cpus();
         let mut pending = vec![false; ncpu];
         for this_cpu in cpus {
             if pending[this_cpu] {
                 continue;
             }
-            let Some(&p) = self.sched.rq(this_cpu).first() else {
+            let Some(&p) = self.world.sched.rq(this_cpu).first() else {
                 continue;
             };
             let p = p as usize;
-            let pidx = self.threads[p].proc;
-            let this_nid = self.m.cpus[this_cpu].node;
+            let pidx = self.world.threads[p].proc;
+            let this_nid = self.world.machine.cpus[this_cpu].node;
             let aa = self.aa_ref();
             let mut cands = Vec::new();
-            for nid in 0..self.m.nr_nodes() {
+            for nid in 0..self.world.machine.nr_nodes() {
                 if nid == this_nid {
                     continue;
                 }
-                for c in self.m.nodes[nid].cpus.iter() {
-                    if !self.sched.tasks[p].allowed.contains(c) || pending[c] {
+                for c in self.world.machine.nodes[nid].cpus.iter() {
+                    if !self.world.sched.tasks[p].allowed.contains(c) || pending[c] {
                         continue;
                     }
-                    let Some(&q) = self.sched.rq(c).first() else {
+                    let Some(&q) = self.world.sched.rq(c).first() else {
                         continue; // idle: CFS's business
                     };
                     let q = q as usize;
-                    if !self.sched.tasks[q].allowed.contains(this_cpu) {
+                    if !self.world.sched.tasks[q].allowed.contains(this_cpu) {
                         continue;
                     }
-                    let qp = self.threads[q].proc;
+                    let qp = self.world.threads[q].proc;
                     let same_mm = qp == pidx;
                     let (fault, tot) = if same_mm {
                         let ta = &aa.tasks[q];
@@ -547,7 +551,7 @@ impl Sim<'_> {
                 }
             }
             let b = sched_autonuma_balance(this_nid, &aa.tasks[p], &aa.mms[pidx], &cands);
-            let now = self.now;
+            let now = self.world.now;
             let aa = self.aa();
             aa.stats.balance_calls += 1;
             aa.tasks[p].task_selected_nid = Some(b.selected_nid);
@@ -555,17 +559,19 @@ impl Sim<'_> {
                 continue;
             };
             let dst = cands[i].cpu;
-            let q = self.sched.rq(dst)[0] as usize;
-            self.sched
+            let q = self.world.sched.rq(dst)[0] as usize;
+            self.world
+                .sched
                 .migrate(p as u32, this_cpu, dst, Cause::AutonumaExchange, now);
-            self.sched
+            self.world
+                .sched
                 .migrate(q as u32, dst, this_cpu, Cause::AutonumaExchange, now);
             pending[this_cpu] = true;
             pending[dst] = true;
-            self.m_.numa_task_swapped += 2;
+            self.world.metrics.numa_task_swapped += 2;
             self.aa().stats.exchanges += 1;
-            let dst_nid = self.m.cpus[dst].node;
-            let qpid = self.threads[q].proc;
+            let dst_nid = self.world.machine.cpus[dst].node;
+            let qpid = self.world.threads[q].proc;
             let nb = self.numab.as_mut().expect("model");
             nb.trace(
                 now,
@@ -605,7 +611,7 @@ impl ScanEnv for Sim<'_> {
     fn vmas(&self, mm: usize) -> Vec<(u64, bool)> {
         // Only anonymous memory without a VMA policy: file mappings and shmem (no
         // anon_vma) and mbind ranges are skipped.
-        self.procs[mm]
+        self.world.procs[mm]
             .regions
             .iter()
             .map(|r| {
@@ -616,17 +622,17 @@ impl ScanEnv for Sim<'_> {
     }
 
     fn exiting(&self, mm: usize) -> bool {
-        self.procs[mm].end_ns.is_some()
+        self.world.procs[mm].end_ns.is_some()
     }
 
     /// Simplification: PTE mode only (`knuma_scand/pmd`, one hint per PMD, is not
     /// modelled); every present PTE costs `pte_update_ns`, a THP's PMD one.
     fn scan_pmd(&mut self, mm: usize, vma: usize, a: u64, b: u64, counts: &mut [u64]) -> u64 {
-        let obj = self.procs[mm].regions[vma].obj;
+        let obj = self.world.procs[mm].regions[vma].obj;
         // page_mapcount != 1: mapped by several processes (per mapping object here).
-        let shared = self.obj_refs[obj] > 1;
-        let pte_ns = self.m.spec.costs.pte_update_ns;
-        let o = &mut self.objects[obj];
+        let shared = self.world.obj_refs[obj] > 1;
+        let pte_ns = self.world.machine.spec.costs.pte_update_ns;
+        let o = &mut self.world.objects[obj];
         let c = a / CHUNK;
         if o.chunk_populated(c) == 0 {
             return 0;
@@ -663,15 +669,15 @@ impl ScanEnv for Sim<'_> {
                 }
             }
         }
-        self.m_.numa_pte_updates += ptes;
-        self.m_.numa_huge_pte_updates += huge;
+        self.world.metrics.numa_pte_updates += ptes;
+        self.world.metrics.numa_huge_pte_updates += huge;
         self.aa().step_ns += visited as f64 * pte_ns;
         progress
     }
 
     fn flush_tlb_range(&mut self, _mm: usize, _vma: usize, start: u64, end: u64) {
         if end > start {
-            let ns = self.m.spec.costs.tlb_shootdown_ns;
+            let ns = self.world.machine.spec.costs.tlb_shootdown_ns;
             self.aa().step_ns += ns;
         }
     }

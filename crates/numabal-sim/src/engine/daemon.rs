@@ -107,44 +107,47 @@ const STATE_WINDOW_S: u64 = 2;
 impl Sim<'_> {
     /// Keep per-CPU busy times at whole seconds (the last few).
     pub(super) fn snapshot_busy(&mut self) {
-        let sec = self.now / NS as u64;
+        let sec = self.world.now / NS as u64;
         if self
+            .world
             .busy_snapshots
             .back()
             .is_some_and(|(t, _)| *t / NS as u64 == sec)
         {
             return;
         }
-        self.busy_snapshots
-            .push_back((self.now, self.cpu_busy_ns.clone()));
-        while self.busy_snapshots.len() > STATE_WINDOW_S as usize + 2 {
-            self.busy_snapshots.pop_front();
+        self.world
+            .busy_snapshots
+            .push_back((self.world.now, self.world.cpu_busy_ns.clone()));
+        while self.world.busy_snapshots.len() > STATE_WINDOW_S as usize + 2 {
+            self.world.busy_snapshots.pop_front();
         }
     }
 
     /// The nodes now, CPU idle over the last `STATE_WINDOW_S` seconds (or since the start).
     pub(super) fn node_state_at_end(&self) -> NodeStateAtEnd {
-        let want = self.now.saturating_sub(STATE_WINDOW_S * NS as u64);
+        let want = self.world.now.saturating_sub(STATE_WINDOW_S * NS as u64);
         let (t0, busy0) = self
+            .world
             .busy_snapshots
             .iter()
             .rev()
             .find(|(t, _)| *t <= want)
             .map(|(t, b)| (*t, b.clone()))
-            .unwrap_or_else(|| (0, vec![0.0; self.cpu_busy_ns.len()]));
-        let window = self.now - t0;
+            .unwrap_or_else(|| (0, vec![0.0; self.world.cpu_busy_ns.len()]));
+        let window = self.world.now - t0;
         let mem = self.node_obs();
         NodeStateAtEnd {
-            t_s: self.now as f64 / NS,
+            t_s: self.world.now as f64 / NS,
             window_ns: window,
-            nodes: (0..self.m.nr_nodes())
+            nodes: (0..self.world.machine.nr_nodes())
                 .map(|n| {
-                    let busy: f64 = self.m.nodes[n]
+                    let busy: f64 = self.world.machine.nodes[n]
                         .cpus
                         .iter()
-                        .map(|c| self.cpu_busy_ns[c] - busy0[c])
+                        .map(|c| self.world.cpu_busy_ns[c] - busy0[c])
                         .sum();
-                    let cpus = self.m.nodes[n].cpus.count() as f64;
+                    let cpus = self.world.machine.nodes[n].cpus.count() as f64;
                     NodeState {
                         mem_total_bytes: mem[n].mem_total_bytes,
                         mem_free_bytes: mem[n].mem_free_bytes,
@@ -157,19 +160,20 @@ impl Sim<'_> {
 
     /// Idle time of every CPU since the start, ns.
     pub(super) fn cpu_idle_ns(&self) -> Vec<u64> {
-        self.cpu_busy_ns
+        self.world
+            .cpu_busy_ns
             .iter()
-            .map(|&b| (self.now as f64 - b).max(0.0) as u64)
+            .map(|&b| (self.world.now as f64 - b).max(0.0) as u64)
             .collect()
     }
 
     /// Every node's `MemTotal` and `MemFree`.
     pub(super) fn node_obs(&self) -> Vec<NodeObs> {
-        (0..self.m.nr_nodes())
+        (0..self.world.machine.nr_nodes())
             .map(|n| NodeObs {
                 // MemTotal counts what the kernel reserved at boot; MemFree does not.
-                mem_total_bytes: self.m.nodes[n].memory_bytes,
-                mem_free_bytes: self.node_cap[n].saturating_sub(self.node_used[n])
+                mem_total_bytes: self.world.machine.nodes[n].memory_bytes,
+                mem_free_bytes: self.world.node_cap[n].saturating_sub(self.world.node_used[n])
                     * PAGE_BYTES as u64,
             })
             .collect()
@@ -177,10 +181,12 @@ impl Sim<'_> {
 
     /// Every live process with mappings, as `/proc/PID` shows it.
     fn process_obs(&self) -> Vec<ProcessObs> {
-        (0..self.procs.len())
-            .filter(|&i| self.procs[i].end_ns.is_none() && !self.procs[i].regions.is_empty())
+        (0..self.world.procs.len())
+            .filter(|&i| {
+                self.world.procs[i].end_ns.is_none() && !self.world.procs[i].regions.is_empty()
+            })
             .map(|i| {
-                let p = &self.procs[i];
+                let p = &self.world.procs[i];
                 let node_bytes = self.process_node_bytes(i);
                 let vsize: u64 = p.regions.iter().map(|r| r.pages * PAGE_BYTES as u64).sum();
                 let threads: Vec<usize> = p
@@ -190,9 +196,12 @@ impl Sim<'_> {
                     .collect();
                 let live = threads
                     .iter()
-                    .filter(|&&t| self.threads[t].state != TState::Done)
+                    .filter(|&&t| self.world.threads[t].state != TState::Done)
                     .count();
-                let cpu_ns: f64 = threads.iter().map(|&t| self.threads[t].sum_exec_ns).sum();
+                let cpu_ns: f64 = threads
+                    .iter()
+                    .map(|&t| self.world.threads[t].sum_exec_ns)
+                    .sum();
                 ProcessObs {
                     pid: Pid(i as u32 + 1),
                     comm: p.name.clone(),
@@ -222,17 +231,18 @@ impl Sim<'_> {
     /// A pass of a policy with its own interval (`Policy::tick_interval_ns`).
     pub(super) fn policy_tick(&mut self) -> Result<(), super::SimError> {
         let threads: Vec<ThreadObs> = self
+            .world
             .threads
             .iter()
             .enumerate()
             .filter(|(_, th)| th.state != TState::Done)
             .map(|(t, th)| {
-                let cpu = self.sched.tasks[t].cpu;
+                let cpu = self.world.sched.tasks[t].cpu;
                 ThreadObs {
                     tid: Tid(t as u32 + 1),
                     pid: Pid(th.proc as u32 + 1),
                     cpu,
-                    node: cpu.map(|c| self.m.cpus[c].node),
+                    node: cpu.map(|c| self.world.machine.cpus[c].node),
                 }
             })
             .collect();
@@ -242,9 +252,9 @@ impl Sim<'_> {
         let mut out = std::mem::take(&mut self.actions);
         out.clear();
         self.policy.on_tick(
-            self.m,
+            self.world.machine,
             &Observation {
-                now_ns: self.now,
+                now_ns: self.world.now,
                 threads: &threads,
                 processes: &processes,
                 nodes: &nodes,
@@ -256,16 +266,17 @@ impl Sim<'_> {
         for a in &out {
             if let Action::SetThreadAffinity { tid, cpus } = a {
                 // clone() copies the creator's mask: threads started later get it too.
-                let pidx = self.threads[tid.idx() - 1].proc;
-                self.procs[pidx].inherited_affinity = Some(cpus.clone());
+                let pidx = self.world.threads[tid.idx() - 1].proc;
+                self.world.procs[pidx].inherited_affinity = Some(cpus.clone());
             }
         }
         self.apply_actions(&out)?;
         self.actions = out;
         if let Some(i) = self.policy.tick_interval_ns() {
             if self.daemon.jobs.is_empty() {
-                self.events
-                    .push(self.now + i.max(1), super::EventKind::PolicyTick);
+                self.world
+                    .events
+                    .push(self.world.now + i.max(1), super::EventKind::PolicyTick);
             } else {
                 self.daemon.deferred_tick = Some(i.max(1));
             }
@@ -278,7 +289,7 @@ impl Sim<'_> {
         let pidx = pid.idx() - 1;
         let b = self.daemon.batch.get_or_insert(Batch {
             pid: pid.0,
-            start_ns: self.now,
+            start_ns: self.world.now,
             to: Mask::new(),
             pages: 0,
         });
@@ -294,7 +305,7 @@ impl Sim<'_> {
     /// A decision log line.
     pub(super) fn policy_log(&mut self, pid: Pid, message: &str) {
         self.daemon.log.push(PolicyLogEntry {
-            t_s: self.now as f64 / NS,
+            t_s: self.world.now as f64 / NS,
             pid: pid.0,
             message: message.to_string(),
         });
@@ -302,16 +313,16 @@ impl Sim<'_> {
 
     /// Run queued `migrate_pages` calls for one tick of the daemon's time.
     pub(super) fn run_migrate_pages(&mut self) {
-        let mut budget = self.tick_ns as f64;
+        let mut budget = self.world.tick_ns as f64;
         while budget > 0.0 {
             let Some(job) = self.daemon.jobs.front().cloned() else {
                 break;
             };
             let (mut r, mut p) = job.at;
             let mut done = true;
-            while r < self.procs[job.pidx].regions.len() {
+            while r < self.world.procs[job.pidx].regions.len() {
                 let (obj, pages) = {
-                    let reg = &self.procs[job.pidx].regions[r];
+                    let reg = &self.world.procs[job.pidx].regions[r];
                     (reg.obj, reg.pages)
                 };
                 while p < pages {
@@ -319,7 +330,7 @@ impl Sim<'_> {
                         done = false;
                         break;
                     }
-                    let o = &self.objects[obj];
+                    let o = &self.world.objects[obj];
                     let (step, nr) = if o.is_huge(p / CHUNK) {
                         (CHUNK - p % CHUNK, o.chunk_len(p / CHUNK))
                     } else {
@@ -334,7 +345,7 @@ impl Sim<'_> {
                                 }
                             }
                             // The destination is full: the kernel still tried.
-                            None => budget -= self.m.spec.costs.migrate_page_ns,
+                            None => budget -= self.world.machine.spec.costs.migrate_page_ns,
                         }
                     }
                     p += step;
@@ -353,7 +364,7 @@ impl Sim<'_> {
         }
         if self.daemon.jobs.is_empty() {
             if let Some(b) = self.daemon.batch.take() {
-                let secs = (self.now - b.start_ns) as f64 / NS;
+                let secs = (self.world.now - b.start_ns) as f64 / NS;
                 let msg = format!(
                     "PID {} moved to node(s) {} in {:.2} seconds ({} pages)",
                     b.pid,
@@ -364,7 +375,9 @@ impl Sim<'_> {
                 self.policy_log(Pid(b.pid), &msg);
             }
             if let Some(i) = self.daemon.deferred_tick.take() {
-                self.events.push(self.now + i, super::EventKind::PolicyTick);
+                self.world
+                    .events
+                    .push(self.world.now + i, super::EventKind::PolicyTick);
             }
         }
     }

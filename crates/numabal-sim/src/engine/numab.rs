@@ -226,10 +226,10 @@ impl Sim<'_> {
 
     /// `get_mm_rss`: resident pages of a process's mappings.
     fn mm_rss(&self, pidx: usize) -> u64 {
-        self.procs[pidx]
+        self.world.procs[pidx]
             .regions
             .iter()
-            .map(|r| self.objects[r.obj].populated())
+            .map(|r| self.world.objects[r.obj].populated())
             .sum()
     }
 
@@ -239,11 +239,15 @@ impl Sim<'_> {
             self.aa_new_process(pidx);
             return;
         }
-        let now = self.now;
-        let nregions = self.procs[pidx].regions.len();
-        let objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
+        let now = self.world.now;
+        let nregions = self.world.procs[pidx].regions.len();
+        let objs: Vec<usize> = self.world.procs[pidx]
+            .regions
+            .iter()
+            .map(|r| r.obj)
+            .collect();
         for o in objs {
-            self.objects[o].enable_hinting();
+            self.world.objects[o].enable_hinting();
         }
         let nb = self.nb();
         let delay = nb.tun.scan_delay_ms * MS;
@@ -268,8 +272,8 @@ impl Sim<'_> {
             self.aa_new_task(t);
             return;
         }
-        let tick = self.tick_ns;
-        let pidx = self.threads[t].proc;
+        let tick = self.world.tick_ns;
+        let pidx = self.world.threads[t].proc;
         let nb = self.nb();
         let delay = nb.tun.scan_delay_ms;
         let (stamp, preferred) = match parent {
@@ -300,7 +304,7 @@ impl Sim<'_> {
         let nb = self.nb();
         debug_assert_eq!(nb.tasks.len(), t);
         nb.tasks.push(tn);
-        self.sched.tasks[t].numa_preferred_nid = preferred;
+        self.world.sched.tasks[t].numa_preferred_nid = preferred;
     }
 
     /// `task_numa_free` at exit: leave the group.
@@ -308,7 +312,7 @@ impl Sim<'_> {
         if self.nb().aa.is_some() {
             return;
         }
-        let nn = self.m.nr_nodes();
+        let nn = self.world.machine.nr_nodes();
         let nb = self.nb();
         let tk = &mut nb.tasks[t];
         if let (Some(g), Some(f)) = (tk.group.take(), tk.faults.as_ref()) {
@@ -329,22 +333,24 @@ impl Sim<'_> {
         }
         // CPUs' ticks are not synchronised: which thread of an mm reaches
         // `numa_next_scan` first varies, so the walk starts at a random thread.
-        let n = self.threads.len();
+        let n = self.world.threads.len();
         if n == 0 {
             return;
         }
         let first = {
             use rand::RngExt;
-            self.rng.random_range(0..n)
+            self.world.rng.random_range(0..n)
         };
         for k in 0..n {
             let t = (first + k) % n;
-            if self.threads[t].state != TState::Runnable || self.sched.tasks[t].cpu.is_none() {
+            if self.world.threads[t].state != TState::Runnable
+                || self.world.sched.tasks[t].cpu.is_none()
+            {
                 continue;
             }
-            let now_exec = self.threads[t].sum_exec_ns as u64;
-            let now = self.now;
-            let pidx = self.threads[t].proc;
+            let now_exec = self.world.threads[t].sum_exec_ns as u64;
+            let now = self.world.now;
+            let pidx = self.world.threads[t].proc;
             let nb = self.numab.as_ref().expect("kernel NUMA model");
             let tk = &nb.tasks[t];
             let period = tk.scan_period * MS;
@@ -354,7 +360,7 @@ impl Sim<'_> {
             // The first trigger sets the period from the RSS (`period` above keeps the
             // fork-time value, as in the kernel).
             let start = (tk.node_stamp == 0).then(|| {
-                let gs = nb.group_share(tk.group, self.m.nr_nodes());
+                let gs = nb.group_share(tk.group, self.world.machine.nr_nodes());
                 task_scan_start(self.mm_rss(pidx), &nb.tun, gs)
             });
             let nb = self.nb();
@@ -369,7 +375,7 @@ impl Sim<'_> {
                     self.nb().scan_ns += cost;
                     // An async worker runs on the task's node too (scan_async_worker).
                     let node = self.thread_node(t);
-                    self.series.scanned(Some(pidx), node, cost);
+                    self.world.series.scanned(Some(pidx), node, cost);
                     if self.nb().tun.scan_async {
                         self.scan_async_worker(t, cost);
                     } else {
@@ -392,22 +398,24 @@ impl Sim<'_> {
     /// the 32x overhead cap count it, and on a contended CPU the task, not the others, gives
     /// up the CPU time (as a vruntime charge would, over time).
     fn scan_async_worker(&mut self, t: usize, cost: f64) {
-        let Some(cpu) = self.sched.tasks[t].cpu else {
+        let Some(cpu) = self.world.sched.tasks[t].cpu else {
             return;
         };
         let backcharge = self.nb().tun.scan_async_backcharge;
         // The task runs on `cpu`, so it shares it with at least the task unless the
         // worker found an idle CPU.
-        let (wcpu, shared_with) = self.kthread_cpu(cpu, self.m.cpus[cpu].node);
+        let (wcpu, shared_with) = self.kthread_cpu(cpu, self.world.machine.cpus[cpu].node);
         let idle = shared_with == 0;
-        let outside = !self.procs[self.threads[t].proc].cpuset_cpus.contains(wcpu);
+        let outside = !self.world.procs[self.world.threads[t].proc]
+            .cpuset_cpus
+            .contains(wcpu);
         let nb = self.nb();
         nb.stats.async_scans += 1;
         nb.stats.async_scans_idle_cpu += idle as u64;
         nb.stats.async_scans_outside_cpuset += outside as u64;
         if backcharge {
             nb.tasks[t].node_stamp += 32 * cost as u64;
-            self.sys_ns += cost;
+            self.world.sys_ns += cost;
         } else {
             nb.scan_hidden_ns += cost;
         }
@@ -415,11 +423,11 @@ impl Sim<'_> {
             // The task, not its neighbours, gives the time up: paid like kernel work of
             // its own (it adds to its CPU time); the preempted thread still stalls.
             self.kthread_hold(wcpu, cost);
-            self.threads[t].debt_ns += cost;
+            self.world.threads[t].debt_ns += cost;
             self.stall(cost);
         } else {
             if backcharge {
-                self.threads[t].sum_exec_ns += cost;
+                self.world.threads[t].sum_exec_ns += cost;
             }
             // On an idle CPU nobody loses anything; otherwise the worker preempts the
             // CPU's current thread and every runnable thread there loses its share.
@@ -431,20 +439,22 @@ impl Sim<'_> {
     /// `prev` on (`select_idle_sibling`) not taken by another kernel thread this tick,
     /// else `prev`. Returns it and the number of runnable threads it shares it with.
     pub(super) fn kthread_cpu(&self, prev: usize, node: usize) -> (usize, usize) {
-        let nr = self.m.nr_cpus();
+        let nr = self.world.machine.nr_cpus();
         let busy = &self.numab.as_ref().expect("model").worker_busy_until;
-        let idle = (0..nr)
-            .map(|k| (prev + k) % nr)
-            .find(|&c| self.m.cpus[c].node == node && self.sched.is_idle(c) && busy[c] <= self.now);
+        let idle = (0..nr).map(|k| (prev + k) % nr).find(|&c| {
+            self.world.machine.cpus[c].node == node
+                && self.world.sched.is_idle(c)
+                && busy[c] <= self.world.now
+        });
         match idle {
             Some(c) => (c, 0),
-            None => (prev, self.sched.rq(prev).len()),
+            None => (prev, self.world.sched.rq(prev).len()),
         }
     }
 
     /// A kernel thread holds `cpu` for `ns` from now (or from when the one before it ends).
     fn kthread_hold(&mut self, cpu: usize, ns: f64) {
-        let now = self.now;
+        let now = self.world.now;
         let nb = self.numab.as_mut().expect("model");
         nb.worker_busy_until[cpu] = nb.worker_busy_until[cpu].max(now) + ns as u64;
     }
@@ -453,7 +463,13 @@ impl Sim<'_> {
     /// lose it (processor sharing), and it is not their CPU time; one of them stalls.
     pub(super) fn kthread_run(&mut self, cpu: usize, ns: f64) {
         self.kthread_hold(cpu, ns);
-        let rq: Vec<usize> = self.sched.rq(cpu).iter().map(|&x| x as usize).collect();
+        let rq: Vec<usize> = self
+            .world
+            .sched
+            .rq(cpu)
+            .iter()
+            .map(|&x| x as usize)
+            .collect();
         if rq.is_empty() {
             return;
         }
@@ -466,7 +482,7 @@ impl Sim<'_> {
 
     /// Whether the VMA `ri` of process `pidx` may be scanned for task `t`, or why not.
     fn vma_unsuitable(&self, t: usize, ri: usize) -> Option<SkipReason> {
-        let p = &self.procs[self.threads[t].proc];
+        let p = &self.world.procs[self.world.threads[t].proc];
         let r = &p.regions[ri];
         if r.file_ro {
             return Some(SkipReason::SharedRo);
@@ -487,8 +503,11 @@ impl Sim<'_> {
 
     /// The memory policy of the access phase `t` is in, if any.
     pub(super) fn phase_policy(&self, t: usize) -> Option<&MemPolicy> {
-        let th = &self.threads[t];
-        match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
+        let th = &self.world.threads[t];
+        match self.world.procs[th.proc].groups[th.group]
+            .phases
+            .get(th.phase)
+        {
             Some(super::PhaseRt::Access(a)) => a.mempolicy.as_ref(),
             _ => None,
         }
@@ -496,8 +515,8 @@ impl Sim<'_> {
 
     /// The task's own memory policy (thread, process, current phase, workload).
     pub(super) fn task_policy(&self, t: usize) -> Option<&MemPolicy> {
-        let th = &self.threads[t];
-        let p = &self.procs[th.proc];
+        let th = &self.world.threads[t];
+        let p = &self.world.procs[th.proc];
         th.policy_thread
             .as_ref()
             .or(p.policy_proc.as_ref())
@@ -507,13 +526,13 @@ impl Sim<'_> {
 
     /// `task_numa_work`: returns the CPU ns the scan took.
     fn task_numa_work(&mut self, t: usize) -> f64 {
-        let now = self.now;
-        let pidx = self.threads[t].proc;
+        let now = self.world.now;
+        let pidx = self.world.threads[t].proc;
         let pid = t as u32 + 1;
         // The cpuset scan-skip patch (v6.16+): nothing can migrate when the cpuset allows one memory node.
-        let single_mem = self.procs[pidx].cpuset_mems.count() == 1;
-        let tick = self.tick_ns;
-        let nthreads = self.procs[pidx].live as u64;
+        let single_mem = self.world.procs[pidx].cpuset_mems.count() == 1;
+        let tick = self.world.tick_ns;
+        let nthreads = self.world.procs[pidx].live as u64;
         let nb = self.nb();
         if nb.tun.cpuset_skip && single_mem {
             nb.stats.cpuset_skips += 1;
@@ -537,10 +556,12 @@ impl Sim<'_> {
         let pid_filter = nb.tun.vma_pid_filter;
         let scan_window = nb.tun.scan_window;
 
-        let nregions = self.procs[pidx].regions.len();
-        let single_thread = self.procs[pidx].live == 1;
-        let cpu_node = self.sched.tasks[t].cpu.map_or(0, |c| self.m.cpus[c].node);
-        let k = &self.m.spec.costs;
+        let nregions = self.world.procs[pidx].regions.len();
+        let single_thread = self.world.procs[pidx].live == 1;
+        let cpu_node = self.world.sched.tasks[t]
+            .cpu
+            .map_or(0, |c| self.world.machine.cpus[c].node);
+        let k = &self.world.machine.spec.costs;
         let (pte_ns, tlb_ns) = (k.pte_update_ns, k.tlb_shootdown_ns);
         let mut cost = 0.0;
         let mut forced = false;
@@ -555,7 +576,7 @@ impl Sim<'_> {
         'retry: loop {
             let (mut ri, mut off) = self.nb().mms[pidx].scan_offset;
             while ri < nregions {
-                let rpages = self.procs[pidx].regions[ri].pages;
+                let rpages = self.world.procs[pidx].regions[ri].pages;
                 if off >= rpages {
                     ri += 1;
                     off = 0;
@@ -608,8 +629,8 @@ impl Sim<'_> {
                 } else {
                     (0, rpages)
                 };
-                let vm_shared = self.procs[pidx].regions[ri].vm_shared;
-                let obj = self.procs[pidx].regions[ri].obj;
+                let vm_shared = self.world.procs[pidx].regions[ri].vm_shared;
+                let obj = self.world.procs[pidx].regions[ri].obj;
                 // change_pte_range's single-threaded optimisation: folios already on the
                 // scanning CPU's node are not protected.
                 let skip_node = (single_thread && !vm_shared).then_some(cpu_node);
@@ -625,8 +646,8 @@ impl Sim<'_> {
                     if n > 0 {
                         cost += c + tlb_ns;
                         pages -= (end - start) as i64;
-                        self.m_.numa_pte_updates += n;
-                        self.m_.numa_huge_pte_updates += huge;
+                        self.world.metrics.numa_pte_updates += n;
+                        self.world.metrics.numa_huge_pte_updates += huge;
                     } else {
                         cost += c;
                     }
@@ -697,7 +718,7 @@ impl Sim<'_> {
         skip_node: Option<usize>,
         pte_ns: f64,
     ) -> (u64, u64, f64) {
-        let o = &mut self.objects[obj];
+        let o = &mut self.world.objects[obj];
         let mut p = a;
         let mut changed = 0;
         let mut huge = 0;
@@ -747,8 +768,8 @@ impl Sim<'_> {
             return 0.0;
         };
         let (file_ro, vm_shared) = {
-            let r = &self.procs[pidx].regions[ri];
-            (r.file_ro, r.vm_shared && self.obj_refs[obj] > 1)
+            let r = &self.world.procs[pidx].regions[ri];
+            (r.file_ro, r.vm_shared && self.world.obj_refs[obj] > 1)
         };
         let pid = t as u32 + 1;
         let mut flags = 0;
@@ -758,8 +779,8 @@ impl Sim<'_> {
         if vm_shared {
             flags |= TNF_SHARED;
         }
-        let last = CpuPid(self.objects[obj].cpupid(head));
-        let now = self.now;
+        let last = CpuPid(self.world.objects[obj].cpupid(head));
+        let now = self.world.now;
         {
             let nb = self.numab.as_mut().expect("kernel NUMA model");
             if let Some(Some(v)) = nb.mms[pidx].vmas.get_mut(ri) {
@@ -783,10 +804,10 @@ impl Sim<'_> {
             && self
                 .alloc_policy_ref(t, ri, head, self.phase_policy(t))
                 .is_none_or(|p| *p == MemPolicy::Default)
-            && self.procs[pidx].cpuset_mems.contains(thisnid)
+            && self.world.procs[pidx].cpuset_mems.contains(thisnid)
         {
             let this = CpuPid::new(cpu, pid);
-            self.objects[obj].xchg_cpupid(head, this.0);
+            self.world.objects[obj].xchg_cpupid(head, this.0);
             let nb = self.numab.as_ref().expect("kernel NUMA model");
             let tk = &nb.tasks[t];
             let group = tk.group.map(|g| {
@@ -803,10 +824,10 @@ impl Sim<'_> {
                 preferred_nid: tk.preferred,
                 scan_seq: tk.scan_seq,
                 last,
-                last_node: (!last.pid_unset() && last.cpu() < self.m.nr_cpus())
-                    .then(|| self.m.cpus[last.cpu()].node),
+                last_node: (!last.pid_unset() && last.cpu() < self.world.machine.nr_cpus())
+                    .then(|| self.world.machine.cpus[last.cpu()].node),
                 dst_nid: thisnid,
-                dst_has_memory: self.node_cap[thisnid] > 0,
+                dst_has_memory: self.world.node_cap[thisnid] > 0,
                 group,
             };
             if should_migrate(&input).0 {
@@ -814,12 +835,12 @@ impl Sim<'_> {
             }
         }
         let mut mem_node = nid;
-        let mut cost = self.m.spec.costs.hint_fault_ns;
+        let mut cost = self.world.machine.spec.costs.hint_fault_ns;
         if let Some(dst) = target {
             if let Some(c) = self.migrate_page(obj, head, dst) {
                 flags |= TNF_MIGRATED;
                 mem_node = dst;
-                self.m_.numa_pages_migrated += nr;
+                self.world.metrics.numa_pages_migrated += nr;
                 cost += c;
             } else {
                 flags |= TNF_MIGRATE_FAIL;
@@ -841,9 +862,9 @@ impl Sim<'_> {
         flags: u32,
         now: u64,
     ) {
-        let nn = self.m.nr_nodes();
+        let nn = self.world.machine.nr_nodes();
         let pid = t as u32 + 1;
-        let cpu_node = self.m.cpus[cpu].node;
+        let cpu_node = self.world.machine.cpus[cpu].node;
         {
             let tk = &mut self.nb().tasks[t];
             if tk.faults.is_none() {
@@ -902,8 +923,8 @@ impl Sim<'_> {
     /// group of the task now running on the recorded CPU. Returns whether the fault counts
     /// as private.
     fn task_numa_group(&mut self, t: usize, last: CpuPid, flags: u32) -> bool {
-        let nn = self.m.nr_nodes();
-        let pidx = self.threads[t].proc;
+        let nn = self.world.machine.nr_nodes();
+        let pidx = self.world.threads[t].proc;
         let nb = self.numab.as_mut().expect("kernel NUMA model");
         if nb.tasks[t].group.is_none() {
             let tk = &nb.tasks[t];
@@ -916,8 +937,9 @@ impl Sim<'_> {
         let my = nb.tasks[t].group.expect("just created");
         // The task running on the recorded CPU now, if its PID matches the record.
         let cpu = last.cpu();
-        let partner = if cpu < self.sched.nr_cpus() {
-            self.sched
+        let partner = if cpu < self.world.sched.nr_cpus() {
+            self.world
+                .sched
                 .rq(cpu)
                 .first()
                 .map(|&x| x as usize)
@@ -926,7 +948,7 @@ impl Sim<'_> {
             None
         };
         let theirs = partner.and_then(|p| nb.tasks.get(p).and_then(|tk| tk.group));
-        let same_mm = partner.is_some_and(|p| self.threads[p].proc == pidx);
+        let same_mm = partner.is_some_and(|p| self.world.threads[p].proc == pidx);
         let d = group_decision(
             (my, nb.groups[my].nr_tasks),
             theirs.map(|g| (g, nb.groups[g].nr_tasks)),
@@ -956,12 +978,12 @@ impl Sim<'_> {
     /// `task_numa_placement`: once per pass of the mm, fold the buffers, pick the
     /// preferred node and adapt the scan period.
     fn task_numa_placement(&mut self, t: usize) {
-        let nn = self.m.nr_nodes();
-        let now = self.now;
-        let pidx = self.threads[t].proc;
+        let nn = self.world.machine.nr_nodes();
+        let now = self.world.now;
+        let pidx = self.world.threads[t].proc;
         let rss = self.mm_rss(pidx);
-        let sum_exec = self.threads[t].sum_exec_ns as u64;
-        let runnable = self.sched.tasks[t].runnable;
+        let sum_exec = self.world.threads[t].sum_exec_ns as u64;
+        let runnable = self.world.sched.tasks[t].runnable;
         let nb = self.numab.as_mut().expect("kernel NUMA model");
         let seq = nb.mms[pidx].scan_seq;
         if nb.tasks[t].scan_seq == seq || nb.tasks[t].faults.is_none() {
@@ -1006,7 +1028,7 @@ impl Sim<'_> {
         // preferred_group_nid: the argmax unchanged on NUMA_DIRECT topologies.
         if pl.max_faults > 0 && pl.max_nid != tk.preferred {
             tk.preferred = pl.max_nid;
-            self.sched.tasks[t].numa_preferred_nid = pl.max_nid;
+            self.world.sched.tasks[t].numa_preferred_nid = pl.max_nid;
         }
         let nb = self.numab.as_mut().expect("kernel NUMA model");
         let gs = nb.group_share(nb.tasks[t].group, nn);
@@ -1048,9 +1070,9 @@ impl Sim<'_> {
 
     /// `numa_migrate_preferred`.
     fn numa_migrate_preferred(&mut self, t: usize) {
-        let tick = self.tick_ns;
-        let now = self.now;
-        let Some(cpu) = self.sched.tasks[t].cpu else {
+        let tick = self.world.tick_ns;
+        let now = self.world.now;
+        let Some(cpu) = self.world.sched.tasks[t].cpu else {
             return;
         };
         let nb = self.nb();
@@ -1065,7 +1087,7 @@ impl Sim<'_> {
         let hz = NS as u64 / tick;
         let jiffies = (tk.scan_period * MS / tick / 16).min(hz);
         tk.migrate_retry = now + jiffies * tick;
-        if self.m.cpus[cpu].node == pref {
+        if self.world.machine.cpus[cpu].node == pref {
             return;
         }
         self.task_numa_migrate(t, cpu, pref);
@@ -1089,27 +1111,27 @@ impl Sim<'_> {
     fn numa_stats(&self, t: usize, nid: usize, find_idle: bool) -> NumaStats {
         let mut ns = NumaStats::default();
         let mut idle_core = None;
-        for c in self.m.nodes[nid].cpus.iter() {
-            let (nr, _, _) = self.sched.fbq_counts(c);
-            ns.load += self.sched.cpu_load(c);
-            ns.runnable += self.sched.cpu_load(c);
-            ns.util += self.sched.cpu_util(c);
+        for c in self.world.machine.nodes[nid].cpus.iter() {
+            let (nr, _, _) = self.world.sched.fbq_counts(c);
+            ns.load += self.world.sched.cpu_load(c);
+            ns.runnable += self.world.sched.cpu_load(c);
+            ns.util += self.world.sched.cpu_util(c);
             ns.nr_running += nr as i64;
             ns.capacity += 1024.0;
             ns.weight += 1;
             if find_idle && idle_core.is_none() && nr == 0 {
-                if !self.sched.tasks[t].allowed.contains(c) {
+                if !self.world.sched.tasks[t].allowed.contains(c) {
                     continue;
                 }
                 if ns.idle_cpu.is_none() {
                     ns.idle_cpu = Some(c);
                 }
                 // numa_idle_core: a CPU whose SMT siblings are all idle.
-                let core = self.m.cpus[c].core;
-                if self.m.cores[core]
+                let core = self.world.machine.cpus[c].core;
+                if self.world.machine.cores[core]
                     .cpus
                     .iter()
-                    .all(|&s| self.sched.is_idle(s))
+                    .all(|&s| self.world.sched.is_idle(s))
                 {
                     idle_core = Some(c);
                 }
@@ -1123,10 +1145,10 @@ impl Sim<'_> {
 
     /// `task_numa_migrate`: move or swap `t` towards its preferred node.
     fn task_numa_migrate(&mut self, t: usize, src_cpu: usize, pref: usize) {
-        let src_nid = self.m.cpus[src_cpu].node;
-        let pidx = self.threads[t].proc;
+        let src_nid = self.world.machine.cpus[src_cpu].node;
+        let pidx = self.world.threads[t].proc;
         let imbalance_pct = 100.0 + (117.0 - 100.0) / 2.0; // sd_numa 117 -> 108
-        let imb_numa_nr = self.sched.imb_numa_nr().unwrap_or(1) as i64;
+        let imb_numa_nr = self.world.sched.imb_numa_nr().unwrap_or(1) as i64;
         let in_group = self.numab.as_ref().expect("model").tasks[t].group.is_some();
         let tw_src = self.task_weight_of(t, src_nid);
         let gw_src = self.group_weight_of(t, src_nid);
@@ -1170,13 +1192,15 @@ impl Sim<'_> {
             }
         }
         if in_group {
-            let nid = env.best_cpu.map_or(src_nid, |c| self.m.cpus[c].node);
+            let nid = env
+                .best_cpu
+                .map_or(src_nid, |c| self.world.machine.cpus[c].node);
             if Some(nid) != self.numab.as_ref().expect("m").tasks[t].preferred {
                 self.numab.as_mut().expect("m").tasks[t].preferred = Some(nid);
-                self.sched.tasks[t].numa_preferred_nid = Some(nid);
+                self.world.sched.tasks[t].numa_preferred_nid = Some(nid);
             }
         }
-        let now = self.now;
+        let now = self.world.now;
         let Some(best_cpu) = env.best_cpu else {
             let nb = self.nb();
             nb.stats.numa_stick += 1;
@@ -1189,12 +1213,13 @@ impl Sim<'_> {
             );
             return;
         };
-        let dst_nid = self.m.cpus[best_cpu].node;
+        let dst_nid = self.world.machine.cpus[best_cpu].node;
         match env.best_task {
             None => {
-                self.sched
+                self.world
+                    .sched
                     .migrate(t as u32, src_cpu, best_cpu, Cause::NumaMove, now);
-                self.m_.numa_task_migrated += 1;
+                self.world.metrics.numa_task_migrated += 1;
                 let nb = self.nb();
                 nb.trace(
                     now,
@@ -1207,12 +1232,14 @@ impl Sim<'_> {
                 );
             }
             Some(cur) => {
-                self.sched
+                self.world
+                    .sched
                     .migrate(t as u32, src_cpu, best_cpu, Cause::NumaSwap, now);
-                self.sched
+                self.world
+                    .sched
                     .migrate(cur as u32, best_cpu, src_cpu, Cause::NumaSwap, now);
-                self.m_.numa_task_swapped += 2;
-                let cur_pid = self.threads[cur].proc;
+                self.world.metrics.numa_task_swapped += 2;
+                let cur_pid = self.world.threads[cur].proc;
                 let nb = self.nb();
                 nb.trace(
                     now,
@@ -1250,11 +1277,11 @@ impl Sim<'_> {
                 }
             }
         } else {
-            let load = self.sched.tasks[env.t].runnable;
+            let load = self.world.sched.tasks[env.t].runnable;
             maymove = !env.load_too_imbalanced(env.src.load - load, env.dst.load + load);
         }
-        for c in self.m.nodes[env.dst_nid].cpus.iter() {
-            if !self.sched.tasks[env.t].allowed.contains(c) {
+        for c in self.world.machine.nodes[env.dst_nid].cpus.iter() {
+            if !self.world.sched.tasks[env.t].allowed.contains(c) {
                 continue;
             }
             if self.task_numa_compare(env, c, taskimp, groupimp, maymove) {
@@ -1276,7 +1303,7 @@ impl Sim<'_> {
         let p_ng = nb.tasks[env.t].group;
         let mut imp = if p_ng.is_some() { groupimp } else { taskimp };
         let moveimp = imp;
-        let cur = self.sched.rq(dst_cpu).first().map(|&x| x as usize);
+        let cur = self.world.sched.rq(dst_cpu).first().map(|&x| x as usize);
         if cur == Some(env.t) {
             return true;
         }
@@ -1291,7 +1318,7 @@ impl Sim<'_> {
                 }
             }
             Some(cur) => {
-                if !self.sched.tasks[cur].allowed.contains(env.src_cpu) {
+                if !self.world.sched.tasks[cur].allowed.contains(env.src_cpu) {
                     return false;
                 }
                 if let Some(bt) = env.best_task
@@ -1336,7 +1363,8 @@ impl Sim<'_> {
                     if imp < SMALLIMP || imp <= env.best_imp + SMALLIMP / 2 {
                         return false;
                     }
-                    let load = self.sched.tasks[env.t].runnable - self.sched.tasks[cur].runnable;
+                    let load = self.world.sched.tasks[env.t].runnable
+                        - self.world.sched.tasks[cur].runnable;
                     if load != 0.0
                         && env.load_too_imbalanced(env.src.load - load, env.dst.load + load)
                     {
@@ -1352,9 +1380,9 @@ impl Sim<'_> {
         let mut cpu = dst_cpu;
         if cur.is_none() {
             cpu = env.dst.idle_cpu.unwrap_or(dst_cpu);
-            if !self.sched.is_idle(cpu)
+            if !self.world.sched.is_idle(cpu)
                 && let Some(b) = env.best_cpu
-                && self.sched.is_idle(b)
+                && self.world.sched.is_idle(b)
             {
                 cpu = b;
             }
@@ -1362,7 +1390,7 @@ impl Sim<'_> {
         env.best_cpu = Some(cpu);
         env.best_task = cur;
         env.best_imp = imp;
-        if maymove && cur.is_none() && self.sched.is_idle(cpu) {
+        if maymove && cur.is_none() && self.world.sched.is_idle(cpu) {
             return true;
         }
         if !maymove

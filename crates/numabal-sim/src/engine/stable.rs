@@ -99,21 +99,25 @@ impl Sim<'_> {
     /// period from now, its root group's allowed nodes (those its cpuset has CPUs on). A
     /// process with no mappings is never scanned and its threads never join.
     pub(super) fn stable_new_process(&mut self, pidx: usize) {
-        let objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
-        let nn = self.m.nr_nodes();
+        let objs: Vec<usize> = self.world.procs[pidx]
+            .regions
+            .iter()
+            .map(|r| r.obj)
+            .collect();
+        let nn = self.world.machine.nr_nodes();
         let allowed: Vec<bool> = (0..nn)
             .map(|n| {
-                self.m.nodes[n]
+                self.world.machine.nodes[n]
                     .cpus
                     .iter()
-                    .any(|c| self.procs[pidx].cpuset_cpus.contains(c))
+                    .any(|c| self.world.procs[pidx].cpuset_cpus.contains(c))
             })
             .collect();
-        let now = self.now;
+        let now = self.world.now;
         let period = self.st().core.tunables().scan_period_ms * MS;
         for &o in &objs {
-            self.objects[o].enable_hinting();
-            let pages = self.objects[o].pages as usize;
+            self.world.objects[o].enable_hinting();
+            let pages = self.world.objects[o].pages as usize;
             let st = self.st();
             if st.recs.len() <= o {
                 st.recs.resize(o + 1, Vec::new());
@@ -143,8 +147,8 @@ impl Sim<'_> {
     /// `join_at = creation`, or with `first_scan` if its process is being profiled
     /// already.
     pub(super) fn stable_new_task(&mut self, t: usize, cpu: usize) {
-        let pidx = self.threads[t].proc;
-        let node = self.m.cpus[cpu].node;
+        let pidx = self.world.threads[t].proc;
+        let node = self.world.machine.cpus[cpu].node;
         let st = self.st();
         let has_mm = st.mms.get(pidx).is_some_and(|m| m.alive);
         let join = match st.core.tunables().join_at {
@@ -164,15 +168,15 @@ impl Sim<'_> {
         if self.st().core.tunables().join_at != JoinAt::FirstScan {
             return;
         }
-        let threads: Vec<usize> = self.procs[pidx]
+        let threads: Vec<usize> = self.world.procs[pidx]
             .groups
             .iter()
             .flat_map(|g| g.threads.iter().copied())
-            .filter(|&t| self.threads[t].state != TState::Done)
+            .filter(|&t| self.world.threads[t].state != TState::Done)
             .collect();
         for t in threads {
-            let task = &self.sched.tasks[t];
-            let node = self.m.cpus[task.cpu.unwrap_or(task.prev_cpu)].node;
+            let task = &self.world.sched.tasks[t];
+            let node = self.world.machine.cpus[task.cpu.unwrap_or(task.prev_cpu)].node;
             self.st()
                 .core
                 .join(Pid(pidx as u32 + 1), Tid(t as u32 + 1), node);
@@ -201,7 +205,7 @@ impl Sim<'_> {
                 *states.entry(r.state().to_string()).or_insert(0) += 1;
             }
             if r.state() == PageState::SYSTEM_SHARED
-                && let Some(n) = self.objects[o].node_of(p as u64)
+                && let Some(n) = self.world.objects[o].node_of(p as u64)
             {
                 self.st().core.on_page_freed(r, n);
             }
@@ -219,31 +223,32 @@ impl Sim<'_> {
     /// Every tick: each live process whose next window is due scans, in the context of one
     /// of its running threads (as `task_numa_work` does), which pays for it.
     pub(super) fn stable_tick(&mut self) {
-        let nproc = self.procs.len();
+        let nproc = self.world.procs.len();
         for pidx in 0..nproc {
             let due = self
                 .stable
                 .as_ref()
                 .and_then(|st| st.mms.get(pidx))
-                .is_some_and(|m| m.alive && self.now >= m.next_scan);
+                .is_some_and(|m| m.alive && self.world.now >= m.next_scan);
             if !due {
                 continue;
             }
             // The thread whose tick reaches the deadline first: a random running one.
-            let running: Vec<usize> = self.procs[pidx]
+            let running: Vec<usize> = self.world.procs[pidx]
                 .groups
                 .iter()
                 .flat_map(|g| g.threads.iter().copied())
                 .filter(|&t| {
-                    self.threads[t].state == TState::Runnable && self.sched.tasks[t].cpu.is_some()
+                    self.world.threads[t].state == TState::Runnable
+                        && self.world.sched.tasks[t].cpu.is_some()
                 })
                 .collect();
             if running.is_empty() {
                 continue;
             }
-            let t = running[self.rng.random_range(0..running.len())];
+            let t = running[self.world.rng.random_range(0..running.len())];
             let period = self.st().core.tunables().scan_period_ms * MS;
-            let now = self.now;
+            let now = self.world.now;
             self.st().mms[pidx].next_scan = now + period;
             if !self.st().mms[pidx].profiling {
                 self.stable_start_profiling(pidx);
@@ -251,7 +256,7 @@ impl Sim<'_> {
             let cost = self.stable_scan_window(pidx, t);
             self.st().scan_ns += cost;
             let node = self.thread_node(t);
-            self.series.scanned(Some(pidx), node, cost);
+            self.world.series.scanned(Some(pidx), node, cost);
             self.charge_kernel(t, cost);
         }
     }
@@ -262,10 +267,10 @@ impl Sim<'_> {
     /// CPU ns (PTEs visited, plus any migrations the sequence end does).
     fn stable_scan_window(&mut self, pidx: usize, t: usize) -> f64 {
         let budget = self.st().core.tunables().scan_size_mb << 8;
-        let pte_ns = self.m.spec.costs.pte_update_ns;
+        let pte_ns = self.world.machine.spec.costs.pte_update_ns;
         let (mut ri, mut page) = self.st().mms[pidx].offset;
         let seq = self.st().mms[pidx].seq;
-        let nregions = self.procs[pidx].regions.len();
+        let nregions = self.world.procs[pidx].regions.len();
         let mut visited = 0u64;
         let mut updated = 0u64;
         let mut bypassed = 0u64;
@@ -275,7 +280,7 @@ impl Sim<'_> {
                 wrapped = true;
                 break;
             }
-            let r = &self.procs[pidx].regions[ri];
+            let r = &self.world.procs[pidx].regions[ri];
             if r.file_ro || page >= r.pages {
                 ri += 1;
                 page = 0;
@@ -283,7 +288,7 @@ impl Sim<'_> {
             }
             let obj = r.obj;
             let c = page / CHUNK;
-            let o = &self.objects[obj];
+            let o = &self.world.objects[obj];
             let cend = ((c + 1) * CHUNK).min(o.pages);
             if o.chunk_populated(c) == 0 {
                 page = cend;
@@ -291,7 +296,7 @@ impl Sim<'_> {
             }
             let st = self.stable.as_ref().expect("stable model");
             let recs = &st.recs[obj];
-            let o = &mut self.objects[obj];
+            let o = &mut self.world.objects[obj];
             if o.is_huge(c) {
                 let head = c * CHUNK;
                 visited += o.chunk_len(c);
@@ -319,7 +324,7 @@ impl Sim<'_> {
                 page += 1;
             }
         }
-        self.m_.numa_pte_updates += updated;
+        self.world.metrics.numa_pte_updates += updated;
         let st = self.st();
         st.stats.scan_windows += 1;
         st.stats.pages_scanned += visited;
@@ -341,6 +346,7 @@ impl Sim<'_> {
     /// thread-private pages) and the system-shared balance. Returns the migrations' CPU ns.
     fn stable_sequence_end(&mut self, pidx: usize, _t: usize) -> f64 {
         let live: Vec<bool> = self
+            .world
             .threads
             .iter()
             .map(|th| th.state != TState::Done)
@@ -351,7 +357,7 @@ impl Sim<'_> {
             .on_scan_sequence_end(Pid(pidx as u32 + 1), |tid| {
                 live.get(tid.idx() - 1).copied().unwrap_or(false)
             });
-        let now = self.now;
+        let now = self.world.now;
         let mut cost = 0.0;
         let mut moved: Vec<(usize, usize)> = Vec::new();
         if let Some(c) = &out.cluster {
@@ -369,7 +375,7 @@ impl Sim<'_> {
             };
             for (tid, _, to) in c.decision.moves() {
                 let t = tid.idx() - 1;
-                self.sched.policy_move(t as u32, to, cause, now);
+                self.world.sched.policy_move(t as u32, to, cause, now);
                 moved.push((t, to));
             }
         }
@@ -386,13 +392,17 @@ impl Sim<'_> {
     /// `node`.
     fn stable_follow_owner(&mut self, pidx: usize, t: usize, node: usize) -> f64 {
         let owner = Tid(t as u32 + 1);
-        let mut objs: Vec<usize> = self.procs[pidx].regions.iter().map(|r| r.obj).collect();
+        let mut objs: Vec<usize> = self.world.procs[pidx]
+            .regions
+            .iter()
+            .map(|r| r.obj)
+            .collect();
         objs.dedup();
         let mut cost = 0.0;
         for obj in objs {
             let pages: Vec<u64> = {
                 let st = self.stable.as_ref().expect("stable model");
-                let o = &self.objects[obj];
+                let o = &self.world.objects[obj];
                 st.recs[obj]
                     .iter()
                     .enumerate()
@@ -409,7 +419,7 @@ impl Sim<'_> {
                 match self.migrate_page(obj, p, node) {
                     Some(c) => {
                         cost += c;
-                        self.m_.numa_pages_migrated += nr;
+                        self.world.metrics.numa_pages_migrated += nr;
                         self.st().stats.pages_migrated_follow += nr;
                     }
                     None => self.st().stats.pages_migrate_failed += nr,
@@ -424,7 +434,7 @@ impl Sim<'_> {
     fn stable_move_shared(&mut self, from: usize, to: usize, pages: u64) -> f64 {
         let mut left = pages;
         let mut cost = 0.0;
-        for obj in 0..self.objects.len() {
+        for obj in 0..self.world.objects.len() {
             if left == 0 {
                 break;
             }
@@ -433,7 +443,7 @@ impl Sim<'_> {
                 let Some(recs) = st.recs.get(obj) else {
                     continue;
                 };
-                let o = &self.objects[obj];
+                let o = &self.world.objects[obj];
                 recs.iter()
                     .enumerate()
                     .filter(|(p, r)| {
@@ -454,7 +464,7 @@ impl Sim<'_> {
                         let rec = st.recs[obj][p as usize];
                         st.core.on_page_migrated(&rec, from, to);
                         st.stats.pages_migrated_shared += nr;
-                        self.m_.numa_pages_migrated += nr;
+                        self.world.metrics.numa_pages_migrated += nr;
                     }
                     None => self.st().stats.pages_migrate_failed += nr,
                 }
@@ -493,18 +503,18 @@ impl Sim<'_> {
         let mut rec = st.recs[obj][head as usize];
         let tr = st.core.on_hint_fault(&mut rec, f);
         st.recs[obj][head as usize] = rec;
-        let mut cost = self.m.spec.costs.hint_fault_ns;
+        let mut cost = self.world.machine.spec.costs.hint_fault_ns;
         if let Placement::Migrate(dst) = tr.placement
             && dst != nid
             && self
                 .alloc_policy_ref(t, ri, head, self.phase_policy(t))
                 .is_none_or(|p| *p == MemPolicy::Default)
-            && self.procs[pidx].cpuset_mems.contains(dst)
+            && self.world.procs[pidx].cpuset_mems.contains(dst)
         {
             match self.migrate_page(obj, head, dst) {
                 Some(c) => {
                     cost += c;
-                    self.m_.numa_pages_migrated += nr;
+                    self.world.metrics.numa_pages_migrated += nr;
                     let st = self.st();
                     st.core.on_page_migrated(&rec, nid, dst);
                     st.stats.pages_migrated_fault += nr;
