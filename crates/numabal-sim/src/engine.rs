@@ -18,41 +18,14 @@ use crate::sched::{CanMigrate, Cause, LbCtx, NR_CAUSES, Sched};
 #[allow(clippy::wildcard_imports)]
 use crate::world::*;
 use numabal_model::mempolicy::MemPolicySpec;
-use numabal_model::scenario::Thp;
-use numabal_model::workload::{Pattern, PhaseSpec, RegionKind, SharedKind, Slice, thread_slice};
+use numabal_model::workload::{Pattern, PhaseSpec, RegionKind, SharedKind};
 use numabal_model::{InputError, MemPolicy, Pid, Scenario, Tid};
-use numabal_policy::{
-    Action, GroupInfo, MigrateVerdict, Policy, ProcessInfo, RegionInfo, ThreadInfo,
-};
+use numabal_policy::{Action, MigrateVerdict, Policy, ThreadInfo};
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;
 
-/// Why a run could not complete.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SimError {
-    /// The scenario asks for something impossible (reported like bad input, exit 2).
-    Input(InputError),
-    /// An invariant broke: a simulator bug.
-    Invariant(String),
-}
-
-impl std::fmt::Display for SimError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SimError::Input(e) => write!(f, "{e}"),
-            SimError::Invariant(s) => write!(f, "internal error: invariant violated: {s}"),
-        }
-    }
-}
-
-impl std::error::Error for SimError {}
-
-impl From<InputError> for SimError {
-    fn from(e: InputError) -> Self {
-        SimError::Input(e)
-    }
-}
+pub use crate::error::SimError;
 
 mod aa2012;
 mod daemon;
@@ -257,15 +230,6 @@ impl<'a> Sim<'a> {
         self.numab_can_migrate(ctx)
     }
 
-    fn thp_for(&self, requested: bool, file: bool) -> bool {
-        !file
-            && match self.world.thp_enabled {
-                Thp::Never => false,
-                Thp::Madvise => requested,
-                Thp::Always => true,
-            }
-    }
-
     /// Run until every thread finished or `max_time_s`.
     pub fn run(&mut self) -> Result<(), SimError> {
         if self.progress.is_some() {
@@ -274,7 +238,7 @@ impl<'a> Sim<'a> {
         let wl = &self.world.sc.workload;
         for s in &wl.spec.shared {
             let pages = s.size.pages();
-            let thp = self.thp_for(s.thp, s.kind == SharedKind::File);
+            let thp = self.world.thp_for(s.thp, s.kind == SharedKind::File);
             self.world
                 .objects
                 .push(MemObject::new(pages, thp, self.world.machine.nr_nodes()));
@@ -308,7 +272,7 @@ impl<'a> Sim<'a> {
             .sim
             .numastat_at_s
             .iter()
-            .map(|&t| self.on_tick(t))
+            .map(|&t| self.world.on_tick(t))
             .collect();
         for t in at {
             self.world
@@ -318,7 +282,7 @@ impl<'a> Sim<'a> {
         let every = self.world.sc.sim.numastat_every_s;
         if every > 0.0 {
             self.world.events.push(
-                self.on_tick(every),
+                self.world.on_tick(every),
                 EventKind::NumastatSample { periodic: true },
             );
         }
@@ -327,7 +291,7 @@ impl<'a> Sim<'a> {
         }
         let mut t0 = 0u64;
         loop {
-            if self.work_done() {
+            if self.world.work_done() {
                 break;
             }
             let Some(t1) = self.world.events.peek_time() else {
@@ -352,9 +316,9 @@ impl<'a> Sim<'a> {
                 let ev = self.world.events.pop().expect("peeked");
                 self.handle(ev.kind)?;
             }
-            self.count_moves();
+            self.world.count_moves();
         }
-        self.series_sample(true);
+        self.world.series_sample(true);
         Ok(())
     }
 
@@ -372,7 +336,7 @@ impl<'a> Sim<'a> {
             EventKind::Wake { tid } => {
                 let t = tid as usize;
                 if self.world.threads[t].state == TState::Sleeping {
-                    self.wake(t, self.world.now);
+                    self.world.wake(t, self.world.now);
                 }
             }
             EventKind::Tick => {
@@ -392,15 +356,15 @@ impl<'a> Sim<'a> {
                     self.aa_sched_balance();
                 }
                 if self.world.check {
-                    self.check_invariants()?;
+                    self.world.check_invariants()?;
                 }
-                self.check_deadlock()?;
+                self.world.check_deadlock()?;
                 if self.daemon.has_jobs() {
                     self.run_migrate_pages();
                 }
                 self.snapshot_busy();
                 if self.world.series.due(self.world.now) {
-                    self.series_sample(false);
+                    self.world.series_sample(false);
                 }
                 if let Some(p) = self.progress
                     && self.world.now % 1_000_000_000 < self.world.tick_ns
@@ -411,154 +375,10 @@ impl<'a> Sim<'a> {
                     .events
                     .push(self.world.now + self.world.tick_ns, EventKind::Tick);
             }
-            EventKind::NumastatSample { periodic } => self.numastat_sample(periodic),
+            EventKind::NumastatSample { periodic } => self.world.numastat_sample(periodic),
             EventKind::PolicyTick => self.policy_tick()?,
         }
         Ok(())
-    }
-
-    /// `t` seconds rounded up to a tick (a tick is an event already, so a sample there adds
-    /// no step to the run and cannot change it).
-    fn on_tick(&self, t: f64) -> u64 {
-        ((t * NS) as u64).div_ceil(self.world.tick_ns).max(1) * self.world.tick_ns
-    }
-
-    /// Record every live process's memory per node now (once per instant, when samples
-    /// coincide); a periodic sample schedules the next multiple of `numastat_every_s`
-    /// (counted from 0, so rounding to ticks does not drift).
-    fn numastat_sample(&mut self, periodic: bool) {
-        if periodic {
-            let every = self.world.sc.sim.numastat_every_s;
-            let k = (self.world.now as f64 / NS / every).round() + 1.0;
-            let next = self
-                .on_tick(k * every)
-                .max(self.world.now + self.world.tick_ns);
-            self.world
-                .events
-                .push(next, EventKind::NumastatSample { periodic: true });
-        }
-        if self
-            .world
-            .numastat
-            .last()
-            .is_some_and(|l| l.t_s == self.world.now as f64 / NS)
-        {
-            return;
-        }
-        let processes = (0..self.world.procs.len())
-            .filter(|&i| {
-                self.world.procs[i].end_ns.is_none() && !self.world.procs[i].regions.is_empty()
-            })
-            .map(|i| crate::result::NumastatProcess {
-                pid: i as u32 + 1,
-                name: self.world.procs[i].name.clone(),
-                node_mb: self.process_node_mb(i),
-                work_units: self.world.procs[i].work_units,
-            })
-            .collect();
-        self.world.numastat.push(crate::result::NumastatSample {
-            t_s: self.world.now as f64 / NS,
-            processes,
-        });
-    }
-
-    /// The node a thread runs on (or last ran on).
-    fn thread_node(&self, t: usize) -> usize {
-        let task = &self.world.sched.tasks[t];
-        self.world.machine.cpus[task.cpu.unwrap_or(task.prev_cpu)].node
-    }
-
-    /// A time-series sample now (it reads counters only). `at_end`: the run's last, which
-    /// also has the processes that exited since the previous sample, at their exit.
-    fn series_sample(&mut self, at_end: bool) {
-        let node_mb: Vec<f64> = self
-            .world
-            .node_used
-            .iter()
-            .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
-            .collect();
-        if at_end && self.world.series.last_ns() == Some(self.world.now) {
-            self.world.series.pop_last();
-        }
-        let since = self.world.series.last_ns();
-        // Index, name, MiB per node, (local, remote) bytes: of each process to sample.
-        type Sampled = (usize, String, Vec<f64>, (f64, f64));
-        let procs: Vec<Sampled> = (0..self.world.procs.len())
-            .filter_map(|i| {
-                let p = &self.world.procs[i];
-                let mb = match (p.end_ns, &p.node_mb_end) {
-                    (None, _) if !p.regions.is_empty() => self.process_node_mb(i),
-                    (Some(e), Some(mb)) if at_end && since.is_none_or(|s| e > s) => mb.clone(),
-                    _ => return None,
-                };
-                Some((i, p.name.clone(), mb, (p.bytes_local, p.bytes_remote)))
-            })
-            .collect();
-        let now = self.world.now;
-        self.world.series.sample(
-            now,
-            &node_mb,
-            procs
-                .iter()
-                .map(|(i, name, mb, b)| (*i, name.as_str(), mb.as_slice(), *b)),
-        );
-    }
-
-    /// Every process has started and every thread of a non-daemon process is done.
-    fn work_done(&self) -> bool {
-        self.world.pending_starts == 0
-            && self
-                .world
-                .threads
-                .iter()
-                .any(|t| !self.world.procs[t.proc].daemon)
-            && self
-                .world
-                .threads
-                .iter()
-                .all(|t| t.state == TState::Done || self.world.procs[t.proc].daemon)
-    }
-
-    /// A phase length with its jitter applied (`jitter` 0: exact, no draw).
-    fn jittered(&mut self, ns: f64, jitter: f64) -> f64 {
-        if jitter > 0.0 {
-            ns * (1.0 + jitter * self.world.rng.random_range(-1.0..1.0))
-        } else {
-            ns
-        }
-    }
-
-    fn count_moves(&mut self) {
-        let nn = self.world.machine.nr_nodes();
-        for mv in self.world.sched.moves.drain(..) {
-            let (from, to) = (
-                self.world.machine.cpus[mv.from].node,
-                self.world.machine.cpus[mv.to].node,
-            );
-            if from == to || self.world.procs[self.world.threads[mv.tid as usize].proc].daemon {
-                continue;
-            }
-            self.world.migrations[mv.cause as usize] += 1;
-            self.world
-                .series
-                .thread_moved(self.world.threads[mv.tid as usize].proc, to);
-            // Ping-pong: back on a node it left; the interval runs from the last departure.
-            let t = mv.tid as usize;
-            if self.world.left_node_at.len() <= t {
-                self.world.left_node_at.resize(t + 1, Vec::new());
-            }
-            let left = &mut self.world.left_node_at[t];
-            if left.is_empty() {
-                left.resize(nn, u64::MAX);
-            }
-            if left[to] != u64::MAX {
-                let s = self.world.now.saturating_sub(left[to]) as f64 / NS;
-                self.world.ping_pong.record(s);
-                self.world.metrics.thread_ping_pong_round_trips += 1;
-                left[to] = u64::MAX;
-            }
-            left[from] = self.world.now;
-        }
     }
 
     // ----- processes and threads ----------------------------------------------------
@@ -602,7 +422,7 @@ impl<'a> Sim<'a> {
                 None => {
                     let pages = r.size.expect("validated").pages();
                     let file = r.kind == RegionKind::File;
-                    let thp = self.thp_for(r.thp, file);
+                    let thp = self.world.thp_for(r.thp, file);
                     self.world.objects.push(MemObject::new(pages, thp, n));
                     self.world.obj_refs.push(1);
                     self.world.obj_owner.push(Some(self.world.procs.len()));
@@ -734,7 +554,7 @@ impl<'a> Sim<'a> {
             self.stable_new_process(pidx);
         }
         // Tell the policy.
-        let info = self.process_info(pidx, spec);
+        let info = self.world.process_info(pidx, spec);
         let mut out = std::mem::take(&mut self.actions);
         out.clear();
         self.policy
@@ -765,44 +585,6 @@ impl<'a> Sim<'a> {
             }
         }
         Ok(())
-    }
-
-    fn process_info(&self, pidx: usize, spec: usize) -> ProcessInfo {
-        let p = &self.world.procs[pidx];
-        let wl_p = &self.world.sc.workload.spec.processes[spec];
-        let regions = p
-            .regions
-            .iter()
-            .enumerate()
-            .map(|(ri, r)| {
-                let sliced_by = p.groups.iter().position(|g| {
-                    g.phases.iter().any(|ph| matches!(ph, PhaseRt::Access(a) if a.region == ri && a.slice == Slice::Thread))
-                });
-                RegionInfo {
-                    name: wl_p.regions[ri].name.clone(),
-                    pages: r.pages,
-                    sliced_by,
-                    shared: wl_p.regions[ri].shared.is_some(),
-                }
-            })
-            .collect();
-        ProcessInfo {
-            pid: Pid(pidx as u32 + 1),
-            name: p.name.clone(),
-            instance: p.instance,
-            groups: p
-                .groups
-                .iter()
-                .map(|g| GroupInfo {
-                    name: g.name.clone(),
-                    threads: g.nthreads,
-                    placement: g.placement,
-                })
-                .collect(),
-            regions,
-            cpuset_cpus: p.cpuset_cpus.clone(),
-            cpuset_mems: p.cpuset_mems.clone(),
-        }
     }
 
     fn start_group(
@@ -876,62 +658,9 @@ impl<'a> Sim<'a> {
             if self.stable.is_some() {
                 self.stable_new_task(tid, cpu);
             }
-            self.note_runnable(tid, at);
+            self.world.note_runnable(tid, at);
         }
         Ok(())
-    }
-
-    /// A thread became runnable at `at`; inside an interval it may use the rest of it.
-    fn note_runnable(&mut self, t: usize, at: u64) {
-        if self.world.interval_end.is_some_and(|end| at < end) {
-            self.world.late.push(Late { t, at, wake: false });
-        }
-    }
-
-    /// Kernel work (a fault, a migration, a scan) done in thread `t`'s context: it pays
-    /// for it before running its own work again.
-    /// One block of it is one interval in which the thread is kept from its own work.
-    fn charge_kernel(&mut self, t: usize, cost: f64) {
-        self.world.threads[t].debt_ns += cost;
-        self.world.sys_ns += cost;
-        self.stall(cost);
-    }
-
-    /// CPU time taken from thread `t` by something else on its CPU (a NUMA scan worker):
-    /// it waits `ns` of its share without running, and that is not its CPU time.
-    fn steal_cpu(&mut self, t: usize, ns: f64) {
-        let th = &mut self.world.threads[t];
-        th.debt_ns += ns;
-        // Paying debt adds to `sum_exec_ns`; stolen time must not.
-        th.sum_exec_ns -= ns;
-    }
-
-    /// A runnable thread was kept from its own work for `ns`.
-    fn stall(&mut self, ns: f64) {
-        if ns > STALL_NS {
-            self.world.metrics.stall_events_over_1ms += 1;
-        }
-        let ms = ns / 1e6;
-        self.world.metrics.stall_max_ms = self.world.metrics.stall_max_ms.max(ms);
-        self.world.stalls.record(ms);
-    }
-
-    /// Thread `t` (already off its runqueue) waits until `when`: a sleep's end, a barrier's
-    /// release, the end of the group it joins. Inside the current interval the wakeup is
-    /// handled with the interval's other late events; later, by a `Wake` event.
-    fn wake_at(&mut self, t: usize, when: u64) {
-        self.world.threads[t].state = TState::Sleeping;
-        if self.world.interval_end.is_some_and(|end| when < end) {
-            self.world.late.push(Late {
-                t,
-                at: when,
-                wake: true,
-            });
-        } else {
-            self.world
-                .events
-                .push(when, EventKind::Wake { tid: t as u32 });
-        }
     }
 
     fn apply_actions(&mut self, actions: &[Action]) -> Result<(), SimError> {
@@ -982,7 +711,7 @@ impl<'a> Sim<'a> {
                             1
                         };
                         if o.node_of(p).is_some_and(|n| n != *node) {
-                            self.migrate_page(obj, p, *node);
+                            self.world.migrate_page(obj, p, *node);
                         }
                         p += step;
                     }
@@ -1006,26 +735,6 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    fn wake(&mut self, t: usize, at: u64) {
-        self.world.threads[t].state = TState::Runnable;
-        self.world.sched.wake(t as u32, at);
-        self.note_runnable(t, at);
-    }
-
-    fn block(&mut self, t: usize, state: TState, at: u64) {
-        self.world.threads[t].state = state;
-        if let Some(c) = self.world.sched.dequeue(t as u32, at) {
-            self.cpu_freed(c, at);
-        }
-    }
-
-    /// Inside an interval, remember when a CPU ran out of work.
-    fn cpu_freed(&mut self, c: usize, at: u64) {
-        if self.world.interval_end.is_some() && self.world.sched.rq(c).is_empty() {
-            self.world.cpu_free_from[c] = Some(at);
-        }
-    }
-
     fn finish_thread(&mut self, t: usize, at: u64) -> Result<(), SimError> {
         if self.stable.is_some() {
             self.stable_task_exit(t);
@@ -1036,7 +745,7 @@ impl<'a> Sim<'a> {
         self.world.threads[t].state = TState::Done;
         self.world.threads[t].end_ns = Some(at);
         if let Some(c) = self.world.sched.exit(t as u32, at) {
-            self.cpu_freed(c, at);
+            self.world.cpu_freed(c, at);
         }
         let (pidx, g) = (self.world.threads[t].proc, self.world.threads[t].group);
         let proc = &mut self.world.procs[pidx];
@@ -1046,14 +755,14 @@ impl<'a> Sim<'a> {
         if grp.done == grp.nthreads {
             // Threads run one after another within an interval, so the last to be
             // processed is not necessarily the last to finish: the join ends at the latest exit.
-            let done_at = self.group_done_at(pidx, g);
+            let done_at = self.world.group_done_at(pidx, g);
             let joiners = std::mem::take(&mut self.world.procs[pidx].groups[g].joiners);
             for (j, since) in joiners {
-                self.advance_phase(j);
-                self.wake_at(j, done_at.max(since));
+                self.world.advance_phase(j);
+                self.world.wake_at(j, done_at.max(since));
             }
         } else {
-            self.maybe_release_barrier(pidx, g, at);
+            self.world.maybe_release_barrier(pidx, g, at);
         }
         if self.world.procs[pidx].live == 0
             && self.world.procs[pidx]
@@ -1091,7 +800,7 @@ impl<'a> Sim<'a> {
                 },
             );
         }
-        let node_mb = self.process_node_mb(pidx);
+        let node_mb = self.world.process_node_mb(pidx);
         let p = &mut self.world.procs[pidx];
         p.end_ns = Some(at);
         p.node_mb_end = Some(node_mb);
@@ -1127,322 +836,6 @@ impl<'a> Sim<'a> {
         self.policy.on_process_exit(Pid(pidx as u32 + 1));
     }
 
-    fn process_node_mb(&self, pidx: usize) -> Vec<f64> {
-        // Exact: whole pages are multiples of 1/256 MiB.
-        self.process_node_bytes(pidx)
-            .iter()
-            .map(|&b| b as f64 / (1u64 << 20) as f64)
-            .collect()
-    }
-
-    /// A process's resident bytes per node (`numa_maps` `N<n>=` summed).
-    fn process_node_bytes(&self, pidx: usize) -> Vec<u64> {
-        let mut v = vec![0u64; self.world.machine.nr_nodes()];
-        for r in &self.world.procs[pidx].regions {
-            for (n, &pages) in self.world.objects[r.obj].node_pages().iter().enumerate() {
-                v[n] += pages * PAGE_BYTES as u64;
-            }
-        }
-        v
-    }
-
-    /// When every thread of a group has exited.
-    fn group_done_at(&self, pidx: usize, g: usize) -> u64 {
-        self.world.procs[pidx].groups[g]
-            .threads
-            .iter()
-            .filter_map(|&t| self.world.threads[t].end_ns)
-            .max()
-            .unwrap_or(self.world.now)
-    }
-
-    /// Release a group's barrier once every live thread has arrived, at the latest arrival
-    /// (or `floor`, the exit that completed it): threads are processed one after another
-    /// within an interval, so the last to be processed need not be the last to arrive.
-    fn maybe_release_barrier(&mut self, pidx: usize, g: usize, floor: u64) {
-        let grp = &mut self.world.procs[pidx].groups[g];
-        let live = grp.nthreads - grp.done;
-        if !grp.barrier_waiting.is_empty() && grp.barrier_waiting.len() as u32 >= live {
-            let mut waiting = std::mem::take(&mut grp.barrier_waiting);
-            let release = waiting
-                .iter()
-                .map(|&(_, at)| at)
-                .max()
-                .unwrap_or(floor)
-                .max(floor);
-            // Wakeup order varies run to run.
-            for i in (1..waiting.len()).rev() {
-                let j = self.world.rng.random_range(0..=i);
-                waiting.swap(i, j);
-            }
-            for (w, _) in waiting {
-                self.advance_phase(w);
-                self.wake_at(w, release);
-            }
-        }
-    }
-
-    fn advance_phase(&mut self, t: usize) {
-        let th = &mut self.world.threads[t];
-        th.phase += 1;
-        th.prog = Prog::default();
-    }
-
-    // ----- memory --------------------------------------------------------------------
-
-    /// The policy that governs an allocation at `page` of `region` by thread `t`.
-    fn alloc_policy(
-        &self,
-        t: usize,
-        region: usize,
-        page: u64,
-        phase_policy: Option<&MemPolicy>,
-    ) -> MemPolicy {
-        self.alloc_policy_ref(t, region, page, phase_policy)
-            .cloned()
-            .unwrap_or(MemPolicy::Default)
-    }
-
-    /// `alloc_policy` without a copy (`None`: the default policy).
-    fn alloc_policy_ref<'b>(
-        &'b self,
-        t: usize,
-        region: usize,
-        page: u64,
-        phase_policy: Option<&'b MemPolicy>,
-    ) -> Option<&'b MemPolicy> {
-        let th = &self.world.threads[t];
-        let p = &self.world.procs[th.proc];
-        let r = &p.regions[region];
-        if let Some((_, _, pol)) = r
-            .ranges
-            .iter()
-            .rev()
-            .find(|(a, b, _)| page >= *a && page < *b)
-        {
-            return Some(pol);
-        }
-        if let Some(pol) = &r.wl_policy {
-            return Some(pol);
-        }
-        th.policy_thread
-            .as_ref()
-            .or(p.policy_proc.as_ref())
-            .or(phase_policy)
-            .or(p.wl_policy.as_ref())
-    }
-
-    /// Choose a node for `nr` pages; `None` if no allowed node has room. `il_index` is the
-    /// interleave position: the page's offset for an `mbind` interleave, the thread's
-    /// `il_next` for a task interleave (the kernel's two interleave rules).
-    fn pick_node(
-        &self,
-        t: usize,
-        cpu_node: usize,
-        pol: &MemPolicy,
-        nr: u64,
-        il_index: u64,
-    ) -> Option<usize> {
-        let allowed = &self.world.procs[self.world.threads[t].proc].cpuset_mems;
-        let room = |n: usize| self.world.node_used[n] + nr <= self.world.node_cap[n];
-        let fits = |n: usize| allowed.contains(n) && room(n);
-        let zonelist = |from: usize| self.world.machine.nodes_by_distance(from);
-        match pol {
-            MemPolicy::Default => zonelist(cpu_node).into_iter().find(|&n| fits(n)),
-            MemPolicy::Preferred(p) => {
-                if fits(*p) {
-                    return Some(*p);
-                }
-                zonelist(*p).into_iter().find(|&n| fits(n))
-            }
-            MemPolicy::Bind(mask) => {
-                // cpuset mems always win: a bind set outside them is rebound to the cpuset,
-                // as the kernel does (set_mempolicy refuses such a set; cpuset changes
-                // rebind existing policies).
-                let inside = mask.and(allowed);
-                let set = if inside.is_empty() {
-                    allowed.clone()
-                } else {
-                    inside
-                };
-                zonelist(cpu_node)
-                    .into_iter()
-                    .find(|&n| set.contains(n) && room(n))
-            }
-            MemPolicy::Interleave(mask) => {
-                let set: Vec<usize> = mask
-                    .and(allowed)
-                    .iter()
-                    .filter(|&n| n < self.world.machine.nr_nodes())
-                    .collect();
-                if set.is_empty() {
-                    return zonelist(cpu_node).into_iter().find(|&n| fits(n));
-                }
-                let target = set[(il_index % set.len() as u64) as usize];
-                if fits(target) {
-                    return Some(target);
-                }
-                zonelist(target).into_iter().find(|&n| fits(n))
-            }
-        }
-    }
-
-    fn first_touch(
-        &mut self,
-        t: usize,
-        region: usize,
-        page: u64,
-        cpu_node: usize,
-        phase_policy: Option<&MemPolicy>,
-    ) -> Result<f64, SimError> {
-        let pidx = self.world.threads[t].proc;
-        let r = &self.world.procs[pidx].regions[region];
-        let obj = r.obj;
-        let pol = self.alloc_policy(t, region, page, phase_policy);
-        // VMA (mbind) interleave uses the page offset; task interleave the thread's counter,
-        // which moves on only when an allocation succeeds.
-        let vma_pol =
-            r.ranges.iter().any(|(a, b, _)| page >= *a && page < *b) || r.wl_policy.is_some();
-        let il_next = self.world.threads[t].il_next as u64;
-        let task_interleave = !vma_pol && matches!(pol, MemPolicy::Interleave(_));
-        let vma_offset = |nr: u64| -> u64 { if vma_pol { page / nr } else { il_next } };
-        let o = &self.world.objects[obj];
-        let chunk = page / CHUNK;
-        if o.thp && o.chunk_len(chunk) == CHUNK && o.chunk_populated(chunk) == 0 {
-            let off = vma_offset(CHUNK);
-            if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off) {
-                self.world.objects[obj].populate_huge(chunk, n);
-                self.world.node_used[n] += CHUNK;
-                self.world.metrics.pgfault += 1;
-                self.world.metrics.thp_fault_alloc += 1;
-                if task_interleave {
-                    self.world.threads[t].il_next += 1;
-                }
-                return Ok(self.world.machine.spec.costs.thp_fault_ns);
-            }
-        }
-        let off = vma_offset(1);
-        match self.pick_node(t, cpu_node, &pol, 1, off) {
-            Some(n) => {
-                self.world.objects[obj].populate_page(page, n);
-                self.world.node_used[n] += 1;
-                self.world.metrics.pgfault += 1;
-                if task_interleave {
-                    self.world.threads[t].il_next += 1;
-                }
-                Ok(self.world.machine.spec.costs.page_fault_ns)
-            }
-            None => {
-                let p = &self.world.procs[pidx];
-                Err(SimError::Input(InputError::new(
-                    format!("workload {}", self.world.sc.workload.name()),
-                    format!("process {} (pid {})", p.name, pidx + 1),
-                    format!(
-                        "out of memory: no node allowed by memory policy {pol} and cpuset mems {} has a free page (node use {:?} of {:?} pages)",
-                        p.cpuset_mems, self.world.node_used, self.world.node_cap
-                    ),
-                )))
-            }
-        }
-    }
-
-    /// Migrate the page (or THP) at `page` of object `obj` to `dst`. The cost (fixed
-    /// per-folio work, the copy at `migrate_copy_gib_s`, a TLB shootdown) is charged to
-    /// `payer` (the faulting thread for migrate-on-fault) or, with `None`, to a caller
-    /// outside the simulation (a placement daemon's `move_pages`). Fails, counting
-    /// `pgmigrate_fail`, when the destination would drop below its high watermark
-    /// (`migrate_balanced_pgdat`). Returns whether it moved.
-    pub(crate) fn migrate_page(&mut self, obj: usize, page: u64, dst: usize) -> Option<f64> {
-        let o = &self.world.objects[obj];
-        let src = o.node_of(page)?;
-        if src == dst {
-            return None;
-        }
-        let c = page / CHUNK;
-        let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
-        if self.world.node_used[dst] + nr + self.world.wmark_high[dst] > self.world.node_cap[dst] {
-            self.world.metrics.pgmigrate_fail += nr;
-            return None;
-        }
-        self.world.objects[obj].migrate(page, dst);
-        self.world.node_used[src] -= nr;
-        self.world.node_used[dst] += nr;
-        self.world.metrics.pgmigrate_success += nr;
-        self.world
-            .series
-            .migrated(self.world.obj_owner[obj], dst, nr);
-        let k = &self.world.machine.spec.costs;
-        let copy_ns = nr as f64 * PAGE_BYTES
-            / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
-        let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns;
-        self.world.migrate_ns += cost;
-        self.world.migrate_shootdowns += 1;
-        Some(cost)
-    }
-
-    // ----- the fluid step ------------------------------------------------------------
-
-    fn slice_of(&self, t: usize, a: &AccessRt) -> (u64, u64) {
-        let th = &self.world.threads[t];
-        let pages = self.world.procs[th.proc].regions[a.region].pages;
-        match a.slice {
-            Slice::All => (0, pages),
-            Slice::Thread => {
-                let n = self.world.procs[th.proc].groups[th.group].nthreads as u64;
-                thread_slice(pages, th.index as u64, n)
-            }
-        }
-    }
-
-    /// Weighted node mix of the pages `pattern` touches in `slice` (`a` gives the pattern's
-    /// parameters), the weight of its not-yet-populated part, and the number of populated
-    /// pages in the slice. Zipf is approximated by one bucket per power of two of the page rank, weighted
-    /// by the integral of `(x+1)^-s` over the bucket.
-    fn random_mix(
-        &self,
-        obj: usize,
-        pattern: Pattern,
-        a: &AccessRt,
-        slice: (u64, u64),
-        mix: &mut [f64],
-    ) -> (f64, u64) {
-        let o = &self.world.objects[obj];
-        let mut h = vec![0u64; mix.len()];
-        // Weight given to non-empty ranges, to normalise by (a hot part covering the whole
-        // slice leaves the cold weight unused).
-        let mut weight = 0.0;
-        let mut populated = 0u64;
-        let mut add = |a0: u64, b0: u64, w: f64, mix: &mut [f64]| -> f64 {
-            if b0 <= a0 {
-                return 0.0;
-            }
-            h.iter_mut().for_each(|x| *x = 0);
-            o.range_hist(a0, b0, &mut h);
-            let pop: u64 = h.iter().sum();
-            // Counted for the whole slice, weighted or not.
-            populated += pop;
-            if w <= 0.0 {
-                return 0.0;
-            }
-            weight += w;
-            let n = (b0 - a0) as f64;
-            for (i, &x) in h.iter().enumerate() {
-                mix[i] += w * x as f64 / n;
-            }
-            w * (n - pop as f64) / n
-        };
-        mix.iter_mut().for_each(|x| *x = 0.0);
-        let mut unpop = 0.0;
-        for (a0, b0, w) in pattern_ranges_of(pattern, a, slice) {
-            unpop += add(a0, b0, w, mix);
-        }
-        if weight > 0.0 && weight != 1.0 {
-            mix.iter_mut().for_each(|x| *x /= weight);
-            return (unpop / weight, populated);
-        }
-        (unpop, populated)
-    }
-
     fn advance(&mut self, t0: u64, t1: u64) -> Result<(), SimError> {
         let dt = (t1 - t0) as f64;
         let ncpu = self.world.sched.nr_cpus();
@@ -1468,7 +861,7 @@ impl<'a> Sim<'a> {
         let mut dem_of: Vec<Option<usize>> = vec![None; running.len()];
         let mut smt_info: Vec<(f64, f64, f64)> = Vec::with_capacity(running.len());
         for (ri, &(t, c, share)) in running.iter().enumerate() {
-            let smt = self.smt_shares(c);
+            let smt = self.world.smt_shares(c);
             smt_info.push(smt);
             let th = &self.world.threads[t];
             let PhaseRt::Access(a) = (match self.world.procs[th.proc].groups[th.group]
@@ -1485,7 +878,7 @@ impl<'a> Sim<'a> {
             let slice = if th.prog.started {
                 th.prog.slice
             } else {
-                self.slice_of(t, a)
+                self.world.slice_of(t, a)
             };
             let obj = self.world.procs[th.proc].regions[a.region].obj;
             let (unpop, _) = if a.pattern == Pattern::Sweep {
@@ -1493,9 +886,10 @@ impl<'a> Sim<'a> {
                 let window = (th.window_bytes.max(256.0 * 1024.0) / PAGE_BYTES).ceil() as u64;
                 let start = slice.0 + (th.prog.pos / PAGE_BYTES) as u64;
                 let end = (start + window).min(slice.1);
-                self.random_mix(obj, Pattern::Uniform, a, (start.min(end), end), &mut mix)
+                self.world
+                    .random_mix(obj, Pattern::Uniform, a, (start.min(end), end), &mut mix)
             } else {
-                self.random_mix(obj, a.pattern, a, slice, &mut mix)
+                self.world.random_mix(obj, a.pattern, a, slice, &mut mix)
             };
             mix[node] += unpop;
             let total: f64 = mix.iter().sum();
@@ -1507,7 +901,7 @@ impl<'a> Sim<'a> {
             // Kernel work owed at the start of the interval is time without memory traffic.
             let debt_frac = (th.debt_ns / (share * dt)).min(1.0);
             dem_of[ri] = Some(demands.len());
-            demands.push(self.demand(c, a, smt, share * (1.0 - debt_frac), mix));
+            demands.push(self.world.demand(c, a, smt, share * (1.0 - debt_frac), mix));
         }
         self.world.cost.solve(&demands);
         // Run every thread for its share of the interval.
@@ -1540,7 +934,7 @@ impl<'a> Sim<'a> {
             let Late { t, at, wake } = self.world.late.remove(i);
             if wake {
                 if self.world.threads[t].state == TState::Sleeping {
-                    self.wake(t, at); // records it again as runnable since `at`
+                    self.world.wake(t, at); // records it again as runnable since `at`
                 }
                 continue;
             }
@@ -1558,7 +952,7 @@ impl<'a> Sim<'a> {
             if start >= t1 {
                 continue;
             }
-            let smt = self.smt_shares(c);
+            let smt = self.world.smt_shares(c);
             self.run_thread(t, c, 1.0, start, (t1 - start) as f64, &mut tau, false, smt)?;
         }
         self.world.interval_end = None;
@@ -1571,62 +965,8 @@ impl<'a> Sim<'a> {
             }
         }
         self.world.sched = sched;
-        self.count_moves();
+        self.world.count_moves();
         Ok(())
-    }
-
-    /// SMT state of CPU `c`'s core: (share of the core's memory-issue rate, share of its
-    /// compute, busy siblings).
-    fn smt_shares(&self, c: usize) -> (f64, f64, f64) {
-        let core = &self.world.machine.spec.core;
-        let k_s = self.world.sched.busy_siblings(c).max(1) as f64;
-        if k_s > 1.0 {
-            (
-                core.smt_memory_throughput / k_s,
-                core.smt_compute_throughput / k_s,
-                k_s,
-            )
-        } else {
-            (1.0, 1.0, 1.0)
-        }
-    }
-
-    /// What a thread running access phase `a` on CPU `c` asks of the memory system, for
-    /// `share` of the interval over the node `mix`. `smt` is `smt_shares(c)`.
-    fn demand(
-        &self,
-        c: usize,
-        a: &AccessRt,
-        smt: (f64, f64, f64),
-        share: f64,
-        mix: Vec<f64>,
-    ) -> Demand {
-        let core = &self.world.machine.spec.core;
-        let (mem_share, cpu_share, k_s) = smt;
-        let m_eff = a
-            .mlp
-            .unwrap_or(core.outstanding_lines_per_thread)
-            .min(core.outstanding_lines_per_core / k_s);
-        let per_latency = 1.0 / (m_eff * 64.0);
-        Demand {
-            cpu_node: self.world.machine.cpus[c].node,
-            share,
-            mix,
-            miss: 1.0 - a.cache_hit,
-            core_ns_per_byte: core.stream_ns_per_byte / mem_share + a.ns_per_byte / cpu_share,
-            per_latency,
-            hit_ns_per_byte: a.cache_hit
-                * self.world.machine.spec.memory.llc_latency_ns
-                * per_latency,
-        }
-    }
-
-    /// ns/byte per memory node for a thread whose phase changed mid-interval, from the
-    /// delays the interval's solve found.
-    fn tau_for(&self, c: usize, a: &AccessRt, smt: (f64, f64, f64), tau: &mut [f64]) {
-        self.world
-            .cost
-            .ns_per_byte(&self.demand(c, a, smt, 0.0, Vec::new()), tau);
     }
 
     /// Run thread `t` on CPU `c` for `share * dt` ns of CPU time from `t0`.
@@ -1709,7 +1049,7 @@ impl<'a> Sim<'a> {
             match phase {
                 PhaseRt::Access(a) => {
                     if !self.world.threads[t].prog.started {
-                        let slice = self.slice_of(t, &a);
+                        let slice = self.world.slice_of(t, &a);
                         let slice_bytes = (slice.1 - slice.0) as f64 * PAGE_BYTES;
                         let now_wall = wall(total - budget);
                         let th = &mut self.world.threads[t];
@@ -1731,12 +1071,12 @@ impl<'a> Sim<'a> {
                             }
                         }
                         if !tau_valid {
-                            self.tau_for(c, &a, smt, tau);
+                            self.world.tau_for(c, &a, smt, tau);
                             tau_valid = true;
                         }
                     }
                     if !tau_valid {
-                        self.tau_for(c, &a, smt, tau);
+                        self.world.tau_for(c, &a, smt, tau);
                         tau_valid = true;
                     }
                     let before = budget;
@@ -1749,7 +1089,7 @@ impl<'a> Sim<'a> {
                     self.world.threads[t].sum_exec_ns += used;
                     bytes_this += bytes;
                     if done {
-                        self.advance_phase(t);
+                        self.world.advance_phase(t);
                         tau_valid = false;
                     } else if budget >= before {
                         break;
@@ -1759,7 +1099,7 @@ impl<'a> Sim<'a> {
                     let ns = if self.world.threads[t].prog.started {
                         ns
                     } else {
-                        self.jittered(ns, jitter)
+                        self.world.jittered(ns, jitter)
                     };
                     let th = &mut self.world.threads[t];
                     if !th.prog.started {
@@ -1774,7 +1114,7 @@ impl<'a> Sim<'a> {
                         budget -= need;
                         th.sum_exec_ns += need;
                         self.world.user_ns += need;
-                        self.advance_phase(t);
+                        self.world.advance_phase(t);
                     } else {
                         th.prog.left -= budget * cpu_share;
                         th.sum_exec_ns += budget;
@@ -1783,15 +1123,15 @@ impl<'a> Sim<'a> {
                     }
                 }
                 PhaseRt::Sleep(ns, jitter) => {
-                    let ns = self.jittered(ns, jitter);
+                    let ns = self.world.jittered(ns, jitter);
                     let at = wall(total - budget);
-                    self.advance_phase(t);
-                    self.block(t, TState::Sleeping, at);
-                    self.wake_at(t, at + ns as u64);
+                    self.world.advance_phase(t);
+                    self.world.block(t, TState::Sleeping, at);
+                    self.world.wake_at(t, at + ns as u64);
                     budget = 0.0;
                 }
                 PhaseRt::Spawn(target) => {
-                    self.advance_phase(t);
+                    self.world.advance_phase(t);
                     if self.world.procs[pidx].groups[target].threads.is_empty() {
                         let n = self.world.procs[pidx].groups[target].nthreads;
                         self.start_group(pidx, target, c, wall(total - budget))?;
@@ -1805,17 +1145,17 @@ impl<'a> Sim<'a> {
                     let at = wall(total - budget);
                     let tg = &self.world.procs[pidx].groups[target];
                     if !tg.threads.is_empty() && tg.done == tg.nthreads {
-                        let done_at = self.group_done_at(pidx, target);
-                        self.advance_phase(t);
+                        let done_at = self.world.group_done_at(pidx, target);
+                        self.world.advance_phase(t);
                         if done_at > at {
                             // Finished, but later than this thread's present.
-                            self.block(t, TState::Sleeping, at);
-                            self.wake_at(t, done_at);
+                            self.world.block(t, TState::Sleeping, at);
+                            self.world.wake_at(t, done_at);
                             budget = 0.0;
                         }
                     } else {
                         self.world.procs[pidx].groups[target].joiners.push((t, at));
-                        self.block(t, TState::Blocked, at);
+                        self.world.block(t, TState::Blocked, at);
                         budget = 0.0;
                     }
                 }
@@ -1824,29 +1164,15 @@ impl<'a> Sim<'a> {
                     self.world.procs[pidx].groups[g]
                         .barrier_waiting
                         .push((t, at));
-                    self.block(t, TState::Blocked, at);
+                    self.world.block(t, TState::Blocked, at);
                     budget = 0.0;
-                    self.maybe_release_barrier(pidx, g, at);
+                    self.world.maybe_release_barrier(pidx, g, at);
                 }
             }
         }
         self.world.threads[t].window_bytes = bytes_this;
         self.world.cpu_busy_ns[c] += (self.world.threads[t].sum_exec_ns - exec0).max(0.0);
         Ok(())
-    }
-
-    fn account(&mut self, t: usize, cpu_node: usize, mem_node: usize, bytes: f64) {
-        let pidx = self.world.threads[t].proc;
-        self.world
-            .series
-            .access(cpu_node, cpu_node == mem_node, bytes);
-        if cpu_node == mem_node {
-            self.world.local_bytes += bytes;
-            self.world.procs[pidx].bytes_local += bytes;
-        } else {
-            self.world.remote_bytes += bytes;
-            self.world.procs[pidx].bytes_remote += bytes;
-        }
     }
 
     /// Sequential sweep. Returns (CPU ns used, bytes accessed, phase done).
@@ -1899,8 +1225,10 @@ impl<'a> Sim<'a> {
             let full = o.chunk_populated(c) == o.chunk_len(c);
             if !full && o.node_of(page).is_none() {
                 let phase_pol = a.mempolicy.clone();
-                let cost = self.first_touch(t, a.region, page, node, phase_pol.as_ref())?;
-                self.charge_kernel(t, cost);
+                let cost = self
+                    .world
+                    .first_touch(t, a.region, page, node, phase_pol.as_ref())?;
+                self.world.charge_kernel(t, cost);
                 continue;
             }
             // Range [page, range_end) with known nodes.
@@ -1931,7 +1259,7 @@ impl<'a> Sim<'a> {
                 if fault_now {
                     let cpu = self.world.sched.tasks[t].cpu.unwrap_or(0);
                     let cost = self.hint_fault(t, cpu, a.region, page);
-                    self.charge_kernel(t, cost);
+                    self.world.charge_kernel(t, cost);
                     continue;
                 }
             }
@@ -1959,7 +1287,7 @@ impl<'a> Sim<'a> {
             let take = range_bytes * frac;
             for (n, &c) in h.iter().enumerate() {
                 if c > 0 {
-                    self.account(t, node, n, c as f64 / npages * take);
+                    self.world.account(t, node, n, c as f64 / npages * take);
                 }
             }
             self.world.scratch_hist = h;
@@ -1994,7 +1322,7 @@ impl<'a> Sim<'a> {
         let obj = self.world.procs[self.world.threads[t].proc].regions[a.region].obj;
         let nn = self.world.machine.nr_nodes();
         let mut mix = vec![0.0; nn];
-        let (unpop_w, populated) = self.random_mix(obj, a.pattern, a, slice, &mut mix);
+        let (unpop_w, populated) = self.world.random_mix(obj, a.pattern, a, slice, &mut mix);
         // Timing assumes accesses to untouched pages are local (they are first-touched now,
         // usually on this node); where they really went is accounted below.
         let per_byte =
@@ -2034,8 +1362,10 @@ impl<'a> Sim<'a> {
                 let Some(p) = self.world.objects[obj].next_unpopulated(cur, slice.1) else {
                     break;
                 };
-                let cost = self.first_touch(t, a.region, p, node, phase_pol.as_ref())?;
-                self.charge_kernel(t, cost);
+                let cost = self
+                    .world
+                    .first_touch(t, a.region, p, node, phase_pol.as_ref())?;
+                self.world.charge_kernel(t, cost);
                 self.world.threads[t].prog.pop_cursor = p + 1;
                 let o = &self.world.objects[obj];
                 let pages = if o.is_huge(p / CHUNK) {
@@ -2056,18 +1386,23 @@ impl<'a> Sim<'a> {
         }
         for (n, &f) in mix.iter().enumerate() {
             if f > 0.0 {
-                self.account(t, node, n, bytes * f);
+                self.world.account(t, node, n, bytes * f);
             }
         }
         // Accesses to untouched pages went where those pages were just placed.
         let placed_total: u64 = placed.iter().sum();
         if unpop_w > 0.0 {
             if placed_total == 0 {
-                self.account(t, node, node, bytes * unpop_w);
+                self.world.account(t, node, node, bytes * unpop_w);
             } else {
                 for (n, &p) in placed.iter().enumerate() {
                     if p > 0 {
-                        self.account(t, node, n, bytes * unpop_w * p as f64 / placed_total as f64);
+                        self.world.account(
+                            t,
+                            node,
+                            n,
+                            bytes * unpop_w * p as f64 / placed_total as f64,
+                        );
                     }
                 }
             }
@@ -2131,7 +1466,7 @@ impl<'a> Sim<'a> {
                     None => break,
                 };
                 let cost = self.hint_fault(t, cpu, a.region, q);
-                self.charge_kernel(t, cost);
+                self.world.charge_kernel(t, cost);
                 k -= 1;
                 p = q + 1;
                 if p >= b0 {
@@ -2142,46 +1477,6 @@ impl<'a> Sim<'a> {
                     p = a0;
                 }
             }
-        }
-    }
-
-    /// The start of every hinting fault, by thread `t` on CPU `cpu` at `page` of its region
-    /// `ri`: the PTE (or the THP's PMD) is made present again and the fault counted
-    /// (`numa_hint_faults`, and `_local` when the page is on the CPU's node). `None` if it
-    /// was not PROT_NONE or holds no page.
-    fn take_hint(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> Option<HintAt> {
-        let pidx = self.world.threads[t].proc;
-        let obj = self.world.procs[pidx].regions[ri].obj;
-        let o = &mut self.world.objects[obj];
-        let head = o.head(page);
-        if !o.is_prot(head) {
-            return None;
-        }
-        o.clear_prot(head);
-        let nid = o.node_of(head)?;
-        let thisnid = self.world.machine.cpus[cpu].node;
-        self.world.metrics.numa_hint_faults += 1;
-        self.world.series.hint_fault(pidx, thisnid);
-        if nid == thisnid {
-            self.world.metrics.numa_hint_faults_local += 1;
-        }
-        Some(HintAt {
-            pidx,
-            obj,
-            head,
-            nid,
-            nr: self.entry_pages(obj, head),
-            thisnid,
-        })
-    }
-
-    /// Base pages of the entry starting at `head` (a THP's 512, else 1).
-    fn entry_pages(&self, obj: usize, head: u64) -> u64 {
-        let o = &self.world.objects[obj];
-        if o.is_huge(head / CHUNK) {
-            o.chunk_len(head / CHUNK)
-        } else {
-            1
         }
     }
 
@@ -2196,85 +1491,9 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn check_deadlock(&self) -> Result<(), SimError> {
-        if self.world.pending_starts > 0 {
-            return Ok(());
-        }
-        let live = |s: TState| matches!(s, TState::Runnable | TState::Sleeping);
-        let ths = &self.world.threads;
-        if ths.iter().any(|t| live(t.state)) || !ths.iter().any(|t| t.state == TState::Blocked) {
-            return Ok(());
-        }
-        let blocked: Vec<String> = ths
-            .iter()
-            .filter(|t| t.state == TState::Blocked)
-            .take(4)
-            .map(|t| {
-                format!(
-                    "{}/{}[{}]",
-                    self.world.procs[t.proc].name,
-                    self.world.procs[t.proc].groups[t.group].name,
-                    t.index
-                )
-            })
-            .collect();
-        Err(SimError::Input(InputError::new(
-            format!("workload {}", self.world.sc.workload.name()),
-            "phase",
-            format!(
-                "deadlock at {:.3} s: threads wait in join/barrier phases that can never complete (e.g. {})",
-                self.world.now as f64 / NS,
-                blocked.join(", ")
-            ),
-        )))
-    }
-
-    fn check_invariants(&self) -> Result<(), SimError> {
-        let nn = self.world.machine.nr_nodes();
-        let mut used = vec![0u64; nn];
-        for (o, obj) in self.world.objects.iter().enumerate() {
-            obj.check()
-                .map_err(|e| SimError::Invariant(format!("memory object {o}: {e}")))?;
-            for (n, &p) in obj.node_pages().iter().enumerate() {
-                used[n] += p;
-            }
-        }
-        if used != self.world.node_used {
-            return Err(SimError::Invariant(format!(
-                "node use {:?} differs from the pages {:?}",
-                self.world.node_used, used
-            )));
-        }
-        for (n, (&u, &cap)) in used.iter().zip(&self.world.node_cap).enumerate() {
-            if u > cap {
-                return Err(SimError::Invariant(format!(
-                    "node {n} holds {u} pages, more than its {cap}"
-                )));
-            }
-        }
-        self.world.sched.check().map_err(SimError::Invariant)?;
-        for (t, th) in self.world.threads.iter().enumerate() {
-            let on_rq = self.world.sched.tasks[t].cpu.is_some();
-            if on_rq != (th.state == TState::Runnable) {
-                return Err(SimError::Invariant(format!(
-                    "thread {t} is {:?} but on a runqueue: {on_rq}",
-                    th.state
-                )));
-            }
-            if let Some(c) = self.world.sched.tasks[t].cpu
-                && !self.world.procs[th.proc].cpuset_cpus.contains(c)
-            {
-                return Err(SimError::Invariant(format!(
-                    "thread {t} runs on CPU {c} outside its cpuset"
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// Build the result.
     pub fn result(&self) -> RunResult {
-        let finished = self.work_done();
+        let finished = self.world.work_done();
         let end = self
             .world
             .threads
@@ -2360,7 +1579,7 @@ impl<'a> Sim<'a> {
                 let node_mb = p
                     .node_mb_end
                     .clone()
-                    .unwrap_or_else(|| self.process_node_mb(i));
+                    .unwrap_or_else(|| self.world.process_node_mb(i));
                 let tot = p.bytes_local + p.bytes_remote;
                 let runtime_s = (p.end_ns.unwrap_or(self.world.now) - p.start_ns) as f64 / NS;
                 let mut thread_nodes = vec![0u32; self.world.machine.nr_nodes()];
@@ -2455,49 +1674,4 @@ impl Thread {
             sum_exec_ns: 0.0,
         }
     }
-}
-
-/// The ranges of `slice` an access pattern touches, each with its share of the accesses.
-/// Zipf is approximated by one range per power of two of the page rank, weighted by the
-/// integral of `(x+1)^-s` over it.
-fn pattern_ranges_of(pattern: Pattern, a: &AccessRt, slice: (u64, u64)) -> Vec<(u64, u64, f64)> {
-    let (s, e) = slice;
-    let len = (e - s).max(1);
-    match pattern {
-        Pattern::Uniform | Pattern::Sweep => vec![(s, e, 1.0)],
-        Pattern::Hot => {
-            let hot = ((len as f64 * a.hot_fraction).ceil() as u64).clamp(1, len);
-            vec![(s, s + hot, a.hot_weight), (s + hot, e, 1.0 - a.hot_weight)]
-        }
-        Pattern::Zipf => {
-            // Range k covers ranks [2^k - 1, 2^(k+1) - 1); weight ∝ sum of 1/(r+1)^s.
-            let sexp = a.zipf_s;
-            let mut bounds = vec![0u64];
-            while *bounds.last().expect("non-empty") < len {
-                let b = *bounds.last().expect("non-empty");
-                bounds.push(((b + 1) * 2 - 1).min(len));
-            }
-            let wsum = |lo: u64, hi: u64| -> f64 {
-                // ∫ (x+1)^-s dx from lo to hi, a smooth stand-in for the sum.
-                let f = |x: f64| {
-                    if (sexp - 1.0).abs() < 1e-9 {
-                        (x + 1.0).ln()
-                    } else {
-                        (x + 1.0).powf(1.0 - sexp) / (1.0 - sexp)
-                    }
-                };
-                f(hi as f64) - f(lo as f64)
-            };
-            let total = wsum(0, len);
-            bounds
-                .windows(2)
-                .map(|w| (s + w[0], s + w[1], wsum(w[0], w[1]) / total))
-                .collect()
-        }
-    }
-}
-
-/// The ranges a random-access phase touches (its own pattern).
-fn pattern_ranges(a: &AccessRt, slice: (u64, u64)) -> Vec<(u64, u64, f64)> {
-    pattern_ranges_of(a.pattern, a, slice)
 }

@@ -17,6 +17,7 @@ pub mod autonuma;
 pub mod compare;
 pub mod cost;
 pub mod engine;
+pub mod error;
 pub mod event;
 pub mod memory;
 pub mod policies;

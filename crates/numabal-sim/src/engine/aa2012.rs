@@ -419,7 +419,7 @@ impl Sim<'_> {
                 Some(_) => 1,
                 None => continue,
             };
-            if let Some(c) = self.migrate_page(e.obj, e.page, node) {
+            if let Some(c) = self.world.migrate_page(e.obj, e.page, node) {
                 self.world.metrics.numa_pages_migrated += nr;
                 self.aa().stats.pages_migrated[node] += nr;
                 credit -= c;
@@ -452,7 +452,7 @@ impl Sim<'_> {
             nid,
             nr,
             thisnid,
-        }) = self.take_hint(t, cpu, ri, page)
+        }) = self.world.take_hint(t, cpu, ri, page)
         else {
             return 0.0;
         };

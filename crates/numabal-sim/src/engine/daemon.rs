@@ -187,7 +187,7 @@ impl Sim<'_> {
             })
             .map(|i| {
                 let p = &self.world.procs[i];
-                let node_bytes = self.process_node_bytes(i);
+                let node_bytes = self.world.process_node_bytes(i);
                 let vsize: u64 = p.regions.iter().map(|r| r.pages * PAGE_BYTES as u64).sum();
                 let threads: Vec<usize> = p
                     .groups
@@ -337,7 +337,7 @@ impl Sim<'_> {
                         (1, 1)
                     };
                     if o.node_of(p) == Some(job.from) {
-                        match self.migrate_page(obj, p, job.to) {
+                        match self.world.migrate_page(obj, p, job.to) {
                             Some(cost) => {
                                 budget -= cost;
                                 if let Some(b) = self.daemon.batch.as_mut() {

@@ -374,12 +374,12 @@ impl Sim<'_> {
                 if cost > 0.0 {
                     self.nb().scan_ns += cost;
                     // An async worker runs on the task's node too (scan_async_worker).
-                    let node = self.thread_node(t);
+                    let node = self.world.thread_node(t);
                     self.world.series.scanned(Some(pidx), node, cost);
                     if self.nb().tun.scan_async {
                         self.scan_async_worker(t, cost);
                     } else {
-                        self.charge_kernel(t, cost);
+                        self.world.charge_kernel(t, cost);
                         // Overhead cap: run 32x the scan's time before the next trigger.
                         self.nb().tasks[t].node_stamp += 32 * cost as u64;
                     }
@@ -424,7 +424,7 @@ impl Sim<'_> {
             // its own (it adds to its CPU time); the preempted thread still stalls.
             self.kthread_hold(wcpu, cost);
             self.world.threads[t].debt_ns += cost;
-            self.stall(cost);
+            self.world.stall(cost);
         } else {
             if backcharge {
                 self.world.threads[t].sum_exec_ns += cost;
@@ -475,9 +475,9 @@ impl Sim<'_> {
         }
         let each = ns / rq.len() as f64;
         for &v in &rq {
-            self.steal_cpu(v, each);
+            self.world.steal_cpu(v, each);
         }
-        self.stall(ns);
+        self.world.stall(ns);
     }
 
     /// Whether the VMA `ri` of process `pidx` may be scanned for task `t`, or why not.
@@ -763,7 +763,7 @@ impl Sim<'_> {
             nid,
             nr,
             thisnid,
-        }) = self.take_hint(t, cpu, ri, page)
+        }) = self.world.take_hint(t, cpu, ri, page)
         else {
             return 0.0;
         };
@@ -802,6 +802,7 @@ impl Sim<'_> {
         let mut target = None;
         if nid != thisnid
             && self
+                .world
                 .alloc_policy_ref(t, ri, head, self.phase_policy(t))
                 .is_none_or(|p| *p == MemPolicy::Default)
             && self.world.procs[pidx].cpuset_mems.contains(thisnid)
@@ -837,7 +838,7 @@ impl Sim<'_> {
         let mut mem_node = nid;
         let mut cost = self.world.machine.spec.costs.hint_fault_ns;
         if let Some(dst) = target {
-            if let Some(c) = self.migrate_page(obj, head, dst) {
+            if let Some(c) = self.world.migrate_page(obj, head, dst) {
                 flags |= TNF_MIGRATED;
                 mem_node = dst;
                 self.world.metrics.numa_pages_migrated += nr;

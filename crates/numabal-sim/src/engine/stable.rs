@@ -255,9 +255,9 @@ impl Sim<'_> {
             }
             let cost = self.stable_scan_window(pidx, t);
             self.st().scan_ns += cost;
-            let node = self.thread_node(t);
+            let node = self.world.thread_node(t);
             self.world.series.scanned(Some(pidx), node, cost);
-            self.charge_kernel(t, cost);
+            self.world.charge_kernel(t, cost);
         }
     }
 
@@ -415,8 +415,8 @@ impl Sim<'_> {
                     .collect()
             };
             for p in pages {
-                let nr = self.entry_pages(obj, p);
-                match self.migrate_page(obj, p, node) {
+                let nr = self.world.entry_pages(obj, p);
+                match self.world.migrate_page(obj, p, node) {
                     Some(c) => {
                         cost += c;
                         self.world.metrics.numa_pages_migrated += nr;
@@ -456,8 +456,8 @@ impl Sim<'_> {
                     .collect()
             };
             for p in cand {
-                let nr = self.entry_pages(obj, p);
-                match self.migrate_page(obj, p, to) {
+                let nr = self.world.entry_pages(obj, p);
+                match self.world.migrate_page(obj, p, to) {
                     Some(c) => {
                         cost += c;
                         let st = self.st();
@@ -489,7 +489,7 @@ impl Sim<'_> {
             nid,
             nr,
             thisnid,
-        }) = self.take_hint(t, cpu, ri, page)
+        }) = self.world.take_hint(t, cpu, ri, page)
         else {
             return 0.0;
         };
@@ -507,11 +507,12 @@ impl Sim<'_> {
         if let Placement::Migrate(dst) = tr.placement
             && dst != nid
             && self
+                .world
                 .alloc_policy_ref(t, ri, head, self.phase_policy(t))
                 .is_none_or(|p| *p == MemPolicy::Default)
             && self.world.procs[pidx].cpuset_mems.contains(dst)
         {
-            match self.migrate_page(obj, head, dst) {
+            match self.world.migrate_page(obj, head, dst) {
                 Some(c) => {
                     cost += c;
                     self.world.metrics.numa_pages_migrated += nr;
