@@ -9,7 +9,7 @@
 //!     handle events at t1: process/group start, wakeups, tick (rotation, load balancing)
 //! ```
 
-use crate::autonuma::tunables::{Flavour, Tunables};
+use crate::autonuma::tunables::Flavour;
 use crate::cost::{CostModel, Demand};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{CHUNK, MemObject, PAGE_BYTES};
@@ -27,28 +27,23 @@ use std::collections::BTreeMap;
 
 pub use crate::error::SimError;
 
-mod aa2012;
 mod daemon;
-mod numab;
 mod progress;
-mod stable;
 
-pub use aa2012::{Aa2012Report, Aa2012Stats, MmAutonumaReport, TaskAutonumaReport};
+use crate::kernel::aa2012::AutoNuma2012;
+use crate::kernel::linux6::Linux6;
+use crate::kernel::stable::StableNumaKernel;
+use crate::kernel::{KernelModel, NoBalancing};
 pub use daemon::{NodeState, NodeStateAtEnd, PolicyLogEntry};
-use numab::Numab;
-pub use numab::{NumabStats, TraceEvent};
 pub use progress::RunProgress;
-pub use stable::{StableReport, StableStats};
 
 /// A simulation in progress: the world, and what acts on it.
 pub struct Sim<'a> {
     world: World<'a>,
     policy: Box<dyn Policy>,
     actions: Vec<Action>,
-    /// The kernel's NUMA balancing model, when the policy is `autonuma`.
-    numab: Option<Numab>,
-    /// Stable-NUMA's mechanism and policy core, when the policy is `stable`.
-    stable: Option<stable::StableRt>,
+    /// The kernel's NUMA balancing model (`NoBalancing` unless the policy is one).
+    kernel: Box<dyn KernelModel>,
     /// A user-space daemon's queued `migrate_pages` calls and decision log.
     daemon: daemon::DaemonRt,
     /// Told where the run is about once per simulated second (progress reports).
@@ -73,14 +68,19 @@ pub fn run_observed(
     let none = || Box::new(numabal_policy::static_policies::NoPolicy);
     let mut sim = match crate::policies::build(&sc.policy)? {
         Built::Core(p) => Sim::new(sc, p),
-        Built::Kernel(flavour, tun) => {
+        Built::Kernel(Flavour::Linux6, tun) => {
             let mut sim = Sim::new(sc, none());
-            sim.enable_kernel_numa(flavour, tun);
+            sim.kernel = Box::new(Linux6::new(&sim.world, tun));
+            sim
+        }
+        Built::Kernel(Flavour::AutoNuma2012, tun) => {
+            let mut sim = Sim::new(sc, none());
+            sim.kernel = Box::new(AutoNuma2012::new(&mut sim.world, tun));
             sim
         }
         Built::Stable(tun) => {
             let mut sim = Sim::new(sc, none());
-            sim.enable_stable(tun);
+            sim.kernel = Box::new(StableNumaKernel::new(&sim.world, tun));
             sim
         }
     };
@@ -177,44 +177,11 @@ impl<'a> Sim<'a> {
             },
             policy,
             actions: Vec::new(),
-            numab: None,
-            stable: None,
+            kernel: Box::new(NoBalancing),
             daemon: daemon::DaemonRt::default(),
             progress: None,
             nominal_total_ns: 0.0,
         }
-    }
-
-    /// Run the kernel's NUMA balancing (`autonuma`, `autonuma-2012`).
-    pub fn enable_kernel_numa(&mut self, flavour: Flavour, tun: Tunables) {
-        let cpu_nodes: Vec<usize> = self.world.machine.nodes_with_cpus().iter().collect();
-        let aa = (flavour == Flavour::AutoNuma2012).then(|| {
-            // knuma_scand has run since boot: the workload starts at a random point of
-            // its sleep between passes.
-            let first = self
-                .world
-                .rng
-                .random_range(0..=tun.scan_sleep_pass_millisecs * 1_000_000);
-            let node_cpu: Vec<usize> = (0..self.world.machine.nr_nodes())
-                .map(|n| self.world.machine.nodes[n].cpus.iter().next().unwrap_or(0))
-                .collect();
-            aa2012::Aa::new(self.world.machine.nr_nodes(), first, &node_cpu)
-        });
-        let mut nb = Numab::new(flavour, tun, cpu_nodes, self.world.machine.nr_cpus());
-        nb.aa = aa;
-        self.numab = Some(nb);
-    }
-
-    /// Run Stable-NUMA (`stable`): its scanner, hinting faults and thread clustering.
-    pub fn enable_stable(&mut self, tun: numabal_policy::stable::Tunables) {
-        let node_cpus: Vec<u32> = self
-            .world
-            .machine
-            .nodes
-            .iter()
-            .map(|n| n.cpus.iter().count() as u32)
-            .collect();
-        self.stable = Some(stable::StableRt::new(&node_cpus, tun));
     }
 
     /// The load balancer's question: the policy's veto, then NUMA locality.
@@ -223,11 +190,10 @@ impl<'a> Sim<'a> {
             .policy
             .can_migrate_task(Tid(ctx.tid + 1), ctx.src_node, ctx.dst_node)
             != MigrateVerdict::Allow
-            || !self.stable_can_migrate(ctx.tid as usize, ctx.src_node, ctx.dst_node)
         {
             return CanMigrate::No;
         }
-        self.numab_can_migrate(ctx)
+        self.kernel.can_migrate_task(&self.world, ctx)
     }
 
     /// Run until every thread finished or `max_time_s`.
@@ -340,21 +306,14 @@ impl<'a> Sim<'a> {
                 }
             }
             EventKind::Tick => {
-                if self.numab.is_some() {
-                    self.numab_tick();
-                }
-                if self.stable.is_some() {
-                    self.stable_tick();
-                }
+                self.kernel.tick(&mut self.world);
                 self.world.sched.rotate();
                 let mut sched = std::mem::take(&mut self.world.sched);
                 sched.tick_balance(self.world.now, self.world.tick_ns, &|c: &LbCtx| {
                     self.can_migrate(c)
                 });
                 self.world.sched = sched;
-                if self.numab.as_ref().is_some_and(|n| n.aa.is_some()) {
-                    self.aa_sched_balance();
-                }
+                self.kernel.after_load_balance(&mut self.world);
                 if self.world.check {
                     self.world.check_invariants()?;
                 }
@@ -547,12 +506,7 @@ impl<'a> Sim<'a> {
             inherited_affinity: None,
         });
 
-        if self.numab.is_some() {
-            self.numab_new_process(pidx);
-        }
-        if self.stable.is_some() {
-            self.stable_new_process(pidx);
-        }
+        self.kernel.process_start(&mut self.world, pidx);
         // Tell the policy.
         let info = self.world.process_info(pidx, spec);
         let mut out = std::mem::take(&mut self.actions);
@@ -636,9 +590,7 @@ impl<'a> Sim<'a> {
             self.world
                 .threads
                 .push(Thread::new(pidx, g, i, TState::Runnable));
-            if self.numab.is_some() {
-                self.numab_new_task(tid, parent);
-            }
+            self.kernel.sched_fork(&mut self.world, tid, parent);
             self.world.procs[pidx].groups[g].threads.push(tid);
             self.world.procs[pidx].live += 1;
             let info = ThreadInfo {
@@ -655,9 +607,7 @@ impl<'a> Sim<'a> {
             self.apply_actions(&out)?;
             self.actions = out;
             let cpu = self.world.sched.wake_new(tid as u32, creator_cpu);
-            if self.stable.is_some() {
-                self.stable_new_task(tid, cpu);
-            }
+            self.kernel.wake_up_new_task(&mut self.world, tid, cpu);
             self.world.note_runnable(tid, at);
         }
         Ok(())
@@ -736,12 +686,7 @@ impl<'a> Sim<'a> {
     }
 
     fn finish_thread(&mut self, t: usize, at: u64) -> Result<(), SimError> {
-        if self.stable.is_some() {
-            self.stable_task_exit(t);
-        }
-        if self.numab.is_some() {
-            self.numab_task_exit(t);
-        }
+        self.kernel.task_exit(&mut self.world, t);
         self.world.threads[t].state = TState::Done;
         self.world.threads[t].end_ns = Some(at);
         if let Some(c) = self.world.sched.exit(t as u32, at) {
@@ -805,23 +750,11 @@ impl<'a> Sim<'a> {
         p.end_ns = Some(at);
         p.node_mb_end = Some(node_mb);
         let objs: Vec<usize> = p.regions.iter().map(|r| r.obj).collect();
-        let aa = self.numab.as_ref().is_some_and(|n| n.aa.is_some());
-        if aa {
-            self.aa_exit_process(pidx);
-        }
-        let stable = self.stable.is_some();
-        if stable {
-            self.stable_exit_process(pidx);
-        }
+        self.kernel.process_exit(&mut self.world, pidx);
         for o in objs {
             self.world.obj_refs[o] -= 1;
             if self.world.obj_refs[o] == 0 {
-                if aa {
-                    self.aa_release_object(o);
-                }
-                if stable {
-                    self.stable_release_object(o);
-                }
+                self.kernel.object_release(&mut self.world, o);
                 let freed = self.world.objects[o].release();
                 for (n, f) in freed.iter().enumerate() {
                     self.world.node_used[n] -= f;
@@ -1379,9 +1312,7 @@ impl<'a> Sim<'a> {
                 n_new = n_new.saturating_sub(pages);
             }
         }
-        if (self.numab.is_some() || self.stable.is_some())
-            && self.world.objects[obj].prot_in(slice.0, slice.1) > 0
-        {
+        if self.kernel.hinting() && self.world.objects[obj].prot_in(slice.0, slice.1) > 0 {
             self.random_hint_faults(t, a, slice, bytes);
         }
         for (n, &f) in mix.iter().enumerate() {
@@ -1482,13 +1413,7 @@ impl<'a> Sim<'a> {
 
     /// A NUMA hinting fault, to whichever model unmapped the page.
     fn hint_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
-        if self.stable.is_some() {
-            self.stable_fault(t, cpu, ri, page)
-        } else if self.numab.as_ref().is_some_and(|n| n.aa.is_some()) {
-            self.aa_fault(t, cpu, ri, page)
-        } else {
-            self.numab_fault(t, cpu, ri, page)
-        }
+        self.kernel.hinting_fault(&mut self.world, t, cpu, ri, page)
     }
 
     /// Build the result.
@@ -1515,13 +1440,7 @@ impl<'a> Sim<'a> {
         m.user_cpu_s = self.world.user_ns / NS;
         m.sys_cpu_s = self.world.sys_ns / NS;
         m.migrate_cpu_s = self.world.migrate_ns / NS;
-        if let Some(nb) = &self.numab {
-            m.scan_cpu_s = nb.scan_ns / NS;
-            m.scan_cpu_hidden_s = nb.scan_hidden_ns / NS;
-        }
-        if let Some(st) = &self.stable {
-            m.scan_cpu_s = st.scan_ns / NS;
-        }
+        self.kernel.metrics(&mut m);
         m.accessed_gib = total / (1u64 << 30) as f64;
         m.access_gib_per_s = if m.runtime_s > 0.0 {
             m.accessed_gib / m.runtime_s
@@ -1611,16 +1530,17 @@ impl<'a> Sim<'a> {
                 }
             })
             .collect();
+        let kernel = self.kernel.report(&self.world);
         RunResult {
             numabal_version: env!("CARGO_PKG_VERSION").to_string(),
             scenario: ScenarioSummary {
                 machine: self.world.machine.name().to_string(),
                 workload: self.world.sc.workload.name().to_string(),
-                policy: match (&self.numab, &self.stable) {
-                    (Some(nb), _) => nb.flavour.name().to_string(),
-                    (None, Some(_)) => "stable".to_string(),
-                    (None, None) => self.policy.name().to_string(),
-                },
+                policy: self
+                    .kernel
+                    .name()
+                    .unwrap_or_else(|| self.policy.name())
+                    .to_string(),
                 seed: self.world.sc.sim.seed,
                 overrides: self.world.sc.overrides.clone(),
                 tunables: crate::policies::tunables_json(&self.world.sc.policy).unwrap_or_default(),
@@ -1638,16 +1558,8 @@ impl<'a> Sim<'a> {
                 .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
                 .collect(),
             stalls: self.world.stalls.clone(),
-            numa_balancing: self.numab.as_ref().map(|nb| {
-                let pids: Vec<u32> = self
-                    .world
-                    .threads
-                    .iter()
-                    .map(|t| t.proc as u32 + 1)
-                    .collect();
-                nb.report(&pids)
-            }),
-            stable: self.stable_report(),
+            numa_balancing: kernel.numa_balancing,
+            stable: kernel.stable,
             numastat: self.world.numastat.clone(),
             series: self.world.series.finish(),
             policy_log: self.daemon.log.clone(),

@@ -19,6 +19,7 @@ pub mod cost;
 pub mod engine;
 pub mod error;
 pub mod event;
+pub mod kernel;
 pub mod memory;
 pub mod policies;
 pub mod result;

@@ -9,7 +9,6 @@ use crate::event::EventKind;
 use crate::event::EventQueue;
 use crate::memory::MemObject;
 use crate::memory::{CHUNK, PAGE_BYTES};
-use crate::result::{Metrics, StallHistogram};
 use crate::sched::{NR_CAUSES, Sched};
 use numabal_model::InputError;
 use numabal_model::Pid;
@@ -20,6 +19,11 @@ use numabal_model::{Machine, Mask, MemPolicy, Scenario};
 use numabal_policy::{GroupInfo, ProcessInfo, RegionInfo};
 use rand::RngExt;
 use rand_pcg::Pcg64Mcg;
+use records::{Metrics, StallHistogram};
+
+mod kernel_model;
+pub mod records;
+pub use kernel_model::KernelHooks;
 pub(crate) const NS: f64 = 1e9;
 pub(crate) const STALL_NS: f64 = 1e6;
 /// Remainders of an access phase below this many bytes count as done: floating-point
@@ -248,7 +252,7 @@ pub struct World<'a> {
     /// Per thread, per node: when the thread last left the node (u64::MAX: not since it
     /// last arrived there), for ping-pong round trips.
     pub(crate) left_node_at: Vec<Vec<u64>>,
-    pub(crate) ping_pong: crate::result::PingPongHistogram,
+    pub(crate) ping_pong: records::PingPongHistogram,
     pub(crate) migrate_shootdowns: u64,
     pub(crate) thp_enabled: Thp,
     pub(crate) check: bool,
@@ -261,7 +265,7 @@ pub struct World<'a> {
     pub(crate) cpu_free_from: Vec<Option<u64>>,
     pub(crate) stalls: StallHistogram,
     /// `numastat -p` samples (`sim.numastat_at_s`, `sim.numastat_every_s`).
-    pub(crate) numastat: Vec<crate::result::NumastatSample>,
+    pub(crate) numastat: Vec<records::NumastatSample>,
     /// Per `[[process]]`: the next instance to start (`jobs`).
     pub(crate) next_instance: Vec<u32>,
     /// Per CPU: time it has run threads, ns (its idle time is the rest).
@@ -308,14 +312,14 @@ impl<'a> World<'a> {
         }
         let processes = (0..self.procs.len())
             .filter(|&i| self.procs[i].end_ns.is_none() && !self.procs[i].regions.is_empty())
-            .map(|i| crate::result::NumastatProcess {
+            .map(|i| records::NumastatProcess {
                 pid: i as u32 + 1,
                 name: self.procs[i].name.clone(),
                 node_mb: self.process_node_mb(i),
                 work_units: self.procs[i].work_units,
             })
             .collect();
-        self.numastat.push(crate::result::NumastatSample {
+        self.numastat.push(records::NumastatSample {
             t_s: self.now as f64 / NS,
             processes,
         });
@@ -1067,4 +1071,40 @@ pub(crate) fn pattern_ranges_of(
 /// The ranges a random-access phase touches (its own pattern).
 pub(crate) fn pattern_ranges(a: &AccessRt, slice: (u64, u64)) -> Vec<(u64, u64, f64)> {
     pattern_ranges_of(a.pattern, a, slice)
+}
+
+impl World<'_> {
+    /// Each task's process (pid), by task id.
+    pub(crate) fn task_pids(&self) -> Vec<u32> {
+        self.threads.iter().map(|t| t.proc as u32 + 1).collect()
+    }
+
+    /// The memory policy of the access phase `t` is in, if any.
+    pub(crate) fn phase_policy(&self, t: usize) -> Option<&MemPolicy> {
+        let th = &self.threads[t];
+        match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
+            Some(PhaseRt::Access(a)) => a.mempolicy.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The task's own memory policy (thread, process, current phase, workload).
+    pub(crate) fn task_policy(&self, t: usize) -> Option<&MemPolicy> {
+        let th = &self.threads[t];
+        let p = &self.procs[th.proc];
+        th.policy_thread
+            .as_ref()
+            .or(p.policy_proc.as_ref())
+            .or(self.phase_policy(t))
+            .or(p.wl_policy.as_ref())
+    }
+
+    /// `get_mm_rss`: resident pages of a process's mappings.
+    pub(crate) fn mm_rss(&self, pidx: usize) -> u64 {
+        self.procs[pidx]
+            .regions
+            .iter()
+            .map(|r| self.objects[r.obj].populated())
+            .sum()
+    }
 }

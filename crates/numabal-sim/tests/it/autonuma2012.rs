@@ -6,7 +6,7 @@
 use crate::util::{run, scenario};
 use numabal_model::scenario::PolicySpec;
 
-fn report(r: &numabal_sim::RunResult) -> numabal_sim::engine::Aa2012Report {
+fn report(r: &numabal_sim::RunResult) -> numabal_sim::kernel::aa2012::Aa2012Report {
     r.numa_balancing
         .as_ref()
         .and_then(|n| n.autonuma_2012.clone())

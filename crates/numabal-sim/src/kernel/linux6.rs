@@ -6,7 +6,8 @@
 //! holds the state and walks the engine's memory, threads and runqueues. Every
 //! simplification is listed in docs/model-notes.md ("Kernel NUMA balancing").
 
-use super::{NS, Sim, TState};
+use super::kthread::{KThreads, Trace};
+use super::{KernelModel, KernelReport, NumaBalancingReport};
 use crate::autonuma::filter::{CpuPid, FilterInput, GroupFaults, should_migrate};
 use crate::autonuma::period::{
     GroupShare, PeriodUpdate, task_scan_max, task_scan_min, task_scan_start,
@@ -16,10 +17,12 @@ use crate::autonuma::task::{
     Faults, GroupDecision, LOAD_AVG_MAX, NUMA_CPUBUF, NUMA_MEMBUF, NumaGroup, fold_faults,
     group_decision, group_weight, task_weight,
 };
-use crate::autonuma::tunables::{Flavour, Tunables};
+use crate::autonuma::tunables::Tunables;
 use crate::autonuma::vma::{SkipReason, VmaNumab};
 use crate::memory::CHUNK;
 use crate::sched::{CanMigrate, Cause, LbCtx};
+use crate::world::records::Metrics;
+use crate::world::{HintAt, KernelHooks, NS, TState, World};
 use numabal_model::MemPolicy;
 use serde::{Deserialize, Serialize};
 
@@ -99,94 +102,37 @@ pub struct NumabStats {
     pub async_scans_outside_cpuset: u64,
 }
 
-/// One tracepoint-like event.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TraceEvent {
-    /// Simulated ns.
-    pub t_ns: u64,
-    /// `sched_move_numa`, `sched_swap_numa`, `sched_stick_numa`, `sched_skip_vma_numa`,
-    /// `sched_skip_cpuset_numa`.
-    pub event: String,
-    /// Task (tid) and process (pid).
-    pub tid: u32,
-    /// Process.
-    pub pid: u32,
-    /// Free-form details in the tracepoint's field names.
-    pub detail: String,
-}
-
 /// The kernel model's state.
-pub(crate) struct Numab {
-    pub flavour: Flavour,
+pub(crate) struct Linux6 {
     pub tun: Tunables,
     pub tasks: Vec<TaskNuma>,
     pub mms: Vec<MmNuma>,
     pub groups: Vec<NumaGroup>,
     pub cpu_nodes: Vec<usize>,
     pub stats: NumabStats,
-    pub trace: Vec<TraceEvent>,
+    pub trace: Trace,
     pub scan_ns: f64,
     /// `scan_async`: scan worker time charged to no task.
     pub scan_hidden_ns: f64,
-    /// `scan_async`: per CPU, when the scan worker running there finishes (also the
-    /// kernel threads of `autonuma-2012`).
-    pub worker_busy_until: Vec<u64>,
-    /// `autonuma-2012`: knuma_scand, knuma_migratedN, task/mm statistics.
-    pub aa: Option<super::aa2012::Aa>,
+    /// `scan_async`: the scan workers.
+    pub kthreads: KThreads,
 }
 
-/// Trace records kept at most (the log is for inspection, not bulk analysis).
-const TRACE_MAX: usize = 100_000;
-
-impl Numab {
-    pub fn new(flavour: Flavour, tun: Tunables, cpu_nodes: Vec<usize>, nr_cpus: usize) -> Numab {
-        Numab {
-            flavour,
+impl Linux6 {
+    pub fn new(w: &World, tun: Tunables) -> Linux6 {
+        let cpu_nodes: Vec<usize> = w.machine.nodes_with_cpus().iter().collect();
+        let nr_cpus = w.machine.nr_cpus();
+        Linux6 {
+            trace: Trace::new(tun.trace),
             tun,
             tasks: Vec::new(),
             mms: Vec::new(),
             groups: Vec::new(),
             cpu_nodes,
             stats: NumabStats::default(),
-            trace: Vec::new(),
             scan_ns: 0.0,
             scan_hidden_ns: 0.0,
-            worker_busy_until: vec![0; nr_cpus],
-            aa: None,
-        }
-    }
-
-    /// Record an event of a kernel thread (tid and pid 0).
-    pub(super) fn trace_kthread(&mut self, t_ns: u64, event: &str, detail: String) {
-        if self.tun.trace && self.trace.len() < TRACE_MAX {
-            self.trace.push(TraceEvent {
-                t_ns,
-                event: event.to_string(),
-                tid: 0,
-                pid: 0,
-                detail,
-            });
-        }
-    }
-
-    pub(super) fn trace(&mut self, t_ns: u64, event: &str, tid: usize, pid: usize, detail: String) {
-        if self.tun.trace && self.trace.len() < TRACE_MAX {
-            self.trace.push(TraceEvent {
-                t_ns,
-                event: event.to_string(),
-                tid: tid as u32 + 1,
-                pid: pid as u32 + 1,
-                detail,
-            });
-        }
-    }
-
-    /// `task_pids`: each task's process (pid), for the per-task tables.
-    pub fn report(&self, task_pids: &[u32]) -> crate::result::NumaBalancingReport {
-        crate::result::NumaBalancingReport {
-            stats: self.stats.clone(),
-            trace: self.trace.clone(),
-            autonuma_2012: self.aa.as_ref().map(|aa| aa.report(task_pids)),
+            kthreads: KThreads::new(nr_cpus),
         }
     }
 
@@ -197,7 +143,7 @@ impl Numab {
             .vma_skips
             .entry(r.name().to_string())
             .or_insert(0) += 1;
-        self.trace(
+        self.trace.task(
             now,
             "sched_skip_vma_numa",
             t,
@@ -219,37 +165,16 @@ impl Numab {
     }
 }
 
-impl Sim<'_> {
-    fn nb(&mut self) -> &mut Numab {
-        self.numab.as_mut().expect("kernel NUMA model")
-    }
-
-    /// `get_mm_rss`: resident pages of a process's mappings.
-    fn mm_rss(&self, pidx: usize) -> u64 {
-        self.world.procs[pidx]
-            .regions
-            .iter()
-            .map(|r| self.world.objects[r.obj].populated())
-            .sum()
-    }
-
+impl Linux6 {
     /// `init_numa_balancing` for a new process (`mm_users == 1`).
-    pub(super) fn numab_new_process(&mut self, pidx: usize) {
-        if self.nb().aa.is_some() {
-            self.aa_new_process(pidx);
-            return;
-        }
-        let now = self.world.now;
-        let nregions = self.world.procs[pidx].regions.len();
-        let objs: Vec<usize> = self.world.procs[pidx]
-            .regions
-            .iter()
-            .map(|r| r.obj)
-            .collect();
+    fn numab_new_process(&mut self, w: &mut World, pidx: usize) {
+        let now = w.now;
+        let nregions = w.procs[pidx].regions.len();
+        let objs: Vec<usize> = w.procs[pidx].regions.iter().map(|r| r.obj).collect();
         for o in objs {
-            self.world.objects[o].enable_hinting();
+            w.objects[o].enable_hinting();
         }
-        let nb = self.nb();
+        let nb = &mut *self;
         let delay = nb.tun.scan_delay_ms * MS;
         while nb.mms.len() <= pidx {
             nb.mms.push(MmNuma::default());
@@ -267,14 +192,10 @@ impl Sim<'_> {
     /// `init_numa_balancing` for a new task. The first thread of a process is the new
     /// process's task; later ones are threads of a parent (`parent`) and inherit its
     /// preferred node, with the staggered first trigger.
-    pub(super) fn numab_new_task(&mut self, t: usize, parent: Option<usize>) {
-        if self.nb().aa.is_some() {
-            self.aa_new_task(t);
-            return;
-        }
-        let tick = self.world.tick_ns;
-        let pidx = self.world.threads[t].proc;
-        let nb = self.nb();
+    fn numab_new_task(&mut self, w: &mut World, t: usize, parent: Option<usize>) {
+        let tick = w.tick_ns;
+        let pidx = w.threads[t].proc;
+        let nb = &mut *self;
         let delay = nb.tun.scan_delay_ms;
         let (stamp, preferred) = match parent {
             None => (0, None),
@@ -301,19 +222,16 @@ impl Sim<'_> {
             last_sum_exec: 0,
             group: None,
         };
-        let nb = self.nb();
+        let nb = &mut *self;
         debug_assert_eq!(nb.tasks.len(), t);
         nb.tasks.push(tn);
-        self.world.sched.tasks[t].numa_preferred_nid = preferred;
+        w.sched.tasks[t].numa_preferred_nid = preferred;
     }
 
     /// `task_numa_free` at exit: leave the group.
-    pub(super) fn numab_task_exit(&mut self, t: usize) {
-        if self.nb().aa.is_some() {
-            return;
-        }
-        let nn = self.world.machine.nr_nodes();
-        let nb = self.nb();
+    fn numab_task_exit(&mut self, w: &mut World, t: usize) {
+        let nn = w.machine.nr_nodes();
+        let nb = &mut *self;
         let tk = &mut nb.tasks[t];
         if let (Some(g), Some(f)) = (tk.group.take(), tk.faults.as_ref()) {
             let total = tk.total_faults;
@@ -325,33 +243,26 @@ impl Sim<'_> {
     }
 
     /// `task_tick_numa` for every running task (processor sharing: all of them run).
-    pub(super) fn numab_tick(&mut self) {
-        match self.numab.as_ref().map(|n| n.flavour) {
-            Some(Flavour::Linux6) => {}
-            Some(Flavour::AutoNuma2012) => return self.aa_tick(),
-            None => return,
-        }
+    fn numab_tick(&mut self, w: &mut World) {
         // CPUs' ticks are not synchronised: which thread of an mm reaches
         // `numa_next_scan` first varies, so the walk starts at a random thread.
-        let n = self.world.threads.len();
+        let n = w.threads.len();
         if n == 0 {
             return;
         }
         let first = {
             use rand::RngExt;
-            self.world.rng.random_range(0..n)
+            w.rng.random_range(0..n)
         };
         for k in 0..n {
             let t = (first + k) % n;
-            if self.world.threads[t].state != TState::Runnable
-                || self.world.sched.tasks[t].cpu.is_none()
-            {
+            if w.threads[t].state != TState::Runnable || w.sched.tasks[t].cpu.is_none() {
                 continue;
             }
-            let now_exec = self.world.threads[t].sum_exec_ns as u64;
-            let now = self.world.now;
-            let pidx = self.world.threads[t].proc;
-            let nb = self.numab.as_ref().expect("kernel NUMA model");
+            let now_exec = w.threads[t].sum_exec_ns as u64;
+            let now = w.now;
+            let pidx = w.threads[t].proc;
+            let nb = &mut *self;
             let tk = &nb.tasks[t];
             let period = tk.scan_period * MS;
             if now_exec <= tk.node_stamp + period {
@@ -360,28 +271,28 @@ impl Sim<'_> {
             // The first trigger sets the period from the RSS (`period` above keeps the
             // fork-time value, as in the kernel).
             let start = (tk.node_stamp == 0).then(|| {
-                let gs = nb.group_share(tk.group, self.world.machine.nr_nodes());
-                task_scan_start(self.mm_rss(pidx), &nb.tun, gs)
+                let gs = nb.group_share(tk.group, w.machine.nr_nodes());
+                task_scan_start(w.mm_rss(pidx), &nb.tun, gs)
             });
-            let nb = self.nb();
+            let nb = &mut *self;
             let tk = &mut nb.tasks[t];
             if let Some(p) = start {
                 tk.scan_period = p;
             }
             tk.node_stamp += period;
             if now >= nb.mms[pidx].next_scan {
-                let cost = self.task_numa_work(t);
+                let cost = self.task_numa_work(w, t);
                 if cost > 0.0 {
-                    self.nb().scan_ns += cost;
+                    self.scan_ns += cost;
                     // An async worker runs on the task's node too (scan_async_worker).
-                    let node = self.world.thread_node(t);
-                    self.world.series.scanned(Some(pidx), node, cost);
-                    if self.nb().tun.scan_async {
-                        self.scan_async_worker(t, cost);
+                    let node = w.thread_node(t);
+                    w.series.scanned(Some(pidx), node, cost);
+                    if self.tun.scan_async {
+                        self.scan_async_worker(w, t, cost);
                     } else {
-                        self.world.charge_kernel(t, cost);
+                        w.charge_kernel(t, cost);
                         // Overhead cap: run 32x the scan's time before the next trigger.
-                        self.nb().tasks[t].node_stamp += 32 * cost as u64;
+                        self.tasks[t].node_stamp += 32 * cost as u64;
                     }
                 }
             }
@@ -397,92 +308,45 @@ impl Sim<'_> {
     /// unless `scan_async_backcharge` charges it to the task: then the task's CPU time and
     /// the 32x overhead cap count it, and on a contended CPU the task, not the others, gives
     /// up the CPU time (as a vruntime charge would, over time).
-    fn scan_async_worker(&mut self, t: usize, cost: f64) {
-        let Some(cpu) = self.world.sched.tasks[t].cpu else {
+    fn scan_async_worker(&mut self, w: &mut World, t: usize, cost: f64) {
+        let Some(cpu) = w.sched.tasks[t].cpu else {
             return;
         };
-        let backcharge = self.nb().tun.scan_async_backcharge;
+        let backcharge = self.tun.scan_async_backcharge;
         // The task runs on `cpu`, so it shares it with at least the task unless the
         // worker found an idle CPU.
-        let (wcpu, shared_with) = self.kthread_cpu(cpu, self.world.machine.cpus[cpu].node);
+        let (wcpu, shared_with) = self.kthreads.cpu(w, cpu, w.machine.cpus[cpu].node);
         let idle = shared_with == 0;
-        let outside = !self.world.procs[self.world.threads[t].proc]
-            .cpuset_cpus
-            .contains(wcpu);
-        let nb = self.nb();
+        let outside = !w.procs[w.threads[t].proc].cpuset_cpus.contains(wcpu);
+        let nb = &mut *self;
         nb.stats.async_scans += 1;
         nb.stats.async_scans_idle_cpu += idle as u64;
         nb.stats.async_scans_outside_cpuset += outside as u64;
         if backcharge {
             nb.tasks[t].node_stamp += 32 * cost as u64;
-            self.world.sys_ns += cost;
+            w.sys_ns += cost;
         } else {
             nb.scan_hidden_ns += cost;
         }
         if backcharge && !idle {
             // The task, not its neighbours, gives the time up: paid like kernel work of
             // its own (it adds to its CPU time); the preempted thread still stalls.
-            self.kthread_hold(wcpu, cost);
-            self.world.threads[t].debt_ns += cost;
-            self.world.stall(cost);
+            self.kthreads.hold(w, wcpu, cost);
+            w.threads[t].debt_ns += cost;
+            w.stall(cost);
         } else {
             if backcharge {
-                self.world.threads[t].sum_exec_ns += cost;
+                w.threads[t].sum_exec_ns += cost;
             }
             // On an idle CPU nobody loses anything; otherwise the worker preempts the
             // CPU's current thread and every runnable thread there loses its share.
-            self.kthread_run(wcpu, cost);
+            self.kthreads.run(w, wcpu, cost);
         }
-    }
-
-    /// The CPU a kernel thread on `node` runs on now: the first idle CPU of the node from
-    /// `prev` on (`select_idle_sibling`) not taken by another kernel thread this tick,
-    /// else `prev`. Returns it and the number of runnable threads it shares it with.
-    pub(super) fn kthread_cpu(&self, prev: usize, node: usize) -> (usize, usize) {
-        let nr = self.world.machine.nr_cpus();
-        let busy = &self.numab.as_ref().expect("model").worker_busy_until;
-        let idle = (0..nr).map(|k| (prev + k) % nr).find(|&c| {
-            self.world.machine.cpus[c].node == node
-                && self.world.sched.is_idle(c)
-                && busy[c] <= self.world.now
-        });
-        match idle {
-            Some(c) => (c, 0),
-            None => (prev, self.world.sched.rq(prev).len()),
-        }
-    }
-
-    /// A kernel thread holds `cpu` for `ns` from now (or from when the one before it ends).
-    fn kthread_hold(&mut self, cpu: usize, ns: f64) {
-        let now = self.world.now;
-        let nb = self.numab.as_mut().expect("model");
-        nb.worker_busy_until[cpu] = nb.worker_busy_until[cpu].max(now) + ns as u64;
-    }
-
-    /// A kernel thread uses `ns` of CPU time on `cpu` from now: the runnable threads there
-    /// lose it (processor sharing), and it is not their CPU time; one of them stalls.
-    pub(super) fn kthread_run(&mut self, cpu: usize, ns: f64) {
-        self.kthread_hold(cpu, ns);
-        let rq: Vec<usize> = self
-            .world
-            .sched
-            .rq(cpu)
-            .iter()
-            .map(|&x| x as usize)
-            .collect();
-        if rq.is_empty() {
-            return;
-        }
-        let each = ns / rq.len() as f64;
-        for &v in &rq {
-            self.world.steal_cpu(v, each);
-        }
-        self.world.stall(ns);
     }
 
     /// Whether the VMA `ri` of process `pidx` may be scanned for task `t`, or why not.
-    fn vma_unsuitable(&self, t: usize, ri: usize) -> Option<SkipReason> {
-        let p = &self.world.procs[self.world.threads[t].proc];
+    fn vma_unsuitable(&self, w: &World, t: usize, ri: usize) -> Option<SkipReason> {
+        let p = &w.procs[w.threads[t].proc];
         let r = &p.regions[ri];
         if r.file_ro {
             return Some(SkipReason::SharedRo);
@@ -492,51 +356,26 @@ impl Sim<'_> {
         if !r.ranges.is_empty() || r.wl_policy.is_some() {
             return Some(SkipReason::Unsuitable);
         }
-        if self
-            .task_policy(t)
-            .is_some_and(|p| *p != MemPolicy::Default)
-        {
+        if w.task_policy(t).is_some_and(|p| *p != MemPolicy::Default) {
             return Some(SkipReason::Unsuitable);
         }
         None
     }
 
-    /// The memory policy of the access phase `t` is in, if any.
-    pub(super) fn phase_policy(&self, t: usize) -> Option<&MemPolicy> {
-        let th = &self.world.threads[t];
-        match self.world.procs[th.proc].groups[th.group]
-            .phases
-            .get(th.phase)
-        {
-            Some(super::PhaseRt::Access(a)) => a.mempolicy.as_ref(),
-            _ => None,
-        }
-    }
-
-    /// The task's own memory policy (thread, process, current phase, workload).
-    pub(super) fn task_policy(&self, t: usize) -> Option<&MemPolicy> {
-        let th = &self.world.threads[t];
-        let p = &self.world.procs[th.proc];
-        th.policy_thread
-            .as_ref()
-            .or(p.policy_proc.as_ref())
-            .or(self.phase_policy(t))
-            .or(p.wl_policy.as_ref())
-    }
-
     /// `task_numa_work`: returns the CPU ns the scan took.
-    fn task_numa_work(&mut self, t: usize) -> f64 {
-        let now = self.world.now;
-        let pidx = self.world.threads[t].proc;
+    fn task_numa_work(&mut self, w: &mut World, t: usize) -> f64 {
+        let now = w.now;
+        let pidx = w.threads[t].proc;
         let pid = t as u32 + 1;
         // The cpuset scan-skip patch (v6.16+): nothing can migrate when the cpuset allows one memory node.
-        let single_mem = self.world.procs[pidx].cpuset_mems.count() == 1;
-        let tick = self.world.tick_ns;
-        let nthreads = self.world.procs[pidx].live as u64;
-        let nb = self.nb();
+        let single_mem = w.procs[pidx].cpuset_mems.count() == 1;
+        let tick = w.tick_ns;
+        let nthreads = w.procs[pidx].live as u64;
+        let nb = &mut *self;
         if nb.tun.cpuset_skip && single_mem {
             nb.stats.cpuset_skips += 1;
-            nb.trace(now, "sched_skip_cpuset_numa", t, pidx, String::new());
+            nb.trace
+                .task(now, "sched_skip_cpuset_numa", t, pidx, String::new());
             return 0.0;
         }
         let delay = nb.tun.scan_delay_ms * MS;
@@ -556,34 +395,32 @@ impl Sim<'_> {
         let pid_filter = nb.tun.vma_pid_filter;
         let scan_window = nb.tun.scan_window;
 
-        let nregions = self.world.procs[pidx].regions.len();
-        let single_thread = self.world.procs[pidx].live == 1;
-        let cpu_node = self.world.sched.tasks[t]
-            .cpu
-            .map_or(0, |c| self.world.machine.cpus[c].node);
-        let k = &self.world.machine.spec.costs;
+        let nregions = w.procs[pidx].regions.len();
+        let single_thread = w.procs[pidx].live == 1;
+        let cpu_node = w.sched.tasks[t].cpu.map_or(0, |c| w.machine.cpus[c].node);
+        let k = &w.machine.spec.costs;
         let (pte_ns, tlb_ns) = (k.pte_update_ns, k.tlb_shootdown_ns);
         let mut cost = 0.0;
         let mut forced = false;
         let mut pids_skipped = false;
         // If nothing is at or after the offset, wrap first.
         {
-            let mm = &mut self.nb().mms[pidx];
+            let mm = &mut self.mms[pidx];
             if mm.scan_offset.0 >= nregions {
                 Self::reset_scan(mm);
             }
         }
         'retry: loop {
-            let (mut ri, mut off) = self.nb().mms[pidx].scan_offset;
+            let (mut ri, mut off) = self.mms[pidx].scan_offset;
             while ri < nregions {
-                let rpages = self.world.procs[pidx].regions[ri].pages;
+                let rpages = w.procs[pidx].regions[ri].pages;
                 if off >= rpages {
                     ri += 1;
                     off = 0;
                     continue;
                 }
-                let mut skip = self.vma_unsuitable(t, ri);
-                let nb = self.nb();
+                let mut skip = self.vma_unsuitable(w, t, ri);
+                let nb = &mut *self;
                 let mm = &mut nb.mms[pidx];
                 let seq = mm.scan_seq;
                 let offset_inside = mm.scan_offset.0 == ri && mm.scan_offset.1 > 0;
@@ -629,8 +466,8 @@ impl Sim<'_> {
                 } else {
                     (0, rpages)
                 };
-                let vm_shared = self.world.procs[pidx].regions[ri].vm_shared;
-                let obj = self.world.procs[pidx].regions[ri].obj;
+                let vm_shared = w.procs[pidx].regions[ri].vm_shared;
+                let obj = w.procs[pidx].regions[ri].obj;
                 // change_pte_range's single-threaded optimisation: folios already on the
                 // scanning CPU's node are not protected.
                 let skip_node = (single_thread && !vm_shared).then_some(cpu_node);
@@ -642,12 +479,12 @@ impl Sim<'_> {
                 while start < rpages {
                     let end = (start + pages.max(0) as u64).div_ceil(CHUNK) * CHUNK;
                     let end = end.min(rpages).min(hi.max(start + 1));
-                    let (n, huge, c) = self.change_prot_numa(obj, start, end, skip_node, pte_ns);
+                    let (n, huge, c) = self.change_prot_numa(w, obj, start, end, skip_node, pte_ns);
                     if n > 0 {
                         cost += c + tlb_ns;
                         pages -= (end - start) as i64;
-                        self.world.metrics.numa_pte_updates += n;
-                        self.world.metrics.numa_huge_pte_updates += huge;
+                        w.metrics.numa_pte_updates += n;
+                        w.metrics.numa_huge_pte_updates += huge;
                     } else {
                         cost += c;
                     }
@@ -658,7 +495,7 @@ impl Sim<'_> {
                         break;
                     }
                 }
-                let nb = self.nb();
+                let nb = &mut *self;
                 let mm = &mut nb.mms[pidx];
                 if stopped {
                     mm.scan_offset = if start >= rpages {
@@ -690,7 +527,7 @@ impl Sim<'_> {
                 forced = true;
                 continue 'retry;
             }
-            let mm = &mut self.nb().mms[pidx];
+            let mm = &mut self.mms[pidx];
             Self::reset_scan(mm);
             break;
         }
@@ -712,13 +549,14 @@ impl Sim<'_> {
     /// same as one PTE.
     fn change_prot_numa(
         &mut self,
+        w: &mut World,
         obj: usize,
         a: u64,
         b: u64,
         skip_node: Option<usize>,
         pte_ns: f64,
     ) -> (u64, u64, f64) {
-        let o = &mut self.world.objects[obj];
+        let o = &mut w.objects[obj];
         let mut p = a;
         let mut changed = 0;
         let mut huge = 0;
@@ -755,21 +593,21 @@ impl Sim<'_> {
     /// A NUMA hinting fault by thread `t` on CPU `cpu` at `page` of its region `ri`
     /// (`do_numa_page` / `do_huge_pmd_numa_page`). Returns its CPU ns, the migration
     /// included (one block of kernel work in the faulting thread).
-    pub(super) fn numab_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
-        let Some(super::HintAt {
+    fn numab_fault(&mut self, w: &mut World, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        let Some(HintAt {
             pidx,
             obj,
             head,
             nid,
             nr,
             thisnid,
-        }) = self.world.take_hint(t, cpu, ri, page)
+        }) = w.take_hint(t, cpu, ri, page)
         else {
             return 0.0;
         };
         let (file_ro, vm_shared) = {
-            let r = &self.world.procs[pidx].regions[ri];
-            (r.file_ro, r.vm_shared && self.world.obj_refs[obj] > 1)
+            let r = &w.procs[pidx].regions[ri];
+            (r.file_ro, r.vm_shared && w.obj_refs[obj] > 1)
         };
         let pid = t as u32 + 1;
         let mut flags = 0;
@@ -779,10 +617,10 @@ impl Sim<'_> {
         if vm_shared {
             flags |= TNF_SHARED;
         }
-        let last = CpuPid(self.world.objects[obj].cpupid(head));
-        let now = self.world.now;
+        let last = CpuPid(w.objects[obj].cpupid(head));
+        let now = w.now;
         {
-            let nb = self.numab.as_mut().expect("kernel NUMA model");
+            let nb = &mut *self;
             if let Some(Some(v)) = nb.mms[pidx].vmas.get_mut(ri) {
                 v.record_pid(pid);
             }
@@ -801,15 +639,13 @@ impl Sim<'_> {
         // migrates; a local page returns before the filter, so last_cpupid is not updated.
         let mut target = None;
         if nid != thisnid
-            && self
-                .world
-                .alloc_policy_ref(t, ri, head, self.phase_policy(t))
+            && w.alloc_policy_ref(t, ri, head, w.phase_policy(t))
                 .is_none_or(|p| *p == MemPolicy::Default)
-            && self.world.procs[pidx].cpuset_mems.contains(thisnid)
+            && w.procs[pidx].cpuset_mems.contains(thisnid)
         {
             let this = CpuPid::new(cpu, pid);
-            self.world.objects[obj].xchg_cpupid(head, this.0);
-            let nb = self.numab.as_ref().expect("kernel NUMA model");
+            w.objects[obj].xchg_cpupid(head, this.0);
+            let nb = &mut *self;
             let tk = &nb.tasks[t];
             let group = tk.group.map(|g| {
                 let ng = &nb.groups[g];
@@ -825,10 +661,10 @@ impl Sim<'_> {
                 preferred_nid: tk.preferred,
                 scan_seq: tk.scan_seq,
                 last,
-                last_node: (!last.pid_unset() && last.cpu() < self.world.machine.nr_cpus())
-                    .then(|| self.world.machine.cpus[last.cpu()].node),
+                last_node: (!last.pid_unset() && last.cpu() < w.machine.nr_cpus())
+                    .then(|| w.machine.cpus[last.cpu()].node),
                 dst_nid: thisnid,
-                dst_has_memory: self.world.node_cap[thisnid] > 0,
+                dst_has_memory: w.node_cap[thisnid] > 0,
                 group,
             };
             if should_migrate(&input).0 {
@@ -836,18 +672,18 @@ impl Sim<'_> {
             }
         }
         let mut mem_node = nid;
-        let mut cost = self.world.machine.spec.costs.hint_fault_ns;
+        let mut cost = w.machine.spec.costs.hint_fault_ns;
         if let Some(dst) = target {
-            if let Some(c) = self.world.migrate_page(obj, head, dst) {
+            if let Some(c) = w.migrate_page(obj, head, dst) {
                 flags |= TNF_MIGRATED;
                 mem_node = dst;
-                self.world.metrics.numa_pages_migrated += nr;
+                w.metrics.numa_pages_migrated += nr;
                 cost += c;
             } else {
                 flags |= TNF_MIGRATE_FAIL;
             }
         }
-        self.task_numa_fault(t, cpu, last, mem_node, nr, flags, now);
+        self.task_numa_fault(w, t, cpu, last, mem_node, nr, flags, now);
         cost
     }
 
@@ -855,6 +691,7 @@ impl Sim<'_> {
     #[allow(clippy::too_many_arguments)]
     fn task_numa_fault(
         &mut self,
+        w: &mut World,
         t: usize,
         cpu: usize,
         last: CpuPid,
@@ -863,11 +700,11 @@ impl Sim<'_> {
         flags: u32,
         now: u64,
     ) {
-        let nn = self.world.machine.nr_nodes();
+        let nn = w.machine.nr_nodes();
         let pid = t as u32 + 1;
-        let cpu_node = self.world.machine.cpus[cpu].node;
+        let cpu_node = w.machine.cpus[cpu].node;
         {
-            let tk = &mut self.nb().tasks[t];
+            let tk = &mut self.tasks[t];
             if tk.faults.is_none() {
                 tk.faults = Some(Faults::new(nn, 4));
                 tk.total_faults = 0;
@@ -881,10 +718,10 @@ impl Sim<'_> {
             last.matches(pid)
         };
         if !private && flags & TNF_NO_GROUP == 0 {
-            private = self.task_numa_group(t, last, flags);
+            private = self.task_numa_group(w, t, last, flags);
         }
         {
-            let nb = self.nb();
+            let nb = &mut *self;
             if let Some(g) = nb.tasks[t].group {
                 let ng = &nb.groups[g];
                 if !private
@@ -897,11 +734,11 @@ impl Sim<'_> {
                 }
             }
         }
-        if now > self.nb().tasks[t].migrate_retry {
-            self.task_numa_placement(t);
-            self.numa_migrate_preferred(t);
+        if now > self.tasks[t].migrate_retry {
+            self.task_numa_placement(w, t);
+            self.numa_migrate_preferred(w, t);
         }
-        let nb = self.nb();
+        let nb = &mut *self;
         if private {
             nb.stats.fault_pages_private += pages;
         } else {
@@ -923,10 +760,10 @@ impl Sim<'_> {
     /// `task_numa_group`: on a shared fault, create a singleton group and perhaps join the
     /// group of the task now running on the recorded CPU. Returns whether the fault counts
     /// as private.
-    fn task_numa_group(&mut self, t: usize, last: CpuPid, flags: u32) -> bool {
-        let nn = self.world.machine.nr_nodes();
-        let pidx = self.world.threads[t].proc;
-        let nb = self.numab.as_mut().expect("kernel NUMA model");
+    fn task_numa_group(&mut self, w: &mut World, t: usize, last: CpuPid, flags: u32) -> bool {
+        let nn = w.machine.nr_nodes();
+        let pidx = w.threads[t].proc;
+        let nb = &mut *self;
         if nb.tasks[t].group.is_none() {
             let tk = &nb.tasks[t];
             let f = tk.faults.clone().unwrap_or_else(|| Faults::new(nn, 4));
@@ -938,9 +775,8 @@ impl Sim<'_> {
         let my = nb.tasks[t].group.expect("just created");
         // The task running on the recorded CPU now, if its PID matches the record.
         let cpu = last.cpu();
-        let partner = if cpu < self.world.sched.nr_cpus() {
-            self.world
-                .sched
+        let partner = if cpu < w.sched.nr_cpus() {
+            w.sched
                 .rq(cpu)
                 .first()
                 .map(|&x| x as usize)
@@ -949,7 +785,7 @@ impl Sim<'_> {
             None
         };
         let theirs = partner.and_then(|p| nb.tasks.get(p).and_then(|tk| tk.group));
-        let same_mm = partner.is_some_and(|p| self.world.threads[p].proc == pidx);
+        let same_mm = partner.is_some_and(|p| w.threads[p].proc == pidx);
         let d = group_decision(
             (my, nb.groups[my].nr_tasks),
             theirs.map(|g| (g, nb.groups[g].nr_tasks)),
@@ -978,14 +814,14 @@ impl Sim<'_> {
 
     /// `task_numa_placement`: once per pass of the mm, fold the buffers, pick the
     /// preferred node and adapt the scan period.
-    fn task_numa_placement(&mut self, t: usize) {
-        let nn = self.world.machine.nr_nodes();
-        let now = self.world.now;
-        let pidx = self.world.threads[t].proc;
-        let rss = self.mm_rss(pidx);
-        let sum_exec = self.world.threads[t].sum_exec_ns as u64;
-        let runnable = self.world.sched.tasks[t].runnable;
-        let nb = self.numab.as_mut().expect("kernel NUMA model");
+    fn task_numa_placement(&mut self, w: &mut World, t: usize) {
+        let nn = w.machine.nr_nodes();
+        let now = w.now;
+        let pidx = w.threads[t].proc;
+        let rss = w.mm_rss(pidx);
+        let sum_exec = w.threads[t].sum_exec_ns as u64;
+        let runnable = w.sched.tasks[t].runnable;
+        let nb = &mut *self;
         let seq = nb.mms[pidx].scan_seq;
         if nb.tasks[t].scan_seq == seq || nb.tasks[t].faults.is_none() {
             return;
@@ -1029,9 +865,9 @@ impl Sim<'_> {
         // preferred_group_nid: the argmax unchanged on NUMA_DIRECT topologies.
         if pl.max_faults > 0 && pl.max_nid != tk.preferred {
             tk.preferred = pl.max_nid;
-            self.world.sched.tasks[t].numa_preferred_nid = pl.max_nid;
+            w.sched.tasks[t].numa_preferred_nid = pl.max_nid;
         }
-        let nb = self.numab.as_mut().expect("kernel NUMA model");
+        let nb = &mut *self;
         let gs = nb.group_share(nb.tasks[t].group, nn);
         let tk = &mut nb.tasks[t];
         let upd = update_task_scan_period(
@@ -1060,7 +896,7 @@ impl Sim<'_> {
                     "adjusted"
                 },
             );
-            nb.trace(now, "task_numa_placement", t, pidx, detail);
+            nb.trace.task(now, "task_numa_placement", t, pidx, detail);
         }
         let tk = &mut nb.tasks[t];
         match upd {
@@ -1070,13 +906,13 @@ impl Sim<'_> {
     }
 
     /// `numa_migrate_preferred`.
-    fn numa_migrate_preferred(&mut self, t: usize) {
-        let tick = self.world.tick_ns;
-        let now = self.world.now;
-        let Some(cpu) = self.world.sched.tasks[t].cpu else {
+    fn numa_migrate_preferred(&mut self, w: &mut World, t: usize) {
+        let tick = w.tick_ns;
+        let now = w.now;
+        let Some(cpu) = w.sched.tasks[t].cpu else {
             return;
         };
-        let nb = self.nb();
+        let nb = &mut *self;
         let tk = &mut nb.tasks[t];
         let Some(pref) = tk.preferred else {
             return;
@@ -1088,51 +924,51 @@ impl Sim<'_> {
         let hz = NS as u64 / tick;
         let jiffies = (tk.scan_period * MS / tick / 16).min(hz);
         tk.migrate_retry = now + jiffies * tick;
-        if self.world.machine.cpus[cpu].node == pref {
+        if w.machine.cpus[cpu].node == pref {
             return;
         }
-        self.task_numa_migrate(t, cpu, pref);
+        self.task_numa_migrate(w, t, cpu, pref);
     }
 
     fn task_weight_of(&self, t: usize, nid: usize) -> i64 {
-        let tk = &self.numab.as_ref().expect("model").tasks[t];
+        let tk = &self.tasks[t];
         tk.faults
             .as_ref()
             .map_or(0, |f| task_weight(f, tk.total_faults, nid))
     }
 
     fn group_weight_of(&self, t: usize, nid: usize) -> i64 {
-        let nb = self.numab.as_ref().expect("model");
+        let nb = self;
         nb.tasks[t]
             .group
             .map_or(0, |g| group_weight(&nb.groups[g], nid))
     }
 
     /// `update_numa_stats` for a node.
-    fn numa_stats(&self, t: usize, nid: usize, find_idle: bool) -> NumaStats {
+    fn numa_stats(&self, w: &World, t: usize, nid: usize, find_idle: bool) -> NumaStats {
         let mut ns = NumaStats::default();
         let mut idle_core = None;
-        for c in self.world.machine.nodes[nid].cpus.iter() {
-            let (nr, _, _) = self.world.sched.fbq_counts(c);
-            ns.load += self.world.sched.cpu_load(c);
-            ns.runnable += self.world.sched.cpu_load(c);
-            ns.util += self.world.sched.cpu_util(c);
+        for c in w.machine.nodes[nid].cpus.iter() {
+            let (nr, _, _) = w.sched.fbq_counts(c);
+            ns.load += w.sched.cpu_load(c);
+            ns.runnable += w.sched.cpu_load(c);
+            ns.util += w.sched.cpu_util(c);
             ns.nr_running += nr as i64;
             ns.capacity += 1024.0;
             ns.weight += 1;
             if find_idle && idle_core.is_none() && nr == 0 {
-                if !self.world.sched.tasks[t].allowed.contains(c) {
+                if !w.sched.tasks[t].allowed.contains(c) {
                     continue;
                 }
                 if ns.idle_cpu.is_none() {
                     ns.idle_cpu = Some(c);
                 }
                 // numa_idle_core: a CPU whose SMT siblings are all idle.
-                let core = self.world.machine.cpus[c].core;
-                if self.world.machine.cores[core]
+                let core = w.machine.cpus[c].core;
+                if w.machine.cores[core]
                     .cpus
                     .iter()
-                    .all(|&s| self.world.sched.is_idle(s))
+                    .all(|&s| w.sched.is_idle(s))
                 {
                     idle_core = Some(c);
                 }
@@ -1145,12 +981,12 @@ impl Sim<'_> {
     }
 
     /// `task_numa_migrate`: move or swap `t` towards its preferred node.
-    fn task_numa_migrate(&mut self, t: usize, src_cpu: usize, pref: usize) {
-        let src_nid = self.world.machine.cpus[src_cpu].node;
-        let pidx = self.world.threads[t].proc;
+    fn task_numa_migrate(&mut self, w: &mut World, t: usize, src_cpu: usize, pref: usize) {
+        let src_nid = w.machine.cpus[src_cpu].node;
+        let pidx = w.threads[t].proc;
         let imbalance_pct = 100.0 + (117.0 - 100.0) / 2.0; // sd_numa 117 -> 108
-        let imb_numa_nr = self.world.sched.imb_numa_nr().unwrap_or(1) as i64;
-        let in_group = self.numab.as_ref().expect("model").tasks[t].group.is_some();
+        let imb_numa_nr = w.sched.imb_numa_nr().unwrap_or(1) as i64;
+        let in_group = self.tasks[t].group.is_some();
         let tw_src = self.task_weight_of(t, src_nid);
         let gw_src = self.group_weight_of(t, src_nid);
         let mut env = Env {
@@ -1159,8 +995,8 @@ impl Sim<'_> {
             src_nid,
             dst_nid: pref,
             imb_numa_nr,
-            src: self.numa_stats(t, src_nid, false),
-            dst: self.numa_stats(t, pref, true),
+            src: self.numa_stats(w, t, src_nid, false),
+            dst: self.numa_stats(w, t, pref, true),
             best_cpu: None,
             best_task: None,
             best_imp: 0,
@@ -1169,16 +1005,15 @@ impl Sim<'_> {
         env.dst.classify(imbalance_pct);
         let taskimp = self.task_weight_of(t, pref) - tw_src;
         let groupimp = self.group_weight_of(t, pref) - gw_src;
-        self.task_numa_find_cpu(&mut env, taskimp, groupimp);
-        let nb = self.numab.as_ref().expect("model");
+        self.task_numa_find_cpu(w, &mut env, taskimp, groupimp);
+        let nb = &mut *self;
         let multi = nb.tasks[t]
             .group
             .is_some_and(|g| nb.groups[g].active_nodes > 1);
         if env.best_cpu.is_none() || multi {
             let cpu_nodes = nb.cpu_nodes.clone();
             for nid in cpu_nodes {
-                if nid == src_nid || Some(nid) == self.numab.as_ref().expect("m").tasks[t].preferred
-                {
+                if nid == src_nid || Some(nid) == self.tasks[t].preferred {
                     continue;
                 }
                 let taskimp = self.task_weight_of(t, nid) - tw_src;
@@ -1187,25 +1022,23 @@ impl Sim<'_> {
                     continue;
                 }
                 env.dst_nid = nid;
-                env.dst = self.numa_stats(t, nid, true);
+                env.dst = self.numa_stats(w, t, nid, true);
                 env.dst.classify(imbalance_pct);
-                self.task_numa_find_cpu(&mut env, taskimp, groupimp);
+                self.task_numa_find_cpu(w, &mut env, taskimp, groupimp);
             }
         }
         if in_group {
-            let nid = env
-                .best_cpu
-                .map_or(src_nid, |c| self.world.machine.cpus[c].node);
-            if Some(nid) != self.numab.as_ref().expect("m").tasks[t].preferred {
-                self.numab.as_mut().expect("m").tasks[t].preferred = Some(nid);
-                self.world.sched.tasks[t].numa_preferred_nid = Some(nid);
+            let nid = env.best_cpu.map_or(src_nid, |c| w.machine.cpus[c].node);
+            if Some(nid) != self.tasks[t].preferred {
+                self.tasks[t].preferred = Some(nid);
+                w.sched.tasks[t].numa_preferred_nid = Some(nid);
             }
         }
-        let now = self.world.now;
+        let now = w.now;
         let Some(best_cpu) = env.best_cpu else {
-            let nb = self.nb();
+            let nb = &mut *self;
             nb.stats.numa_stick += 1;
-            nb.trace(
+            nb.trace.task(
                 now,
                 "sched_stick_numa",
                 t,
@@ -1214,15 +1047,14 @@ impl Sim<'_> {
             );
             return;
         };
-        let dst_nid = self.world.machine.cpus[best_cpu].node;
+        let dst_nid = w.machine.cpus[best_cpu].node;
         match env.best_task {
             None => {
-                self.world
-                    .sched
+                w.sched
                     .migrate(t as u32, src_cpu, best_cpu, Cause::NumaMove, now);
-                self.world.metrics.numa_task_migrated += 1;
-                let nb = self.nb();
-                nb.trace(
+                w.metrics.numa_task_migrated += 1;
+                let nb = &mut *self;
+                nb.trace.task(
                     now,
                     "sched_move_numa",
                     t,
@@ -1233,16 +1065,14 @@ impl Sim<'_> {
                 );
             }
             Some(cur) => {
-                self.world
-                    .sched
+                w.sched
                     .migrate(t as u32, src_cpu, best_cpu, Cause::NumaSwap, now);
-                self.world
-                    .sched
+                w.sched
                     .migrate(cur as u32, best_cpu, src_cpu, Cause::NumaSwap, now);
-                self.world.metrics.numa_task_swapped += 2;
-                let cur_pid = self.world.threads[cur].proc;
-                let nb = self.nb();
-                nb.trace(
+                w.metrics.numa_task_swapped += 2;
+                let cur_pid = w.threads[cur].proc;
+                let nb = &mut *self;
+                nb.trace.task(
                     now,
                     "sched_swap_numa",
                     t,
@@ -1258,7 +1088,7 @@ impl Sim<'_> {
     }
 
     /// `task_numa_find_cpu`.
-    fn task_numa_find_cpu(&self, env: &mut Env, taskimp: i64, groupimp: i64) {
+    fn task_numa_find_cpu(&self, w: &World, env: &mut Env, taskimp: i64, groupimp: i64) {
         let mut maymove = false;
         if env.dst.node_type == NodeType::HasSpare {
             let src_running = env.src.nr_running - 1;
@@ -1278,14 +1108,14 @@ impl Sim<'_> {
                 }
             }
         } else {
-            let load = self.world.sched.tasks[env.t].runnable;
+            let load = w.sched.tasks[env.t].runnable;
             maymove = !env.load_too_imbalanced(env.src.load - load, env.dst.load + load);
         }
-        for c in self.world.machine.nodes[env.dst_nid].cpus.iter() {
-            if !self.world.sched.tasks[env.t].allowed.contains(c) {
+        for c in w.machine.nodes[env.dst_nid].cpus.iter() {
+            if !w.sched.tasks[env.t].allowed.contains(c) {
                 continue;
             }
-            if self.task_numa_compare(env, c, taskimp, groupimp, maymove) {
+            if self.task_numa_compare(w, env, c, taskimp, groupimp, maymove) {
                 break;
             }
         }
@@ -1294,17 +1124,18 @@ impl Sim<'_> {
     /// `task_numa_compare` for one destination CPU; returns "stop searching".
     fn task_numa_compare(
         &self,
+        w: &World,
         env: &mut Env,
         dst_cpu: usize,
         taskimp: i64,
         groupimp: i64,
         maymove: bool,
     ) -> bool {
-        let nb = self.numab.as_ref().expect("model");
+        let nb = self;
         let p_ng = nb.tasks[env.t].group;
         let mut imp = if p_ng.is_some() { groupimp } else { taskimp };
         let moveimp = imp;
-        let cur = self.world.sched.rq(dst_cpu).first().map(|&x| x as usize);
+        let cur = w.sched.rq(dst_cpu).first().map(|&x| x as usize);
         if cur == Some(env.t) {
             return true;
         }
@@ -1319,7 +1150,7 @@ impl Sim<'_> {
                 }
             }
             Some(cur) => {
-                if !self.world.sched.tasks[cur].allowed.contains(env.src_cpu) {
+                if !w.sched.tasks[cur].allowed.contains(env.src_cpu) {
                     return false;
                 }
                 if let Some(bt) = env.best_task
@@ -1364,8 +1195,7 @@ impl Sim<'_> {
                     if imp < SMALLIMP || imp <= env.best_imp + SMALLIMP / 2 {
                         return false;
                     }
-                    let load = self.world.sched.tasks[env.t].runnable
-                        - self.world.sched.tasks[cur].runnable;
+                    let load = w.sched.tasks[env.t].runnable - w.sched.tasks[cur].runnable;
                     if load != 0.0
                         && env.load_too_imbalanced(env.src.load - load, env.dst.load + load)
                     {
@@ -1381,9 +1211,9 @@ impl Sim<'_> {
         let mut cpu = dst_cpu;
         if cur.is_none() {
             cpu = env.dst.idle_cpu.unwrap_or(dst_cpu);
-            if !self.world.sched.is_idle(cpu)
+            if !w.sched.is_idle(cpu)
                 && let Some(b) = env.best_cpu
-                && self.world.sched.is_idle(b)
+                && w.sched.is_idle(b)
             {
                 cpu = b;
             }
@@ -1391,7 +1221,7 @@ impl Sim<'_> {
         env.best_cpu = Some(cpu);
         env.best_task = cur;
         env.best_imp = imp;
-        if maymove && cur.is_none() && self.world.sched.is_idle(cpu) {
+        if maymove && cur.is_none() && w.sched.is_idle(cpu) {
             return true;
         }
         if !maymove
@@ -1405,13 +1235,8 @@ impl Sim<'_> {
     }
 
     /// `migrate_degrades_locality`, turned into the load balancer's hot/cold answer.
-    pub(super) fn numab_can_migrate(&self, ctx: &LbCtx) -> CanMigrate {
-        let Some(nb) = self.numab.as_ref() else {
-            return CanMigrate::Yes;
-        };
-        if nb.aa.is_some() {
-            return self.aa_can_migrate(ctx);
-        }
+    fn numab_can_migrate(&self, ctx: &LbCtx) -> CanMigrate {
+        let nb = self;
         if ctx.active || ctx.src_node == ctx.dst_node {
             return CanMigrate::Yes;
         }
@@ -1500,5 +1325,49 @@ impl Env {
         let imb = (dst_load * sc - src_load * dc).abs();
         let old = (self.dst.load * sc - self.src.load * dc).abs();
         imb > old
+    }
+}
+
+impl KernelHooks for Linux6 {
+    fn process_start(&mut self, w: &mut World, pidx: usize) {
+        self.numab_new_process(w, pidx);
+    }
+    fn sched_fork(&mut self, w: &mut World, t: usize, parent: Option<usize>) {
+        self.numab_new_task(w, t, parent);
+    }
+    fn task_exit(&mut self, w: &mut World, t: usize) {
+        self.numab_task_exit(w, t);
+    }
+    fn tick(&mut self, w: &mut World) {
+        self.numab_tick(w);
+    }
+    fn hinting(&self) -> bool {
+        true
+    }
+    fn hinting_fault(&mut self, w: &mut World, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        self.numab_fault(w, t, cpu, ri, page)
+    }
+    fn can_migrate_task(&self, _w: &World, ctx: &LbCtx) -> CanMigrate {
+        self.numab_can_migrate(ctx)
+    }
+}
+
+impl KernelModel for Linux6 {
+    fn name(&self) -> Option<&'static str> {
+        Some("autonuma")
+    }
+    fn metrics(&self, m: &mut Metrics) {
+        m.scan_cpu_s = self.scan_ns / NS;
+        m.scan_cpu_hidden_s = self.scan_hidden_ns / NS;
+    }
+    fn report(&self, _w: &World) -> KernelReport {
+        KernelReport {
+            numa_balancing: Some(NumaBalancingReport {
+                stats: self.stats.clone(),
+                trace: self.trace.events.clone(),
+                autonuma_2012: None,
+            }),
+            stable: None,
+        }
     }
 }

@@ -8,9 +8,12 @@
 //! mapping object, beside the PROT_NONE bits. Every simplification is listed in
 //! docs/model-notes.md ("Stable-NUMA in the simulator").
 
-use super::{NS, Sim, TState};
+use super::{KernelModel, KernelReport};
 use crate::memory::CHUNK;
 use crate::sched::Cause;
+use crate::sched::{CanMigrate, LbCtx};
+use crate::world::records::Metrics;
+use crate::world::{HintAt, KernelHooks, NS, TState, World};
 use numabal_model::{MemPolicy, Pid, Tid};
 use numabal_policy::stable::{
     ClusterDecision, HintFault, JoinAt, PageRecord, PageState, Placement, StableNuma, Tunables,
@@ -66,7 +69,7 @@ pub struct StableStats {
 }
 
 /// The model's state.
-pub(crate) struct StableRt {
+pub(crate) struct StableNumaKernel {
     core: StableNuma,
     /// Per mapping object: a record per base page (a THP's on its first page); empty until
     /// a process mapping it starts.
@@ -76,11 +79,18 @@ pub(crate) struct StableRt {
     pub scan_ns: f64,
 }
 
-impl StableRt {
-    pub fn new(node_cpus: &[u32], tun: Tunables) -> StableRt {
+impl StableNumaKernel {
+    pub fn new(w: &World, tun: Tunables) -> StableNumaKernel {
+        let node_cpus: Vec<u32> = w
+            .machine
+            .nodes
+            .iter()
+            .map(|n| n.cpus.iter().count() as u32)
+            .collect();
+        let node_cpus = &node_cpus[..];
         let mut core = StableNuma::new(node_cpus.len(), tun);
         core.set_node_cpus(node_cpus);
-        StableRt {
+        StableNumaKernel {
             core,
             recs: Vec::new(),
             mms: Vec::new(),
@@ -90,35 +100,27 @@ impl StableRt {
     }
 }
 
-impl Sim<'_> {
-    fn st(&mut self) -> &mut StableRt {
-        self.stable.as_mut().expect("stable model")
-    }
-
+impl StableNumaKernel {
     /// A process started: records for its mappings, its scanner's first window one scan
     /// period from now, its root group's allowed nodes (those its cpuset has CPUs on). A
     /// process with no mappings is never scanned and its threads never join.
-    pub(super) fn stable_new_process(&mut self, pidx: usize) {
-        let objs: Vec<usize> = self.world.procs[pidx]
-            .regions
-            .iter()
-            .map(|r| r.obj)
-            .collect();
-        let nn = self.world.machine.nr_nodes();
+    fn stable_new_process(&mut self, w: &mut World, pidx: usize) {
+        let objs: Vec<usize> = w.procs[pidx].regions.iter().map(|r| r.obj).collect();
+        let nn = w.machine.nr_nodes();
         let allowed: Vec<bool> = (0..nn)
             .map(|n| {
-                self.world.machine.nodes[n]
+                w.machine.nodes[n]
                     .cpus
                     .iter()
-                    .any(|c| self.world.procs[pidx].cpuset_cpus.contains(c))
+                    .any(|c| w.procs[pidx].cpuset_cpus.contains(c))
             })
             .collect();
-        let now = self.world.now;
-        let period = self.st().core.tunables().scan_period_ms * MS;
+        let now = w.now;
+        let period = self.core.tunables().scan_period_ms * MS;
         for &o in &objs {
-            self.world.objects[o].enable_hinting();
-            let pages = self.world.objects[o].pages as usize;
-            let st = self.st();
+            w.objects[o].enable_hinting();
+            let pages = w.objects[o].pages as usize;
+            let st = &mut *self;
             if st.recs.len() <= o {
                 st.recs.resize(o + 1, Vec::new());
             }
@@ -126,7 +128,7 @@ impl Sim<'_> {
                 st.recs[o] = vec![PageRecord::NEW; pages];
             }
         }
-        let st = self.st();
+        let st = &mut *self;
         if st.mms.len() <= pidx {
             st.mms.resize(pidx + 1, MmScan::default());
         }
@@ -146,10 +148,10 @@ impl Sim<'_> {
     /// A thread of process `pidx` was created on `cpu`: it joins its root group now with
     /// `join_at = creation`, or with `first_scan` if its process is being profiled
     /// already.
-    pub(super) fn stable_new_task(&mut self, t: usize, cpu: usize) {
-        let pidx = self.world.threads[t].proc;
-        let node = self.world.machine.cpus[cpu].node;
-        let st = self.st();
+    fn stable_new_task(&mut self, w: &mut World, t: usize, cpu: usize) {
+        let pidx = w.threads[t].proc;
+        let node = w.machine.cpus[cpu].node;
+        let st = &mut *self;
         let has_mm = st.mms.get(pidx).is_some_and(|m| m.alive);
         let join = match st.core.tunables().join_at {
             JoinAt::Creation => has_mm,
@@ -163,101 +165,96 @@ impl Sim<'_> {
 
     /// The first scan window of `pidx` (`join_at = first_scan`): every live thread joins
     /// the sub-group of the node it runs on (or last ran on).
-    fn stable_start_profiling(&mut self, pidx: usize) {
-        self.st().mms[pidx].profiling = true;
-        if self.st().core.tunables().join_at != JoinAt::FirstScan {
+    fn stable_start_profiling(&mut self, w: &mut World, pidx: usize) {
+        self.mms[pidx].profiling = true;
+        if self.core.tunables().join_at != JoinAt::FirstScan {
             return;
         }
-        let threads: Vec<usize> = self.world.procs[pidx]
+        let threads: Vec<usize> = w.procs[pidx]
             .groups
             .iter()
             .flat_map(|g| g.threads.iter().copied())
-            .filter(|&t| self.world.threads[t].state != TState::Done)
+            .filter(|&t| w.threads[t].state != TState::Done)
             .collect();
         for t in threads {
-            let task = &self.world.sched.tasks[t];
-            let node = self.world.machine.cpus[task.cpu.unwrap_or(task.prev_cpu)].node;
-            self.st()
-                .core
+            let task = &w.sched.tasks[t];
+            let node = w.machine.cpus[task.cpu.unwrap_or(task.prev_cpu)].node;
+            self.core
                 .join(Pid(pidx as u32 + 1), Tid(t as u32 + 1), node);
         }
     }
 
     /// A thread exited: it leaves its sub-group.
-    pub(super) fn stable_task_exit(&mut self, t: usize) {
-        self.st().core.on_thread_exit(Tid(t as u32 + 1));
+    fn stable_task_exit(&mut self, t: usize) {
+        self.core.on_thread_exit(Tid(t as u32 + 1));
     }
 
     /// A process exited: its root group goes; objects about to be freed report their
     /// system-shared pages.
-    pub(super) fn stable_exit_process(&mut self, pidx: usize) {
-        let st = self.st();
+    fn stable_exit_process(&mut self, pidx: usize) {
+        let st = &mut *self;
         st.mms[pidx].alive = false;
         st.core.on_process_exit(Pid(pidx as u32 + 1));
     }
 
     /// An object is being freed (its last mapping went).
-    pub(super) fn stable_release_object(&mut self, o: usize) {
-        let recs = std::mem::take(&mut self.st().recs[o]);
+    fn stable_release_object(&mut self, w: &mut World, o: usize) {
+        let recs = std::mem::take(&mut self.recs[o]);
         for (p, r) in recs.iter().enumerate() {
             if *r != PageRecord::NEW {
-                let states = &mut self.st().stats.page_states;
+                let states = &mut self.stats.page_states;
                 *states.entry(r.state().to_string()).or_insert(0) += 1;
             }
             if r.state() == PageState::SYSTEM_SHARED
-                && let Some(n) = self.world.objects[o].node_of(p as u64)
+                && let Some(n) = w.objects[o].node_of(p as u64)
             {
-                self.st().core.on_page_freed(r, n);
+                self.core.on_page_freed(r, n);
             }
         }
     }
 
     /// The load balancer's question for `stable`: no inter-node move of a joined thread.
-    pub(super) fn stable_can_migrate(&self, tid: usize, src: usize, dst: usize) -> bool {
-        self.stable.as_ref().is_none_or(|st| {
-            st.core.can_migrate_task(Tid(tid as u32 + 1), src, dst)
-                == numabal_policy::MigrateVerdict::Allow
-        })
+    fn stable_can_migrate(&self, tid: usize, src: usize, dst: usize) -> bool {
+        self.core.can_migrate_task(Tid(tid as u32 + 1), src, dst)
+            == numabal_policy::MigrateVerdict::Allow
     }
 
     /// Every tick: each live process whose next window is due scans, in the context of one
     /// of its running threads (as `task_numa_work` does), which pays for it.
-    pub(super) fn stable_tick(&mut self) {
-        let nproc = self.world.procs.len();
+    fn stable_tick(&mut self, w: &mut World) {
+        let nproc = w.procs.len();
         for pidx in 0..nproc {
             let due = self
-                .stable
-                .as_ref()
-                .and_then(|st| st.mms.get(pidx))
-                .is_some_and(|m| m.alive && self.world.now >= m.next_scan);
+                .mms
+                .get(pidx)
+                .is_some_and(|m| m.alive && w.now >= m.next_scan);
             if !due {
                 continue;
             }
             // The thread whose tick reaches the deadline first: a random running one.
-            let running: Vec<usize> = self.world.procs[pidx]
+            let running: Vec<usize> = w.procs[pidx]
                 .groups
                 .iter()
                 .flat_map(|g| g.threads.iter().copied())
                 .filter(|&t| {
-                    self.world.threads[t].state == TState::Runnable
-                        && self.world.sched.tasks[t].cpu.is_some()
+                    w.threads[t].state == TState::Runnable && w.sched.tasks[t].cpu.is_some()
                 })
                 .collect();
             if running.is_empty() {
                 continue;
             }
-            let t = running[self.world.rng.random_range(0..running.len())];
-            let period = self.st().core.tunables().scan_period_ms * MS;
-            let now = self.world.now;
-            self.st().mms[pidx].next_scan = now + period;
-            if !self.st().mms[pidx].profiling {
-                self.stable_start_profiling(pidx);
+            let t = running[w.rng.random_range(0..running.len())];
+            let period = self.core.tunables().scan_period_ms * MS;
+            let now = w.now;
+            self.mms[pidx].next_scan = now + period;
+            if !self.mms[pidx].profiling {
+                self.stable_start_profiling(w, pidx);
             }
-            let cost = self.stable_scan_window(pidx, t);
-            self.st().scan_ns += cost;
-            let node = self.world.thread_node(t);
-            self.world.series.scanned(Some(pidx), node, cost);
-            self.world.charge_kernel(t, cost);
+            let cost = self.stable_scan_window(w, pidx, t);
+            self.scan_ns += cost;
+            let node = w.thread_node(t);
+            w.series.scanned(Some(pidx), node, cost);
+            w.charge_kernel(t, cost);
         }
     }
 
@@ -265,12 +262,12 @@ impl Sim<'_> {
     /// allocated pages from where the last window stopped; each page the core selects is
     /// made PROT_NONE. At the end of the address space the scan sequence ends. Returns the
     /// CPU ns (PTEs visited, plus any migrations the sequence end does).
-    fn stable_scan_window(&mut self, pidx: usize, t: usize) -> f64 {
-        let budget = self.st().core.tunables().scan_size_mb << 8;
-        let pte_ns = self.world.machine.spec.costs.pte_update_ns;
-        let (mut ri, mut page) = self.st().mms[pidx].offset;
-        let seq = self.st().mms[pidx].seq;
-        let nregions = self.world.procs[pidx].regions.len();
+    fn stable_scan_window(&mut self, w: &mut World, pidx: usize, t: usize) -> f64 {
+        let budget = self.core.tunables().scan_size_mb << 8;
+        let pte_ns = w.machine.spec.costs.pte_update_ns;
+        let (mut ri, mut page) = self.mms[pidx].offset;
+        let seq = self.mms[pidx].seq;
+        let nregions = w.procs[pidx].regions.len();
         let mut visited = 0u64;
         let mut updated = 0u64;
         let mut bypassed = 0u64;
@@ -280,7 +277,7 @@ impl Sim<'_> {
                 wrapped = true;
                 break;
             }
-            let r = &self.world.procs[pidx].regions[ri];
+            let r = &w.procs[pidx].regions[ri];
             if r.file_ro || page >= r.pages {
                 ri += 1;
                 page = 0;
@@ -288,15 +285,15 @@ impl Sim<'_> {
             }
             let obj = r.obj;
             let c = page / CHUNK;
-            let o = &self.world.objects[obj];
+            let o = &w.objects[obj];
             let cend = ((c + 1) * CHUNK).min(o.pages);
             if o.chunk_populated(c) == 0 {
                 page = cend;
                 continue;
             }
-            let st = self.stable.as_ref().expect("stable model");
+            let st = &mut *self;
             let recs = &st.recs[obj];
-            let o = &mut self.world.objects[obj];
+            let o = &mut w.objects[obj];
             if o.is_huge(c) {
                 let head = c * CHUNK;
                 visited += o.chunk_len(c);
@@ -324,19 +321,19 @@ impl Sim<'_> {
                 page += 1;
             }
         }
-        self.world.metrics.numa_pte_updates += updated;
-        let st = self.st();
+        w.metrics.numa_pte_updates += updated;
+        let st = &mut *self;
         st.stats.scan_windows += 1;
         st.stats.pages_scanned += visited;
         st.stats.pages_bypassed += bypassed;
         st.mms[pidx].offset = (ri, page);
         let mut cost = visited as f64 * pte_ns;
         if wrapped {
-            let st = self.st();
+            let st = &mut *self;
             st.mms[pidx].offset = (0, 0);
             st.mms[pidx].seq += 1;
             st.stats.scan_sequences += 1;
-            cost += self.stable_sequence_end(pidx, t);
+            cost += self.stable_sequence_end(w, pidx, t);
         }
         cost
     }
@@ -344,65 +341,57 @@ impl Sim<'_> {
     /// The end of a scan sequence of `pidx`: the core's EMA update and clustering decision
     /// (carried out: the thread, or both threads of a swap, go to their new node with their
     /// thread-private pages) and the system-shared balance. Returns the migrations' CPU ns.
-    fn stable_sequence_end(&mut self, pidx: usize, _t: usize) -> f64 {
-        let live: Vec<bool> = self
-            .world
+    fn stable_sequence_end(&mut self, w: &mut World, pidx: usize, _t: usize) -> f64 {
+        let live: Vec<bool> = w
             .threads
             .iter()
             .map(|th| th.state != TState::Done)
             .collect();
-        let out = self
-            .st()
-            .core
-            .on_scan_sequence_end(Pid(pidx as u32 + 1), |tid| {
-                live.get(tid.idx() - 1).copied().unwrap_or(false)
-            });
-        let now = self.world.now;
+        let out = self.core.on_scan_sequence_end(Pid(pidx as u32 + 1), |tid| {
+            live.get(tid.idx() - 1).copied().unwrap_or(false)
+        });
+        let now = w.now;
         let mut cost = 0.0;
         let mut moved: Vec<(usize, usize)> = Vec::new();
         if let Some(c) = &out.cluster {
             let cause = match c.decision {
                 ClusterDecision::Nothing(_) => Cause::Policy,
                 ClusterDecision::Move { .. } => {
-                    self.st().stats.thread_moves += 1;
-                    self.st().stats.thread_rebalances += u64::from(out.rebalanced);
+                    self.stats.thread_moves += 1;
+                    self.stats.thread_rebalances += u64::from(out.rebalanced);
                     Cause::Policy
                 }
                 ClusterDecision::Swap { .. } => {
-                    self.st().stats.thread_swaps += 1;
+                    self.stats.thread_swaps += 1;
                     Cause::PolicySwap
                 }
             };
             for (tid, _, to) in c.decision.moves() {
                 let t = tid.idx() - 1;
-                self.world.sched.policy_move(t as u32, to, cause, now);
+                w.sched.policy_move(t as u32, to, cause, now);
                 moved.push((t, to));
             }
         }
         for (t, node) in moved {
-            cost += self.stable_follow_owner(pidx, t, node);
+            cost += self.stable_follow_owner(w, pidx, t, node);
         }
         if let Some(sm) = out.shared {
-            cost += self.stable_move_shared(sm.from, sm.to, sm.pages);
+            cost += self.stable_move_shared(w, sm.from, sm.to, sm.pages);
         }
         cost
     }
 
     /// The thread-private pages of thread `t` (in its process's mappings) follow it to
     /// `node`.
-    fn stable_follow_owner(&mut self, pidx: usize, t: usize, node: usize) -> f64 {
+    fn stable_follow_owner(&mut self, w: &mut World, pidx: usize, t: usize, node: usize) -> f64 {
         let owner = Tid(t as u32 + 1);
-        let mut objs: Vec<usize> = self.world.procs[pidx]
-            .regions
-            .iter()
-            .map(|r| r.obj)
-            .collect();
+        let mut objs: Vec<usize> = w.procs[pidx].regions.iter().map(|r| r.obj).collect();
         objs.dedup();
         let mut cost = 0.0;
         for obj in objs {
             let pages: Vec<u64> = {
-                let st = self.stable.as_ref().expect("stable model");
-                let o = &self.world.objects[obj];
+                let st = &mut *self;
+                let o = &w.objects[obj];
                 st.recs[obj]
                     .iter()
                     .enumerate()
@@ -415,14 +404,14 @@ impl Sim<'_> {
                     .collect()
             };
             for p in pages {
-                let nr = self.world.entry_pages(obj, p);
-                match self.world.migrate_page(obj, p, node) {
+                let nr = w.entry_pages(obj, p);
+                match w.migrate_page(obj, p, node) {
                     Some(c) => {
                         cost += c;
-                        self.world.metrics.numa_pages_migrated += nr;
-                        self.st().stats.pages_migrated_follow += nr;
+                        w.metrics.numa_pages_migrated += nr;
+                        self.stats.pages_migrated_follow += nr;
                     }
-                    None => self.st().stats.pages_migrate_failed += nr,
+                    None => self.stats.pages_migrate_failed += nr,
                 }
             }
         }
@@ -431,19 +420,19 @@ impl Sim<'_> {
 
     /// Move `pages` system-shared pages from node `from` to node `to` (any process's, in
     /// object and address order).
-    fn stable_move_shared(&mut self, from: usize, to: usize, pages: u64) -> f64 {
+    fn stable_move_shared(&mut self, w: &mut World, from: usize, to: usize, pages: u64) -> f64 {
         let mut left = pages;
         let mut cost = 0.0;
-        for obj in 0..self.world.objects.len() {
+        for obj in 0..w.objects.len() {
             if left == 0 {
                 break;
             }
             let cand: Vec<u64> = {
-                let st = self.stable.as_ref().expect("stable model");
+                let st = &mut *self;
                 let Some(recs) = st.recs.get(obj) else {
                     continue;
                 };
-                let o = &self.world.objects[obj];
+                let o = &w.objects[obj];
                 recs.iter()
                     .enumerate()
                     .filter(|(p, r)| {
@@ -456,17 +445,17 @@ impl Sim<'_> {
                     .collect()
             };
             for p in cand {
-                let nr = self.world.entry_pages(obj, p);
-                match self.world.migrate_page(obj, p, to) {
+                let nr = w.entry_pages(obj, p);
+                match w.migrate_page(obj, p, to) {
                     Some(c) => {
                         cost += c;
-                        let st = self.st();
+                        let st = &mut *self;
                         let rec = st.recs[obj][p as usize];
                         st.core.on_page_migrated(&rec, from, to);
                         st.stats.pages_migrated_shared += nr;
-                        self.world.metrics.numa_pages_migrated += nr;
+                        w.metrics.numa_pages_migrated += nr;
                     }
-                    None => self.st().stats.pages_migrate_failed += nr,
+                    None => self.stats.pages_migrate_failed += nr,
                 }
                 left = left.saturating_sub(nr);
                 if left == 0 {
@@ -481,15 +470,15 @@ impl Sim<'_> {
     /// region `ri`: the core classifies it and updates the page's record; a placement to
     /// another node migrates the page (when the memory policy is the default and the
     /// cpuset allows the node). Returns its CPU ns, the migration included.
-    pub(super) fn stable_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
-        let Some(super::HintAt {
+    fn stable_fault(&mut self, w: &mut World, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        let Some(HintAt {
             pidx,
             obj,
             head,
             nid,
             nr,
             thisnid,
-        }) = self.world.take_hint(t, cpu, ri, page)
+        }) = w.take_hint(t, cpu, ri, page)
         else {
             return 0.0;
         };
@@ -499,36 +488,34 @@ impl Sim<'_> {
             node: thisnid,
             page_node: nid,
         };
-        let st = self.stable.as_mut().expect("stable model");
+        let st = &mut *self;
         let mut rec = st.recs[obj][head as usize];
         let tr = st.core.on_hint_fault(&mut rec, f);
         st.recs[obj][head as usize] = rec;
-        let mut cost = self.world.machine.spec.costs.hint_fault_ns;
+        let mut cost = w.machine.spec.costs.hint_fault_ns;
         if let Placement::Migrate(dst) = tr.placement
             && dst != nid
-            && self
-                .world
-                .alloc_policy_ref(t, ri, head, self.phase_policy(t))
+            && w.alloc_policy_ref(t, ri, head, w.phase_policy(t))
                 .is_none_or(|p| *p == MemPolicy::Default)
-            && self.world.procs[pidx].cpuset_mems.contains(dst)
+            && w.procs[pidx].cpuset_mems.contains(dst)
         {
-            match self.world.migrate_page(obj, head, dst) {
+            match w.migrate_page(obj, head, dst) {
                 Some(c) => {
                     cost += c;
-                    self.world.metrics.numa_pages_migrated += nr;
-                    let st = self.st();
+                    w.metrics.numa_pages_migrated += nr;
+                    let st = &mut *self;
                     st.core.on_page_migrated(&rec, nid, dst);
                     st.stats.pages_migrated_fault += nr;
                 }
-                None => self.st().stats.pages_migrate_failed += nr,
+                None => self.stats.pages_migrate_failed += nr,
             }
         }
         cost
     }
 
     /// What `stable` reports beyond the shared counters.
-    pub(super) fn stable_report(&self) -> Option<StableReport> {
-        let st = self.stable.as_ref()?;
+    fn stable_report(&self) -> Option<StableReport> {
+        let st = self;
         let mut stats = st.stats.clone();
         for recs in &st.recs {
             for r in recs {
@@ -552,4 +539,53 @@ pub struct StableReport {
     pub scan_cpu_s: f64,
     /// Counters.
     pub stats: StableStats,
+}
+
+impl KernelHooks for StableNumaKernel {
+    fn process_start(&mut self, w: &mut World, pidx: usize) {
+        self.stable_new_process(w, pidx);
+    }
+    fn wake_up_new_task(&mut self, w: &mut World, t: usize, cpu: usize) {
+        self.stable_new_task(w, t, cpu);
+    }
+    fn task_exit(&mut self, _w: &mut World, t: usize) {
+        self.stable_task_exit(t);
+    }
+    fn process_exit(&mut self, _w: &mut World, pidx: usize) {
+        self.stable_exit_process(pidx);
+    }
+    fn object_release(&mut self, w: &mut World, obj: usize) {
+        self.stable_release_object(w, obj);
+    }
+    fn tick(&mut self, w: &mut World) {
+        self.stable_tick(w);
+    }
+    fn hinting(&self) -> bool {
+        true
+    }
+    fn hinting_fault(&mut self, w: &mut World, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        self.stable_fault(w, t, cpu, ri, page)
+    }
+    fn can_migrate_task(&self, _w: &World, ctx: &LbCtx) -> CanMigrate {
+        if self.stable_can_migrate(ctx.tid as usize, ctx.src_node, ctx.dst_node) {
+            CanMigrate::Yes
+        } else {
+            CanMigrate::No
+        }
+    }
+}
+
+impl KernelModel for StableNumaKernel {
+    fn name(&self) -> Option<&'static str> {
+        Some("stable")
+    }
+    fn metrics(&self, m: &mut Metrics) {
+        m.scan_cpu_s = self.scan_ns / NS;
+    }
+    fn report(&self, _w: &World) -> KernelReport {
+        KernelReport {
+            numa_balancing: None,
+            stable: self.stable_report(),
+        }
+    }
 }

@@ -7,7 +7,9 @@
 //! threads and runqueues. Every simplification is listed in docs/model-notes.md
 //! ("Original AutoNUMA (autonuma-2012)").
 
-use super::Sim;
+use super::kthread::{KThreads, Trace};
+use super::linux6::NumabStats;
+use super::{KernelModel, KernelReport, NumaBalancingReport};
 use crate::autonuma::aa2012::{
     Candidate, KnumaScand, MigrateQueue, MmAutonuma, PageAutonuma, QueuedPage, ScanEnv, ScandRun,
     ScandTunables, TaskAutonuma, memory_follow_cpu, sched_autonuma_balance,
@@ -15,7 +17,10 @@ use crate::autonuma::aa2012::{
 use crate::autonuma::tunables::Tunables;
 use crate::memory::CHUNK;
 use crate::sched::{CanMigrate, Cause, LbCtx};
+use crate::world::records::Metrics;
+use crate::world::{HintAt, KernelHooks, NS, World};
 use numabal_model::MemPolicy;
+use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -35,6 +40,39 @@ pub(crate) struct KnumaMigrated {
     pub credit: f64,
     /// The CPU it last ran on (it is bound to its node).
     pub prev_cpu: usize,
+}
+
+/// The original AutoNUMA: its tunables, kernel threads and state.
+pub(crate) struct AutoNuma2012 {
+    tun: Tunables,
+    aa: Aa,
+    kthreads: KThreads,
+    trace: Trace,
+    /// knuma_scand's CPU time (all of it on kernel threads).
+    scan_ns: f64,
+    scan_hidden_ns: f64,
+}
+
+impl AutoNuma2012 {
+    /// The model at boot: knuma_scand has run since then, so the workload starts at a
+    /// random point of its sleep between passes (drawn from the world's random source).
+    pub fn new(w: &mut World, tun: Tunables) -> AutoNuma2012 {
+        let first = w
+            .rng
+            .random_range(0..=tun.scan_sleep_pass_millisecs * 1_000_000);
+        let m = w.machine;
+        let node_cpu: Vec<usize> = (0..m.nr_nodes())
+            .map(|n| m.nodes[n].cpus.iter().next().unwrap_or(0))
+            .collect();
+        AutoNuma2012 {
+            aa: Aa::new(m.nr_nodes(), first, &node_cpu),
+            kthreads: KThreads::new(m.nr_cpus()),
+            trace: Trace::new(tun.trace),
+            tun,
+            scan_ns: 0.0,
+            scan_hidden_ns: 0.0,
+        }
+    }
 }
 
 /// The model's state.
@@ -203,33 +241,15 @@ impl Tunables {
     }
 }
 
-impl Sim<'_> {
-    fn aa(&mut self) -> &mut Aa {
-        self.numab
-            .as_mut()
-            .and_then(|n| n.aa.as_mut())
-            .expect("autonuma-2012 model")
-    }
-
-    fn aa_ref(&self) -> &Aa {
-        self.numab
-            .as_ref()
-            .and_then(|n| n.aa.as_ref())
-            .expect("autonuma-2012 model")
-    }
-
+impl AutoNuma2012 {
     /// `autonuma_enter` at fork: the mm joins the tail of knuma_scand's list.
-    pub(super) fn aa_new_process(&mut self, pidx: usize) {
-        let objs: Vec<usize> = self.world.procs[pidx]
-            .regions
-            .iter()
-            .map(|r| r.obj)
-            .collect();
+    fn aa_new_process(&mut self, w: &mut World, pidx: usize) {
+        let objs: Vec<usize> = w.procs[pidx].regions.iter().map(|r| r.obj).collect();
         for o in objs {
-            self.world.objects[o].enable_hinting();
+            w.objects[o].enable_hinting();
         }
-        let nn = self.world.machine.nr_nodes();
-        let aa = self.aa();
+        let nn = w.machine.nr_nodes();
+        let aa = &mut self.aa;
         while aa.mms.len() <= pidx {
             aa.mms.push(MmAutonuma::new(nn));
         }
@@ -238,25 +258,25 @@ impl Sim<'_> {
 
     /// A new task starts with empty statistics and no selected node
     /// (`task_autonuma_reset`: `AUTONUMA_SCHED_RESET_FLAG` is on by default).
-    pub(super) fn aa_new_task(&mut self, t: usize) {
-        let nn = self.world.machine.nr_nodes();
-        let aa = self.aa();
+    fn aa_new_task(&mut self, w: &mut World, t: usize) {
+        let nn = w.machine.nr_nodes();
+        let aa = &mut self.aa;
         debug_assert_eq!(aa.tasks.len(), t);
         aa.tasks.push(TaskAutonuma::new(nn));
     }
 
     /// `autonuma_exit`: the process's mm leaves knuma_scand's list.
-    pub(super) fn aa_exit_process(&mut self, pidx: usize) {
-        self.aa().scand.mm_exit(pidx);
+    fn aa_exit_process(&mut self, pidx: usize) {
+        self.aa.scand.mm_exit(pidx);
     }
 
     /// An object's pages are freed: its queued pages leave the knuma_migrated counts.
-    pub(super) fn aa_release_object(&mut self, obj: usize) {
+    fn aa_release_object(&mut self, w: &mut World, obj: usize) {
         // Isolated pages of the mapping are freed, not migrated: out of every batch.
-        for k in &mut self.aa().migrated {
+        for k in &mut self.aa.migrated {
             k.batch.retain(|(_, e, _)| e.obj != obj);
         }
-        let o = &self.world.objects[obj];
+        let o = &w.objects[obj];
         if !o.hinting() {
             return;
         }
@@ -277,7 +297,7 @@ impl Sim<'_> {
                 }
             }
         }
-        let aa = self.aa();
+        let aa = &mut self.aa;
         for (d, nr) in by_dst {
             aa.migrated[d].queue.remove(nr);
         }
@@ -285,24 +305,31 @@ impl Sim<'_> {
 
     /// The kernel threads' work at a tick: knuma_scand's wakeups that are due, then each
     /// knuma_migratedN.
-    pub(super) fn aa_tick(&mut self) {
-        let tun = self.numab.as_ref().expect("model").tun.clone();
+    fn aa_tick(&mut self, w: &mut World) {
+        let tun = self.tun.clone();
         let st = tun.scand();
         // Wakeups due by now, each at its own time (several if a sleep is below a tick).
         for _ in 0..1000 {
-            let at = self.aa_ref().scand.wake_at;
-            if at > self.world.now {
+            let at = self.aa.scand.wake_at;
+            if at > w.now {
                 break;
             }
-            let mut sc = std::mem::replace(&mut self.aa().scand, KnumaScand::new(0, 0));
-            self.aa().step_ns = 0.0;
-            let r = sc.run(self, at, st);
-            let cost = std::mem::take(&mut self.aa().step_ns);
+            let mut sc = std::mem::replace(&mut self.aa.scand, KnumaScand::new(0, 0));
+            self.aa.step_ns = 0.0;
+            let r = sc.run(
+                &mut ScandEnv {
+                    w,
+                    aa: &mut self.aa,
+                },
+                at,
+                st,
+            );
+            let cost = std::mem::take(&mut self.aa.step_ns);
             let (full, scanned) = (sc.full_scans, sc.pages_scanned);
-            self.aa().scand = sc;
+            self.aa.scand = sc;
             match r {
                 ScandRun::WakeMigrated => {
-                    let aa = self.aa();
+                    let aa = &mut self.aa;
                     for k in &mut aa.migrated {
                         if k.waiting && k.queue.nr_migrate_pages > 0 {
                             k.waiting = false;
@@ -312,21 +339,21 @@ impl Sim<'_> {
                 }
                 ScandRun::Scanned { pass_done } => {
                     if cost > 0.0 {
-                        let nb = self.numab.as_mut().expect("model");
+                        let nb = &mut *self;
                         nb.scan_ns += cost;
                         nb.scan_hidden_ns += cost;
-                        let prev = self.aa_ref().scand_cpu;
-                        let node = self.world.machine.cpus[prev].node;
-                        let (cpu, _) = self.kthread_cpu(prev, node);
-                        self.kthread_run(cpu, cost);
+                        let prev = self.aa.scand_cpu;
+                        let node = w.machine.cpus[prev].node;
+                        let (cpu, _) = self.kthreads.cpu(w, prev, node);
+                        self.kthreads.run(w, cpu, cost);
                         // One step walks several mms: its time is the node's only.
-                        let node = self.world.machine.cpus[cpu].node;
-                        self.world.series.scanned(None, node, cost);
-                        self.aa().scand_cpu = cpu;
+                        let node = w.machine.cpus[cpu].node;
+                        w.series.scanned(None, node, cost);
+                        self.aa.scand_cpu = cpu;
                     }
                     if pass_done {
-                        let nb = self.numab.as_mut().expect("model");
-                        nb.trace_kthread(
+                        let nb = &mut *self;
+                        nb.trace.kthread(
                             at,
                             "knuma_scand",
                             format!("full_scans={full} pages_scanned={scanned}"),
@@ -335,8 +362,8 @@ impl Sim<'_> {
                 }
             }
         }
-        for node in 0..self.aa_ref().migrated.len() {
-            self.knuma_migrated(node, &tun);
+        for node in 0..self.aa.migrated.len() {
+            self.knuma_migrated(w, node, &tun);
         }
     }
 
@@ -345,21 +372,21 @@ impl Sim<'_> {
     /// high watermark); migrate as much of the batch as its CPU share of the tick pays
     /// for; when the batch is done, sleep `migrate_sleep_millisecs` if pages are left,
     /// else wait to be woken.
-    fn knuma_migrated(&mut self, node: usize, tun: &Tunables) {
-        let now = self.world.now;
-        let tick = self.world.tick_ns as f64;
+    fn knuma_migrated(&mut self, w: &mut World, node: usize, tun: &Tunables) {
+        let now = w.now;
+        let tick = w.tick_ns as f64;
         {
-            let k = &self.aa_ref().migrated[node];
+            let k = &self.aa.migrated[node];
             if k.batch.is_empty() && (k.waiting || k.wake_at > now) {
                 return;
             }
         }
-        if self.aa_ref().migrated[node].batch.is_empty() {
-            let free = self.world.node_cap[node].saturating_sub(self.world.node_used[node]);
-            let wmark = self.world.wmark_high[node];
-            let nb = self.numab.as_mut().expect("model");
-            let aa = nb.aa.as_mut().expect("model");
-            let objects = &mut self.world.objects;
+        if self.aa.migrated[node].batch.is_empty() {
+            let free = w.node_cap[node].saturating_sub(w.node_used[node]);
+            let wmark = w.wmark_high[node];
+            let nb = &mut *self;
+            let aa = &mut nb.aa;
+            let objects = &mut w.objects;
             let batch = aa.migrated[node].queue.isolate(
                 node,
                 tun.pages_to_migrate(),
@@ -395,42 +422,42 @@ impl Sim<'_> {
             aa.stats.migrate_batches += 1;
             aa.migrated[node].batch = batch.into();
         }
-        let prev = self.aa_ref().migrated[node].prev_cpu;
-        let (cpu, shared_with) = self.kthread_cpu(prev, node);
+        let prev = self.aa.migrated[node].prev_cpu;
+        let (cpu, shared_with) = self.kthreads.cpu(w, prev, node);
         let budget = tick / (shared_with + 1) as f64;
-        let mut credit = self.aa_ref().migrated[node].credit + budget;
+        let mut credit = self.aa.migrated[node].credit + budget;
         let mut used = 0.0;
         while credit > 0.0 {
-            let Some((_, e, _)) = self.aa().migrated[node].batch.pop_front() else {
+            let Some((_, e, _)) = self.aa.migrated[node].batch.pop_front() else {
                 break;
             };
             // Back on the LRU whatever happens.
-            let o = &mut self.world.objects[e.obj];
+            let o = &mut w.objects[e.obj];
             if o.hinting() {
                 let pa = PageAutonuma(o.cpupid(e.page));
                 if pa.is_isolated() {
                     o.xchg_cpupid(e.page, pa.with_migrate_nid(None).0);
                 }
             }
-            let nr = match self.world.objects[e.obj].node_of(e.page) {
-                Some(_) if self.world.objects[e.obj].is_huge(e.page / CHUNK) => {
-                    self.world.objects[e.obj].chunk_len(e.page / CHUNK)
+            let nr = match w.objects[e.obj].node_of(e.page) {
+                Some(_) if w.objects[e.obj].is_huge(e.page / CHUNK) => {
+                    w.objects[e.obj].chunk_len(e.page / CHUNK)
                 }
                 Some(_) => 1,
                 None => continue,
             };
-            if let Some(c) = self.world.migrate_page(e.obj, e.page, node) {
-                self.world.metrics.numa_pages_migrated += nr;
-                self.aa().stats.pages_migrated[node] += nr;
+            if let Some(c) = w.migrate_page(e.obj, e.page, node) {
+                w.metrics.numa_pages_migrated += nr;
+                self.aa.stats.pages_migrated[node] += nr;
                 credit -= c;
                 used += c;
             }
         }
-        self.aa().migrated[node].prev_cpu = cpu;
+        self.aa.migrated[node].prev_cpu = cpu;
         if used > 0.0 {
-            self.kthread_run(cpu, used);
+            self.kthreads.run(w, cpu, used);
         }
-        let k = &mut self.aa().migrated[node];
+        let k = &mut self.aa.migrated[node];
         if k.batch.is_empty() {
             // Sleeping or waiting: no CPU time is banked.
             k.credit = 0.0;
@@ -444,36 +471,33 @@ impl Sim<'_> {
     /// A NUMA hinting fault of `t` on CPU `cpu` at `page` of its region `ri`
     /// (`__pte_numa_fixup` / the huge PMD path, then `numa_hinting_fault`). Returns its CPU
     /// ns (migration is knuma_migrated's work, not the task's).
-    pub(super) fn aa_fault(&mut self, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
-        let Some(super::HintAt {
+    fn aa_fault(&mut self, w: &mut World, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        let Some(HintAt {
             pidx,
             obj,
             head,
             nid,
             nr,
             thisnid,
-        }) = self.world.take_hint(t, cpu, ri, page)
+        }) = w.take_hint(t, cpu, ri, page)
         else {
             return 0.0;
         };
-        let cost = self.world.machine.spec.costs.hint_fault_ns;
+        let cost = w.machine.spec.costs.hint_fault_ns;
         // numa_hinting_fault acts only for tasks without a memory policy.
-        if self
-            .task_policy(t)
-            .is_some_and(|p| *p != MemPolicy::Default)
-        {
-            self.aa().stats.faults_mempolicy += 1;
+        if w.task_policy(t).is_some_and(|p| *p != MemPolicy::Default) {
+            self.aa.stats.faults_mempolicy += 1;
             return cost;
         }
         // Simplification: never queue a page for a node outside the task's cpuset mems (the
         // 2012 daemon allocated with GFP_THISNODE from a kernel thread and did not check).
-        let may_queue = self.world.procs[pidx].cpuset_mems.contains(thisnid);
-        let pa = PageAutonuma(self.world.objects[obj].cpupid(head));
+        let may_queue = w.procs[pidx].cpuset_mems.contains(thisnid);
+        let pa = PageAutonuma(w.objects[obj].cpupid(head));
         let r = memory_follow_cpu(pa, thisnid, nid, may_queue);
-        self.world.objects[obj].xchg_cpupid(head, r.page.0);
-        let ptm = self.numab.as_ref().expect("model").tun.pages_to_migrate();
-        let now = self.world.now;
-        let aa = self.aa();
+        w.objects[obj].xchg_cpupid(head, r.page.0);
+        let ptm = self.tun.pages_to_migrate();
+        let now = w.now;
+        let aa = &mut self.aa;
         if let Some(d) = r.dequeued_from {
             aa.migrated[d].queue.remove(nr);
             if r.rejected {
@@ -501,38 +525,38 @@ impl Sim<'_> {
     /// ran this tick while busy (`run_rebalance_domains` with `idle_balance` false), in
     /// CPU order. An exchange is done at once by both CPUs' stoppers; both CPUs count as
     /// `rq->autonuma_balance` (not initiators, not candidates) for the rest of the tick.
-    pub(super) fn aa_sched_balance(&mut self) {
-        let cpus = self.world.sched.balanced_busy.clone();
-        let ncpu = self.world.machine.nr_cpus();
+    fn aa_sched_balance(&mut self, w: &mut World) {
+        let cpus = w.sched.balanced_busy.clone();
+        let ncpu = w.machine.nr_cpus();
         let mut pending = vec![false; ncpu];
         for this_cpu in cpus {
             if pending[this_cpu] {
                 continue;
             }
-            let Some(&p) = self.world.sched.rq(this_cpu).first() else {
+            let Some(&p) = w.sched.rq(this_cpu).first() else {
                 continue;
             };
             let p = p as usize;
-            let pidx = self.world.threads[p].proc;
-            let this_nid = self.world.machine.cpus[this_cpu].node;
-            let aa = self.aa_ref();
+            let pidx = w.threads[p].proc;
+            let this_nid = w.machine.cpus[this_cpu].node;
+            let aa = &mut self.aa;
             let mut cands = Vec::new();
-            for nid in 0..self.world.machine.nr_nodes() {
+            for nid in 0..w.machine.nr_nodes() {
                 if nid == this_nid {
                     continue;
                 }
-                for c in self.world.machine.nodes[nid].cpus.iter() {
-                    if !self.world.sched.tasks[p].allowed.contains(c) || pending[c] {
+                for c in w.machine.nodes[nid].cpus.iter() {
+                    if !w.sched.tasks[p].allowed.contains(c) || pending[c] {
                         continue;
                     }
-                    let Some(&q) = self.world.sched.rq(c).first() else {
+                    let Some(&q) = w.sched.rq(c).first() else {
                         continue; // idle: CFS's business
                     };
                     let q = q as usize;
-                    if !self.world.sched.tasks[q].allowed.contains(this_cpu) {
+                    if !w.sched.tasks[q].allowed.contains(this_cpu) {
                         continue;
                     }
-                    let qp = self.world.threads[q].proc;
+                    let qp = w.threads[q].proc;
                     let same_mm = qp == pidx;
                     let (fault, tot) = if same_mm {
                         let ta = &aa.tasks[q];
@@ -551,29 +575,27 @@ impl Sim<'_> {
                 }
             }
             let b = sched_autonuma_balance(this_nid, &aa.tasks[p], &aa.mms[pidx], &cands);
-            let now = self.world.now;
-            let aa = self.aa();
+            let now = w.now;
+            let aa = &mut self.aa;
             aa.stats.balance_calls += 1;
             aa.tasks[p].task_selected_nid = Some(b.selected_nid);
             let Some((i, diff)) = b.exchange else {
                 continue;
             };
             let dst = cands[i].cpu;
-            let q = self.world.sched.rq(dst)[0] as usize;
-            self.world
-                .sched
+            let q = w.sched.rq(dst)[0] as usize;
+            w.sched
                 .migrate(p as u32, this_cpu, dst, Cause::AutonumaExchange, now);
-            self.world
-                .sched
+            w.sched
                 .migrate(q as u32, dst, this_cpu, Cause::AutonumaExchange, now);
             pending[this_cpu] = true;
             pending[dst] = true;
-            self.world.metrics.numa_task_swapped += 2;
-            self.aa().stats.exchanges += 1;
-            let dst_nid = self.world.machine.cpus[dst].node;
-            let qpid = self.world.threads[q].proc;
-            let nb = self.numab.as_mut().expect("model");
-            nb.trace(
+            w.metrics.numa_task_swapped += 2;
+            self.aa.stats.exchanges += 1;
+            let dst_nid = w.machine.cpus[dst].node;
+            let qpid = w.threads[q].proc;
+            let nb = &mut *self;
+            nb.trace.task(
                 now,
                 "autonuma_exchange",
                 p,
@@ -591,12 +613,12 @@ impl Sim<'_> {
     /// `sched_autonuma_can_migrate_task` for an inter-node load-balancer move: a task
     /// whose `task_selected_nid` is another node is only taken in the second pass
     /// (`LBF_NUMA` off); `load_balance_strict` is off by default, so that pass takes it.
-    pub(super) fn aa_can_migrate(&self, ctx: &LbCtx) -> CanMigrate {
+    fn aa_can_migrate(&self, ctx: &LbCtx) -> CanMigrate {
         if ctx.active {
             return CanMigrate::Yes;
         }
         match self
-            .aa_ref()
+            .aa
             .tasks
             .get(ctx.tid as usize)
             .and_then(|t| t.task_selected_nid)
@@ -607,11 +629,17 @@ impl Sim<'_> {
     }
 }
 
-impl ScanEnv for Sim<'_> {
+/// What knuma_scand's walk sees: the world and the model's per-mm state.
+struct ScandEnv<'x, 'w> {
+    w: &'x mut World<'w>,
+    aa: &'x mut Aa,
+}
+
+impl ScanEnv for ScandEnv<'_, '_> {
     fn vmas(&self, mm: usize) -> Vec<(u64, bool)> {
         // Only anonymous memory without a VMA policy: file mappings and shmem (no
         // anon_vma) and mbind ranges are skipped.
-        self.world.procs[mm]
+        self.w.procs[mm]
             .regions
             .iter()
             .map(|r| {
@@ -622,17 +650,17 @@ impl ScanEnv for Sim<'_> {
     }
 
     fn exiting(&self, mm: usize) -> bool {
-        self.world.procs[mm].end_ns.is_some()
+        self.w.procs[mm].end_ns.is_some()
     }
 
     /// Simplification: PTE mode only (`knuma_scand/pmd`, one hint per PMD, is not
     /// modelled); every present PTE costs `pte_update_ns`, a THP's PMD one.
     fn scan_pmd(&mut self, mm: usize, vma: usize, a: u64, b: u64, counts: &mut [u64]) -> u64 {
-        let obj = self.world.procs[mm].regions[vma].obj;
+        let obj = self.w.procs[mm].regions[vma].obj;
         // page_mapcount != 1: mapped by several processes (per mapping object here).
-        let shared = self.world.obj_refs[obj] > 1;
-        let pte_ns = self.world.machine.spec.costs.pte_update_ns;
-        let o = &mut self.world.objects[obj];
+        let shared = self.w.obj_refs[obj] > 1;
+        let pte_ns = self.w.machine.spec.costs.pte_update_ns;
+        let o = &mut self.w.objects[obj];
         let c = a / CHUNK;
         if o.chunk_populated(c) == 0 {
             return 0;
@@ -669,24 +697,75 @@ impl ScanEnv for Sim<'_> {
                 }
             }
         }
-        self.world.metrics.numa_pte_updates += ptes;
-        self.world.metrics.numa_huge_pte_updates += huge;
-        self.aa().step_ns += visited as f64 * pte_ns;
+        self.w.metrics.numa_pte_updates += ptes;
+        self.w.metrics.numa_huge_pte_updates += huge;
+        self.aa.step_ns += visited as f64 * pte_ns;
         progress
     }
 
     fn flush_tlb_range(&mut self, _mm: usize, _vma: usize, start: u64, end: u64) {
         if end > start {
-            let ns = self.world.machine.spec.costs.tlb_shootdown_ns;
-            self.aa().step_ns += ns;
+            let ns = self.w.machine.spec.costs.tlb_shootdown_ns;
+            self.aa.step_ns += ns;
         }
     }
 
     fn mm_pass_start(&mut self, mm: usize) {
-        self.aa().mms[mm].mm_numa_fault_pass += 1;
+        self.aa.mms[mm].mm_numa_fault_pass += 1;
     }
 
     fn mm_pass_done(&mut self, mm: usize, counts: &[u64]) {
-        self.aa().mms[mm].flush(counts);
+        self.aa.mms[mm].flush(counts);
+    }
+}
+
+impl KernelHooks for AutoNuma2012 {
+    fn process_start(&mut self, w: &mut World, pidx: usize) {
+        self.aa_new_process(w, pidx);
+    }
+    fn sched_fork(&mut self, w: &mut World, t: usize, _parent: Option<usize>) {
+        self.aa_new_task(w, t);
+    }
+    fn process_exit(&mut self, _w: &mut World, pidx: usize) {
+        self.aa_exit_process(pidx);
+    }
+    fn object_release(&mut self, w: &mut World, obj: usize) {
+        self.aa_release_object(w, obj);
+    }
+    fn tick(&mut self, w: &mut World) {
+        self.aa_tick(w);
+    }
+    fn after_load_balance(&mut self, w: &mut World) {
+        self.aa_sched_balance(w);
+    }
+    fn hinting(&self) -> bool {
+        true
+    }
+    fn hinting_fault(&mut self, w: &mut World, t: usize, cpu: usize, ri: usize, page: u64) -> f64 {
+        self.aa_fault(w, t, cpu, ri, page)
+    }
+    fn can_migrate_task(&self, _w: &World, ctx: &LbCtx) -> CanMigrate {
+        self.aa_can_migrate(ctx)
+    }
+}
+
+impl KernelModel for AutoNuma2012 {
+    fn name(&self) -> Option<&'static str> {
+        Some("autonuma-2012")
+    }
+    fn metrics(&self, m: &mut Metrics) {
+        m.scan_cpu_s = self.scan_ns / NS;
+        m.scan_cpu_hidden_s = self.scan_hidden_ns / NS;
+    }
+    fn report(&self, w: &World) -> KernelReport {
+        let pids: Vec<u32> = w.task_pids();
+        KernelReport {
+            numa_balancing: Some(NumaBalancingReport {
+                stats: NumabStats::default(),
+                trace: self.trace.events.clone(),
+                autonuma_2012: Some(self.aa.report(&pids)),
+            }),
+            stable: None,
+        }
     }
 }
