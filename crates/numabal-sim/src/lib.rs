@@ -26,6 +26,7 @@ pub mod result;
 pub mod sched;
 pub mod series;
 pub mod suite;
+pub mod userspace;
 pub mod world;
 
 pub use compare::{CompareResult, compare, compare_observed};

@@ -17,8 +17,9 @@
 //! run whose placement is poor takes longer at the same share, which the ETA, taken from
 //! the rate the share grows at, absorbs. Group start delays and staggers carry no weight.
 
-use super::{Amount, NS, PhaseRt, Sim, TState};
+use super::Sim;
 use crate::memory::PAGE_BYTES;
+use crate::world::{Amount, NS, PhaseRt, TState};
 use numabal_model::workload::{AccessPhase, PhaseSpec, Slice, thread_slice};
 
 /// What a progress report says: simulated time and the share of the run done.

@@ -14,16 +14,22 @@ use numabal_model::InputError;
 use numabal_model::Pid;
 use numabal_model::scenario::Thp;
 use numabal_model::workload::thread_slice;
-use numabal_model::workload::{Pattern, Placement, Slice};
+use numabal_model::workload::{Pattern, Placement, SharedKind, Slice};
 use numabal_model::{Machine, Mask, MemPolicy, Scenario};
 use numabal_policy::{GroupInfo, ProcessInfo, RegionInfo};
 use rand::RngExt;
+use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use records::{Metrics, StallHistogram};
 
-mod kernel_model;
+mod access;
+mod agents;
+mod exec;
+mod lifecycle;
+mod procfs;
 pub mod records;
-pub use kernel_model::KernelHooks;
+mod report;
+pub use agents::{Agents, KernelHooks, UserHooks};
 pub(crate) const NS: f64 = 1e9;
 pub(crate) const STALL_NS: f64 = 1e6;
 /// Remainders of an access phase below this many bytes count as done: floating-point
@@ -1073,7 +1079,7 @@ pub(crate) fn pattern_ranges(a: &AccessRt, slice: (u64, u64)) -> Vec<(u64, u64, 
     pattern_ranges_of(a.pattern, a, slice)
 }
 
-impl World<'_> {
+impl<'a> World<'a> {
     /// Each task's process (pid), by task id.
     pub(crate) fn task_pids(&self) -> Vec<u32> {
         self.threads.iter().map(|t| t.proc as u32 + 1).collect()
@@ -1106,5 +1112,143 @@ impl World<'_> {
             .iter()
             .map(|r| self.objects[r.obj].populated())
             .sum()
+    }
+
+    /// The world at the start of a run (nothing runs until the engine boots it).
+    pub(crate) fn new(sc: &'a Scenario) -> World<'a> {
+        let m = &sc.machine;
+        let mut rng = Pcg64Mcg::seed_from_u64(sc.sim.seed ^ 0x6e75_6d61_6261_6c00);
+        let with_mem: Vec<usize> = (0..m.nr_nodes())
+            .filter(|&n| m.node_usable_pages(n) > 0)
+            .collect();
+        let random_node = with_mem[rng.random_range(0..with_mem.len())];
+        let tick_ns = (sc.sim.tick_ms * 1e6).round() as u64;
+        World {
+            sc,
+            machine: m,
+            rng,
+            random_node,
+            now: 0,
+            tick_ns,
+            max_ns: (sc.sim.max_time_s * NS) as u64,
+            events: EventQueue::default(),
+            sched: {
+                let mut s = Sched::new(m);
+                if !sc.sim.allow_numa_imbalance {
+                    s.disallow_numa_imbalance();
+                }
+                s
+            },
+            cost: CostModel::new(m),
+            objects: Vec::new(),
+            obj_refs: Vec::new(),
+            obj_owner: Vec::new(),
+            shared_objs: Vec::new(),
+            node_used: vec![0; m.nr_nodes()],
+            node_cap: (0..m.nr_nodes()).map(|n| m.node_usable_pages(n)).collect(),
+            procs: Vec::new(),
+            threads: Vec::new(),
+            pending_starts: 0,
+            metrics: Metrics::default(),
+            local_bytes: 0.0,
+            remote_bytes: 0.0,
+            user_ns: 0.0,
+            sys_ns: 0.0,
+            migrate_ns: 0.0,
+            // Roughly the kernel's high watermark of a node (min_free_kbytes-derived): 1/256.
+            wmark_high: (0..m.nr_nodes())
+                .map(|n| m.node_usable_pages(n) / 256)
+                .collect(),
+            migrations: [0; NR_CAUSES],
+            left_node_at: Vec::new(),
+            ping_pong: Default::default(),
+            migrate_shootdowns: 0,
+            thp_enabled: sc.sim.transparent_hugepage,
+            check: sc.sim.check_invariants,
+            scratch_hist: vec![0; m.nr_nodes()],
+            interval_end: None,
+            late: Vec::new(),
+            cpu_free_from: vec![None; m.nr_cpus()],
+            stalls: StallHistogram::default(),
+            numastat: Vec::new(),
+            next_instance: Vec::new(),
+            cpu_busy_ns: vec![0.0; m.nr_cpus()],
+            busy_snapshots: std::collections::VecDeque::new(),
+            series: crate::series::Recorder::new(m.nr_nodes(), sc.sim.series_every_s),
+        }
+    }
+
+    /// The run's first events: shared memory objects exist, process starts (instance k of
+    /// a `[[process]]` forks a little after k-1; with `jobs`, only the first `jobs` now, the
+    /// others as earlier ones exit), the first tick, `numastat` samples.
+    pub(crate) fn boot(&mut self) {
+        let wl = &self.sc.workload;
+        for s in &wl.spec.shared {
+            let pages = s.size.pages();
+            let thp = self.thp_for(s.thp, s.kind == SharedKind::File);
+            self.objects
+                .push(MemObject::new(pages, thp, self.machine.nr_nodes()));
+            self.obj_refs.push(0);
+            self.obj_owner.push(None);
+            self.shared_objs.push(self.objects.len() - 1);
+        }
+        // Process starts: instance k of a [[process]] forks a little after k-1; with
+        // `jobs`, only the first `jobs` now, the others as earlier ones exit.
+        for (pi, p) in wl.spec.processes.iter().enumerate() {
+            let mut t = p.start_s * NS;
+            self.pending_starts += (p.instances - p.jobs.unwrap_or(p.instances)) as usize;
+            self.next_instance.push(p.jobs.unwrap_or(p.instances));
+            for inst in 0..p.jobs.unwrap_or(p.instances) {
+                let jitter = self.rng.random_range(0.0..1.0) * 1e6;
+                self.events.push(
+                    (t + jitter) as u64,
+                    EventKind::ProcessStart {
+                        spec: pi as u32,
+                        instance: inst,
+                    },
+                );
+                self.pending_starts += 1;
+                t += self.machine.spec.costs.thread_spawn_ns * 4.0;
+            }
+        }
+        self.events.push(self.tick_ns, EventKind::Tick);
+        let at: Vec<u64> = self
+            .sc
+            .sim
+            .numastat_at_s
+            .iter()
+            .map(|&t| self.on_tick(t))
+            .collect();
+        for t in at {
+            self.events
+                .push(t, EventKind::NumastatSample { periodic: false });
+        }
+        let every = self.sc.sim.numastat_every_s;
+        if every > 0.0 {
+            self.events.push(
+                self.on_tick(every),
+                EventKind::NumastatSample { periodic: true },
+            );
+        }
+    }
+}
+
+impl Thread {
+    pub(crate) fn new(proc: usize, group: usize, index: u32, state: TState) -> Self {
+        Thread {
+            proc,
+            group,
+            index,
+            state,
+            phase: 0,
+            iter: 0,
+            prog: Prog::default(),
+            policy_thread: None,
+            il_next: 0,
+            end_ns: None,
+            debt_ns: 0.0,
+            window_bytes: 0.0,
+            sum_exec_ns: 0.0,
+        }
     }
 }

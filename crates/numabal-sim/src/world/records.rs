@@ -250,3 +250,26 @@ mod tests {
         assert_eq!(h.within(10.0), 6);
     }
 }
+
+/// A node at the end of a run, as a placement tool (`numabal advise --state`) reads it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NodeState {
+    /// `MemTotal`, bytes.
+    pub mem_total_bytes: u64,
+    /// `MemFree`, bytes.
+    pub mem_free_bytes: u64,
+    /// Idle time of the node's CPUs over the window, ns.
+    pub cpu_idle_ns: u64,
+}
+
+/// Every node at the end of a run, with CPU idle time over its last seconds (like `numad
+/// -w` without a daemon, which samples `/proc/stat` twice, 2 s apart).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NodeStateAtEnd {
+    /// Simulated time at the end, s.
+    pub t_s: f64,
+    /// Length of the CPU sampling window, ns.
+    pub window_ns: u64,
+    /// By node id.
+    pub nodes: Vec<NodeState>,
+}

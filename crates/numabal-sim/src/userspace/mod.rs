@@ -1,0 +1,151 @@
+//! User space in the simulator: the run's policy (a placement daemon such as numad, or
+//! the static policies' process-start rules) and the simulated kernel's execution of
+//! its actions (`sched_setaffinity`, `set_mempolicy`/`mbind`, `migrate_pages`).
+
+mod daemon;
+
+pub use daemon::PolicyLogEntry;
+
+use crate::error::SimError;
+use crate::memory::CHUNK;
+use crate::world::{UserHooks, World};
+use numabal_model::{Pid, Tid};
+use numabal_policy::{Action, MigrateVerdict, Policy, ProcessInfo, ThreadInfo};
+
+/// The run's user-space policy and what carries out its actions.
+pub struct UserSpace {
+    policy: Box<dyn Policy>,
+    /// Reused action buffer.
+    actions: Vec<Action>,
+    /// A daemon's queued `migrate_pages` calls and decision log.
+    daemon: daemon::DaemonRt,
+}
+
+impl UserSpace {
+    pub fn new(policy: Box<dyn Policy>) -> UserSpace {
+        UserSpace {
+            policy,
+            actions: Vec::new(),
+            daemon: daemon::DaemonRt::default(),
+        }
+    }
+
+    /// The policy's name.
+    pub fn name(&self) -> &str {
+        self.policy.name()
+    }
+
+    /// The policy's first pass: when it asks for passes of its own (a daemon).
+    pub fn first_tick_ns(&self) -> Option<u64> {
+        self.policy.tick_interval_ns().map(|i| i.max(1))
+    }
+
+    /// `migrate_pages` calls are queued.
+    pub fn has_jobs(&self) -> bool {
+        self.daemon.has_jobs()
+    }
+
+    /// The decision log.
+    pub fn log(&self) -> &[PolicyLogEntry] {
+        &self.daemon.log
+    }
+
+    /// Run the policy's callback `f` and carry out the actions it asks for.
+    fn act(
+        &mut self,
+        w: &mut World,
+        f: impl FnOnce(&mut dyn Policy, &World, &mut Vec<Action>),
+    ) -> Result<(), SimError> {
+        let mut out = std::mem::take(&mut self.actions);
+        out.clear();
+        f(&mut *self.policy, w, &mut out);
+        self.apply_actions(w, &out)?;
+        self.actions = out;
+        Ok(())
+    }
+
+    fn apply_actions(&mut self, w: &mut World, actions: &[Action]) -> Result<(), SimError> {
+        for a in actions {
+            match a {
+                Action::SetThreadAffinity { tid, cpus } => {
+                    let t = tid.0 as usize - 1;
+                    let cs = &w.procs[w.threads[t].proc].cpuset_cpus;
+                    let allowed = cpus.and(cs);
+                    if !allowed.is_empty() {
+                        w.sched.set_allowed(t as u32, allowed, w.now);
+                    }
+                }
+                Action::SetProcessMempolicy { pid, policy } => {
+                    w.procs[pid.idx() - 1].policy_proc = Some(policy.clone())
+                }
+                Action::SetThreadMempolicy { tid, policy } => {
+                    w.threads[tid.idx() - 1].policy_thread = Some(policy.clone())
+                }
+                Action::SetRangeMempolicy {
+                    pid,
+                    region,
+                    first_page,
+                    end_page,
+                    policy,
+                } => {
+                    w.procs[pid.idx() - 1].regions[*region].ranges.push((
+                        *first_page,
+                        *end_page,
+                        policy.clone(),
+                    ));
+                }
+                Action::MigratePages {
+                    pid,
+                    region,
+                    first_page,
+                    end_page,
+                    node,
+                } => {
+                    let r = &w.procs[pid.idx() - 1].regions[*region];
+                    let (obj, end) = (r.obj, (*end_page).min(r.pages));
+                    let mut p = *first_page;
+                    while p < end {
+                        let o = &w.objects[obj];
+                        let step = if o.is_huge(p / CHUNK) {
+                            CHUNK - p % CHUNK
+                        } else {
+                            1
+                        };
+                        if o.node_of(p).is_some_and(|n| n != *node) {
+                            w.migrate_page(obj, p, *node);
+                        }
+                        p += step;
+                    }
+                }
+                Action::MoveThread { tid, node } => {
+                    w.sched.move_to_node(tid.0 - 1, *node, w.now);
+                }
+                Action::MigrateProcessPages { pid, from, to } => {
+                    self.queue_migrate_pages(w, *pid, *from, *to)
+                }
+                Action::Log { pid, message } => self.policy_log(w, *pid, message),
+                // Addresses mean nothing here: simulated policies name pages by region
+                // and index (MigratePages).
+                Action::MovePages { pid, .. } => {
+                    self.policy_log(w, *pid, "MovePages by address is a live action; ignored")
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl UserHooks for UserSpace {
+    fn process_start(&mut self, w: &mut World, info: &ProcessInfo) -> Result<(), SimError> {
+        self.act(w, |p, w, out| p.on_process_start(w.machine, info, out))
+    }
+    fn thread_start(&mut self, w: &mut World, info: &ThreadInfo) -> Result<(), SimError> {
+        self.act(w, |p, w, out| p.on_thread_start(w.machine, info, out))
+    }
+    fn process_exit(&mut self, _w: &mut World, pid: Pid) {
+        self.policy.on_process_exit(pid);
+    }
+    fn can_migrate_task(&self, tid: Tid, src: usize, dst: usize) -> MigrateVerdict {
+        self.policy.can_migrate_task(tid, src, dst)
+    }
+}

@@ -1,0 +1,322 @@
+//! Memory accesses of a running thread: sequential sweeps and random patterns, their
+//! first touches and NUMA hinting faults.
+
+use super::*;
+use crate::memory::{CHUNK, PAGE_BYTES};
+
+impl World<'_> {
+    /// Sequential sweep. Returns (CPU ns used, bytes accessed, phase done).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sweep(
+        &mut self,
+        ag: &mut Agents<'_>,
+        t: usize,
+        node: usize,
+        a: &AccessRt,
+        budget: f64,
+        tau: &[f64],
+        slot: Slot,
+    ) -> Result<(f64, f64, bool), SimError> {
+        let (s, e) = self.threads[t].prog.slice;
+        let slice_bytes = (e - s) as f64 * PAGE_BYTES;
+        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
+        let mut used = 0.0;
+        let mut bytes_done = 0.0;
+        let mut steps = 0u64;
+        loop {
+            steps += 1;
+            if steps > MAX_STEPS {
+                return Err(SimError::Invariant(format!(
+                    "thread {t}: sweep makes no progress"
+                )));
+            }
+            let th = &self.threads[t];
+            let until = th.prog.until_ns;
+            let seconds_mode = th.prog.timed;
+            if seconds_mode && slot.wall(slot.total - budget + used) >= until {
+                return Ok((used, bytes_done, true));
+            }
+            if !seconds_mode && th.prog.left <= EPS_BYTES {
+                return Ok((used, bytes_done, true));
+            }
+            if used >= budget {
+                return Ok((used, bytes_done, false));
+            }
+            if self.threads[t].debt_ns > 0.0 {
+                // A first touch in the middle of the sweep: pay it before going on.
+                let pay = self.threads[t].debt_ns.min(budget - used);
+                self.threads[t].debt_ns -= pay;
+                used += pay;
+                continue;
+            }
+            let pos = self.threads[t].prog.pos;
+            let page = s + (pos / PAGE_BYTES) as u64;
+            let chunk_end = ((page / CHUNK + 1) * CHUNK).min(e);
+            let o = &self.objects[obj];
+            let c = page / CHUNK;
+            let full = o.chunk_populated(c) == o.chunk_len(c);
+            if !full && o.node_of(page).is_none() {
+                let phase_pol = a.mempolicy.clone();
+                let cost = self.first_touch(t, a.region, page, node, phase_pol.as_ref())?;
+                self.charge_kernel(t, cost);
+                continue;
+            }
+            // Range [page, range_end) with known nodes.
+            let mut range_end = if full {
+                chunk_end
+            } else {
+                let mut p = page + 1;
+                while p < chunk_end && o.node_of(p).is_some() {
+                    p += 1;
+                }
+                p
+            };
+            // NUMA hinting: the first access to a PROT_NONE page faults; stop the range
+            // before the next protected page.
+            if o.chunk_prot(c) > 0 {
+                let fault_now = if o.is_huge(c) {
+                    o.is_prot(c * CHUNK)
+                } else {
+                    match o.next_prot(page, range_end) {
+                        Some(q) if q == page => true,
+                        Some(q) => {
+                            range_end = q;
+                            false
+                        }
+                        None => false,
+                    }
+                };
+                if fault_now {
+                    let cpu = self.sched.tasks[t].cpu.unwrap_or(0);
+                    let cost = self.hint_fault(ag, t, cpu, a.region, page);
+                    self.charge_kernel(t, cost);
+                    continue;
+                }
+            }
+            let mut h = std::mem::take(&mut self.scratch_hist);
+            h.iter_mut().for_each(|x| *x = 0);
+            self.objects[obj].range_hist(page, range_end, &mut h);
+            let offset_in_page = pos - ((page - s) as f64 * PAGE_BYTES);
+            let range_bytes = (range_end - page) as f64 * PAGE_BYTES - offset_in_page;
+            let npages = (range_end - page) as f64;
+            // Bytes of this range per node (the first page is partly done).
+            let time: f64 = h
+                .iter()
+                .zip(tau)
+                .map(|(&c, &t)| c as f64 / npages * range_bytes * t)
+                .sum();
+            let left = self.threads[t].prog.left;
+            let room = budget - used;
+            let mut frac = 1.0f64;
+            if range_bytes > left {
+                frac = left / range_bytes;
+            }
+            if time * frac > room {
+                frac = room / time;
+            }
+            let take = range_bytes * frac;
+            for (n, &c) in h.iter().enumerate() {
+                if c > 0 {
+                    self.account(t, node, n, c as f64 / npages * take);
+                }
+            }
+            self.scratch_hist = h;
+            used += time * frac;
+            bytes_done += take;
+            self.user_ns += time * frac;
+            let th = &mut self.threads[t];
+            th.prog.pos += take;
+            if !th.prog.timed {
+                th.prog.left -= take;
+            }
+            if th.prog.pos >= slice_bytes - EPS_BYTES {
+                th.prog.pos = 0.0;
+            }
+            if frac < 1.0 && th.prog.left > EPS_BYTES && used >= budget - 1e-9 {
+                return Ok((budget, bytes_done, false));
+            }
+        }
+    }
+
+    /// Uniform / hot / zipf access. Returns (CPU ns used, bytes accessed, phase done).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn random_access(
+        &mut self,
+        ag: &mut Agents<'_>,
+        t: usize,
+        node: usize,
+        a: &AccessRt,
+        budget: f64,
+        tau: &[f64],
+        slot: Slot,
+    ) -> Result<(f64, f64, bool), SimError> {
+        let slice = self.threads[t].prog.slice;
+        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
+        let nn = self.machine.nr_nodes();
+        let mut mix = vec![0.0; nn];
+        let (unpop_w, populated) = self.random_mix(obj, a.pattern, a, slice, &mut mix);
+        // Timing assumes accesses to untouched pages are local (they are first-touched now,
+        // usually on this node); where they really went is accounted below.
+        let per_byte =
+            (mix.iter().zip(tau).map(|(f, t)| f * t).sum::<f64>() + unpop_w * tau[node]).max(1e-12);
+        let th = &self.threads[t];
+        let now_wall = slot.wall(slot.total - budget);
+        let mut room = budget;
+        let mut done = false;
+        if th.prog.timed {
+            let wall_left = th.prog.until_ns.saturating_sub(now_wall) as f64 * slot.share;
+            if wall_left <= room {
+                room = wall_left;
+                done = true;
+            }
+        }
+        let mut bytes = room / per_byte;
+        if !th.prog.timed && bytes >= th.prog.left - EPS_BYTES {
+            bytes = th.prog.left;
+            room = bytes * per_byte;
+            done = true;
+        }
+        // First touches: the expected number of untouched pages hit by bytes/64 accesses,
+        // populated in address order (hot pages first for zipf/hot).
+        let mut placed = vec![0u64; nn];
+        let unpop_pages = (slice.1 - slice.0) - populated;
+        if unpop_pages > 0 && unpop_w > 0.0 {
+            let lines = bytes / 64.0;
+            let u = unpop_pages as f64;
+            let expect = u * (1.0 - (-lines * unpop_w / u).exp());
+            let th = &mut self.threads[t];
+            th.prog.pop_carry += expect;
+            let mut n_new = th.prog.pop_carry.floor() as u64;
+            th.prog.pop_carry -= n_new as f64;
+            let phase_pol = a.mempolicy.clone();
+            while n_new > 0 {
+                let cur = self.threads[t].prog.pop_cursor;
+                let Some(p) = self.objects[obj].next_unpopulated(cur, slice.1) else {
+                    break;
+                };
+                let cost = self.first_touch(t, a.region, p, node, phase_pol.as_ref())?;
+                self.charge_kernel(t, cost);
+                self.threads[t].prog.pop_cursor = p + 1;
+                let o = &self.objects[obj];
+                let pages = if o.is_huge(p / CHUNK) {
+                    o.chunk_len(p / CHUNK)
+                } else {
+                    1
+                };
+                if let Some(n) = o.node_of(p) {
+                    placed[n] += pages;
+                }
+                n_new = n_new.saturating_sub(pages);
+            }
+        }
+        if ag.kernel.hinting() && self.objects[obj].prot_in(slice.0, slice.1) > 0 {
+            self.random_hint_faults(ag, t, a, slice, bytes);
+        }
+        for (n, &f) in mix.iter().enumerate() {
+            if f > 0.0 {
+                self.account(t, node, n, bytes * f);
+            }
+        }
+        // Accesses to untouched pages went where those pages were just placed.
+        let placed_total: u64 = placed.iter().sum();
+        if unpop_w > 0.0 {
+            if placed_total == 0 {
+                self.account(t, node, node, bytes * unpop_w);
+            } else {
+                for (n, &p) in placed.iter().enumerate() {
+                    if p > 0 {
+                        self.account(t, node, n, bytes * unpop_w * p as f64 / placed_total as f64);
+                    }
+                }
+            }
+        }
+        self.user_ns += room;
+        let th = &mut self.threads[t];
+        if !th.prog.timed {
+            th.prog.left -= bytes;
+        }
+        Ok((room, bytes, done))
+    }
+
+    /// Threads blocked in joins or barriers with nothing left that could wake them (no
+    /// runnable or sleeping thread, no process or group still to start) never finish:
+    /// report it instead of ticking until `max_time_s`.
+    /// Hinting faults of a random-access phase that touched `bytes` in `slice` during the
+    /// interval: per range of the pattern, each protected entry is touched with
+    /// probability `1 - exp(-lines * weight / pages)` (per 4 KiB page, or per THP); the
+    /// expected number of them fault, taken from a random point of the range onwards.
+    /// Which of the equally likely pages fault does not matter beyond their node and
+    /// `last_cpupid`, which the walk reads from the pages themselves.
+    pub(crate) fn random_hint_faults(
+        &mut self,
+        ag: &mut Agents<'_>,
+        t: usize,
+        a: &AccessRt,
+        slice: (u64, u64),
+        bytes: f64,
+    ) {
+        use rand::RngExt;
+        let Some(cpu) = self.sched.tasks[t].cpu else {
+            return;
+        };
+        let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
+        let lines = bytes / 64.0;
+        let per_entry = if self.objects[obj].thp {
+            CHUNK as f64
+        } else {
+            1.0
+        };
+        for (a0, b0, w) in pattern_ranges(a, slice) {
+            let prot = self.objects[obj].prot_in(a0, b0);
+            if prot == 0 || w <= 0.0 || b0 <= a0 {
+                continue;
+            }
+            let n = (b0 - a0) as f64;
+            let expect = prot as f64 * (1.0 - (-lines * w * per_entry / n).exp());
+            let th = &mut self.threads[t];
+            th.prog.fault_carry += expect;
+            let mut k = th.prog.fault_carry.floor() as u64;
+            th.prog.fault_carry -= k as f64;
+            if k == 0 {
+                continue;
+            }
+            let mut p = self.rng.random_range(a0..b0);
+            let mut wrapped = false;
+            while k > 0 {
+                let next = self.objects[obj].next_prot(p, b0);
+                let q = match next {
+                    Some(q) => q,
+                    None if !wrapped => {
+                        wrapped = true;
+                        p = a0;
+                        continue;
+                    }
+                    None => break,
+                };
+                let cost = self.hint_fault(ag, t, cpu, a.region, q);
+                self.charge_kernel(t, cost);
+                k -= 1;
+                p = q + 1;
+                if p >= b0 {
+                    if wrapped {
+                        break;
+                    }
+                    wrapped = true;
+                    p = a0;
+                }
+            }
+        }
+    }
+
+    /// A NUMA hinting fault, to whichever model unmapped the page.
+    pub(crate) fn hint_fault(
+        &mut self,
+        ag: &mut Agents<'_>,
+        t: usize,
+        cpu: usize,
+        ri: usize,
+        page: u64,
+    ) -> f64 {
+        ag.kernel.hinting_fault(self, t, cpu, ri, page)
+    }
+}

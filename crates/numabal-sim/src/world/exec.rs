@@ -1,0 +1,348 @@
+//! The fluid step: between two events every running thread progresses at the rate the
+//! cost model gives it; threads woken or spawned inside the interval run its rest.
+
+use super::*;
+use crate::memory::PAGE_BYTES;
+use crate::sched::LbCtx;
+use numabal_model::workload::Pattern;
+
+impl World<'_> {
+    pub(crate) fn advance(
+        &mut self,
+        ag: &mut Agents<'_>,
+        t0: u64,
+        t1: u64,
+    ) -> Result<(), SimError> {
+        let dt = (t1 - t0) as f64;
+        let ncpu = self.sched.nr_cpus();
+        let nn = self.machine.nr_nodes();
+        // Running threads and their shares.
+        let mut running: Vec<(usize, usize, f64)> = Vec::new();
+        for c in 0..ncpu {
+            let rq = self.sched.rq(c);
+            let k = rq.len();
+            for &t in rq {
+                running.push((t as usize, c, 1.0 / k as f64));
+            }
+        }
+        let busy_before: Vec<bool> = (0..ncpu).map(|c| !self.sched.rq(c).is_empty()).collect();
+        for (c, &busy) in busy_before.iter().enumerate() {
+            self.cpu_free_from[c] = (!busy).then_some(t0);
+        }
+        self.interval_end = Some(t1);
+        // Demands.
+        let mut demands: Vec<Demand> = Vec::with_capacity(running.len());
+        let mut dem_of: Vec<Option<usize>> = vec![None; running.len()];
+        let mut smt_info: Vec<(f64, f64, f64)> = Vec::with_capacity(running.len());
+        for (ri, &(t, c, share)) in running.iter().enumerate() {
+            let smt = self.smt_shares(c);
+            smt_info.push(smt);
+            let th = &self.threads[t];
+            let PhaseRt::Access(a) =
+                (match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
+                    Some(p) => p,
+                    None => continue,
+                })
+            else {
+                continue;
+            };
+            let node = self.machine.cpus[c].node;
+            let mut mix = vec![0.0; nn];
+            let slice = if th.prog.started {
+                th.prog.slice
+            } else {
+                self.slice_of(t, a)
+            };
+            let obj = self.procs[th.proc].regions[a.region].obj;
+            let (unpop, _) = if a.pattern == Pattern::Sweep {
+                // The pages just ahead of the sweep, as many as it touched last interval.
+                let window = (th.window_bytes.max(256.0 * 1024.0) / PAGE_BYTES).ceil() as u64;
+                let start = slice.0 + (th.prog.pos / PAGE_BYTES) as u64;
+                let end = (start + window).min(slice.1);
+                self.random_mix(obj, Pattern::Uniform, a, (start.min(end), end), &mut mix)
+            } else {
+                self.random_mix(obj, a.pattern, a, slice, &mut mix)
+            };
+            mix[node] += unpop;
+            let total: f64 = mix.iter().sum();
+            if total > 0.0 {
+                mix.iter_mut().for_each(|x| *x /= total);
+            } else {
+                mix[node] = 1.0;
+            }
+            // Kernel work owed at the start of the interval is time without memory traffic.
+            let debt_frac = (th.debt_ns / (share * dt)).min(1.0);
+            dem_of[ri] = Some(demands.len());
+            demands.push(self.demand(c, a, smt, share * (1.0 - debt_frac), mix));
+        }
+        self.cost.solve(&demands);
+        // Run every thread for its share of the interval.
+        let mut tau = vec![0.0; nn];
+        for (ri, &(t, c, share)) in running.iter().enumerate() {
+            if self.threads[t].state != TState::Runnable || self.sched.tasks[t].cpu != Some(c) {
+                continue;
+            }
+            if let Some(di) = dem_of[ri] {
+                self.cost.ns_per_byte(&demands[di], &mut tau);
+            }
+            self.run_thread(
+                ag,
+                t,
+                c,
+                share,
+                t0,
+                dt,
+                &mut tau,
+                dem_of[ri].is_some(),
+                smt_info[ri],
+            )?;
+        }
+        // Threads woken or spawned during the interval run the rest of it if their CPU is
+        // free by then (it ran out of work, or was idle all along). They were not part of
+        // the cost model's solve; they see the delays it found.
+        // Earliest first; ties in the order they were recorded.
+        while let Some(i) = (0..self.late.len()).min_by_key(|&i| (self.late[i].at, i)) {
+            let Late { t, at, wake } = self.late.remove(i);
+            if wake {
+                if self.threads[t].state == TState::Sleeping {
+                    self.wake(t, at); // records it again as runnable since `at`
+                }
+                continue;
+            }
+            let Some(c) = self.sched.tasks[t].cpu else {
+                continue;
+            };
+            if self.threads[t].state != TState::Runnable || self.sched.rq(c).len() != 1 {
+                continue;
+            }
+            let Some(free) = self.cpu_free_from[c].take() else {
+                continue;
+            };
+            let start = at.max(free);
+            if start >= t1 {
+                continue;
+            }
+            let smt = self.smt_shares(c);
+            self.run_thread(
+                ag,
+                t,
+                c,
+                1.0,
+                start,
+                (t1 - start) as f64,
+                &mut tau,
+                false,
+                smt,
+            )?;
+        }
+        self.interval_end = None;
+        self.sched.update_load(t1 - t0);
+        // CPUs that ran out of work look for more.
+        let mut sched = std::mem::take(&mut self.sched);
+        for (c, &was_busy) in busy_before.iter().enumerate() {
+            if was_busy && sched.rq(c).is_empty() {
+                sched.newidle_balance(c, t1, &|x: &LbCtx| ag.can_migrate(self, x));
+            }
+        }
+        self.sched = sched;
+        self.count_moves();
+        Ok(())
+    }
+
+    /// Run thread `t` on CPU `c` for `share * dt` ns of CPU time from `t0`.
+    /// `tau_known`: `tau` already holds this thread's ns/byte for its current phase.
+    /// `smt`: (memory issue share, compute share, busy siblings) of its core.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run_thread(
+        &mut self,
+        ag: &mut Agents<'_>,
+        t: usize,
+        c: usize,
+        share: f64,
+        t0: u64,
+        dt: f64,
+        tau: &mut [f64],
+        tau_known: bool,
+        smt: (f64, f64, f64),
+    ) -> Result<(), SimError> {
+        let cpu_share = smt.1;
+        let mut budget = share * dt;
+        let total = budget;
+        let node = self.machine.cpus[c].node;
+        let slot = Slot { t0, share, total };
+        let wall = |used: f64| slot.wall(used);
+        let mut tau_valid = tau_known;
+        let mut bytes_this = 0.0;
+        let exec0 = self.threads[t].sum_exec_ns;
+        // Steps that neither spend time nor move the program on mean a simulator bug.
+        let mut guard = 0u64;
+        let mut last = (budget, self.threads[t].phase, self.threads[t].iter);
+        while budget > 0.0 && self.threads[t].state == TState::Runnable {
+            let now = (budget, self.threads[t].phase, self.threads[t].iter);
+            if now == last {
+                guard += 1;
+                if guard > MAX_STEPS {
+                    return Err(SimError::Invariant(format!("thread {t} made no progress")));
+                }
+            } else {
+                guard = 0;
+                last = now;
+            }
+            // Kernel work owed (faults) comes first.
+            let debt = self.threads[t].debt_ns;
+            if debt > 0.0 {
+                let pay = debt.min(budget);
+                self.threads[t].debt_ns -= pay;
+                self.threads[t].sum_exec_ns += pay;
+                budget -= pay;
+                continue;
+            }
+            let (pidx, g) = (self.threads[t].proc, self.threads[t].group);
+            let phase_idx = self.threads[t].phase;
+            let grp = &self.procs[pidx].groups[g];
+            if phase_idx >= grp.phases.len() {
+                let w = grp.work_per_iteration;
+                self.procs[pidx].work_units += w;
+                if wall(total - budget) as f64 >= self.sc.sim.warmup_s * NS {
+                    self.procs[pidx].work_units_warm += w;
+                }
+                let grp = &self.procs[pidx].groups[g];
+                let th = &mut self.threads[t];
+                th.iter += 1;
+                if th.iter < grp.iterations {
+                    th.phase = 0;
+                    th.prog = Prog::default();
+                    tau_valid = false;
+                    continue;
+                }
+                self.finish_thread(ag, t, wall(total - budget))?;
+                break;
+            }
+            let phase = grp.phases[phase_idx].clone();
+            match phase {
+                PhaseRt::Access(a) => {
+                    if !self.threads[t].prog.started {
+                        let slice = self.slice_of(t, &a);
+                        let slice_bytes = (slice.1 - slice.0) as f64 * PAGE_BYTES;
+                        let now_wall = wall(total - budget);
+                        let th = &mut self.threads[t];
+                        th.prog = Prog {
+                            started: true,
+                            slice,
+                            pop_cursor: slice.0,
+                            ..Prog::default()
+                        };
+                        match a.amount {
+                            Amount::Seconds(s) => {
+                                th.prog.timed = true;
+                                th.prog.left = f64::INFINITY;
+                                th.prog.until_ns = now_wall + (s * NS) as u64;
+                            }
+                            Amount::Bytes(b) if a.passes.is_none() => th.prog.left = b,
+                            Amount::Bytes(_) => {
+                                th.prog.left = a.passes.unwrap_or(1.0) * slice_bytes
+                            }
+                        }
+                        if !tau_valid {
+                            self.tau_for(c, &a, smt, tau);
+                            tau_valid = true;
+                        }
+                    }
+                    if !tau_valid {
+                        self.tau_for(c, &a, smt, tau);
+                        tau_valid = true;
+                    }
+                    let before = budget;
+                    let (used, bytes, done) = if a.pattern == Pattern::Sweep {
+                        self.sweep(ag, t, node, &a, budget, tau, slot)?
+                    } else {
+                        self.random_access(ag, t, node, &a, budget, tau, slot)?
+                    };
+                    budget -= used;
+                    self.threads[t].sum_exec_ns += used;
+                    bytes_this += bytes;
+                    if done {
+                        self.advance_phase(t);
+                        tau_valid = false;
+                    } else if budget >= before {
+                        break;
+                    }
+                }
+                PhaseRt::Compute(ns, jitter) => {
+                    let ns = if self.threads[t].prog.started {
+                        ns
+                    } else {
+                        self.jittered(ns, jitter)
+                    };
+                    let th = &mut self.threads[t];
+                    if !th.prog.started {
+                        th.prog = Prog {
+                            started: true,
+                            left: ns,
+                            ..Prog::default()
+                        };
+                    }
+                    let need = th.prog.left / cpu_share;
+                    if need <= budget {
+                        budget -= need;
+                        th.sum_exec_ns += need;
+                        self.user_ns += need;
+                        self.advance_phase(t);
+                    } else {
+                        th.prog.left -= budget * cpu_share;
+                        th.sum_exec_ns += budget;
+                        self.user_ns += budget;
+                        budget = 0.0;
+                    }
+                }
+                PhaseRt::Sleep(ns, jitter) => {
+                    let ns = self.jittered(ns, jitter);
+                    let at = wall(total - budget);
+                    self.advance_phase(t);
+                    self.block(t, TState::Sleeping, at);
+                    self.wake_at(t, at + ns as u64);
+                    budget = 0.0;
+                }
+                PhaseRt::Spawn(target) => {
+                    self.advance_phase(t);
+                    if self.procs[pidx].groups[target].threads.is_empty() {
+                        let n = self.procs[pidx].groups[target].nthreads;
+                        self.start_group(ag, pidx, target, c, wall(total - budget))?;
+                        // `clone` is work the thread asked for, not a stall.
+                        let cost = self.machine.spec.costs.thread_spawn_ns * n as f64;
+                        self.threads[t].debt_ns += cost;
+                        self.sys_ns += cost;
+                    }
+                }
+                PhaseRt::Join(target) => {
+                    let at = wall(total - budget);
+                    let tg = &self.procs[pidx].groups[target];
+                    if !tg.threads.is_empty() && tg.done == tg.nthreads {
+                        let done_at = self.group_done_at(pidx, target);
+                        self.advance_phase(t);
+                        if done_at > at {
+                            // Finished, but later than this thread's present.
+                            self.block(t, TState::Sleeping, at);
+                            self.wake_at(t, done_at);
+                            budget = 0.0;
+                        }
+                    } else {
+                        self.procs[pidx].groups[target].joiners.push((t, at));
+                        self.block(t, TState::Blocked, at);
+                        budget = 0.0;
+                    }
+                }
+                PhaseRt::Barrier => {
+                    let at = wall(total - budget);
+                    self.procs[pidx].groups[g].barrier_waiting.push((t, at));
+                    self.block(t, TState::Blocked, at);
+                    budget = 0.0;
+                    self.maybe_release_barrier(pidx, g, at);
+                }
+            }
+        }
+        self.threads[t].window_bytes = bytes_this;
+        self.cpu_busy_ns[c] += (self.threads[t].sum_exec_ns - exec0).max(0.0);
+        Ok(())
+    }
+}
