@@ -64,10 +64,10 @@ pub struct RunResult {
     pub series: crate::series::Series,
     /// A policy's decision log (numad's `Advising pid ...` and `PID ... moved` lines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub policy_log: Vec<crate::engine::PolicyLogEntry>,
+    pub policy_log: Vec<crate::userspace::PolicyLogEntry>,
     /// Every node at the end (memory, CPU idle over the last 2 s), for placement advice on
     /// the state a run left (`numabal advise --state`).
-    pub node_state: crate::engine::NodeStateAtEnd,
+    pub node_state: crate::world::records::NodeStateAtEnd,
 }
 
 pub use crate::world::records::*;

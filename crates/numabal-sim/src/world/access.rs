@@ -320,3 +320,127 @@ impl World<'_> {
         ag.kernel.hinting_fault(self, t, cpu, ri, page)
     }
 }
+
+impl World<'_> {
+    pub(crate) fn slice_of(&self, t: usize, a: &AccessRt) -> (u64, u64) {
+        let th = &self.threads[t];
+        let pages = self.procs[th.proc].regions[a.region].pages;
+        match a.slice {
+            Slice::All => (0, pages),
+            Slice::Thread => {
+                let n = self.procs[th.proc].groups[th.group].nthreads as u64;
+                thread_slice(pages, th.index as u64, n)
+            }
+        }
+    }
+
+    /// Weighted node mix of the pages `pattern` touches in `slice` (`a` gives the pattern's
+    /// parameters), the weight of its not-yet-populated part, and the number of populated
+    /// pages in the slice. Zipf is approximated by one bucket per power of two of the page rank, weighted
+    /// by the integral of `(x+1)^-s` over the bucket.
+    pub(crate) fn random_mix(
+        &self,
+        obj: usize,
+        pattern: Pattern,
+        a: &AccessRt,
+        slice: (u64, u64),
+        mix: &mut [f64],
+    ) -> (f64, u64) {
+        let o = &self.objects[obj];
+        let mut h = vec![0u64; mix.len()];
+        // Weight given to non-empty ranges, to normalise by (a hot part covering the whole
+        // slice leaves the cold weight unused).
+        let mut weight = 0.0;
+        let mut populated = 0u64;
+        let mut add = |a0: u64, b0: u64, w: f64, mix: &mut [f64]| -> f64 {
+            if b0 <= a0 {
+                return 0.0;
+            }
+            h.iter_mut().for_each(|x| *x = 0);
+            o.range_hist(a0, b0, &mut h);
+            let pop: u64 = h.iter().sum();
+            // Counted for the whole slice, weighted or not.
+            populated += pop;
+            if w <= 0.0 {
+                return 0.0;
+            }
+            weight += w;
+            let n = (b0 - a0) as f64;
+            for (i, &x) in h.iter().enumerate() {
+                mix[i] += w * x as f64 / n;
+            }
+            w * (n - pop as f64) / n
+        };
+        mix.iter_mut().for_each(|x| *x = 0.0);
+        let mut unpop = 0.0;
+        for (a0, b0, w) in pattern_ranges_of(pattern, a, slice) {
+            unpop += add(a0, b0, w, mix);
+        }
+        if weight > 0.0 && weight != 1.0 {
+            mix.iter_mut().for_each(|x| *x /= weight);
+            return (unpop / weight, populated);
+        }
+        (unpop, populated)
+    }
+
+    pub(crate) fn account(&mut self, t: usize, cpu_node: usize, mem_node: usize, bytes: f64) {
+        let pidx = self.threads[t].proc;
+        self.series.access(cpu_node, cpu_node == mem_node, bytes);
+        if cpu_node == mem_node {
+            self.local_bytes += bytes;
+            self.procs[pidx].bytes_local += bytes;
+        } else {
+            self.remote_bytes += bytes;
+            self.procs[pidx].bytes_remote += bytes;
+        }
+    }
+}
+
+/// The ranges of `slice` an access pattern touches, each with its share of the accesses.
+/// Zipf is approximated by one range per power of two of the page rank, weighted by the
+/// integral of `(x+1)^-s` over it.
+pub(crate) fn pattern_ranges_of(
+    pattern: Pattern,
+    a: &AccessRt,
+    slice: (u64, u64),
+) -> Vec<(u64, u64, f64)> {
+    let (s, e) = slice;
+    let len = (e - s).max(1);
+    match pattern {
+        Pattern::Uniform | Pattern::Sweep => vec![(s, e, 1.0)],
+        Pattern::Hot => {
+            let hot = ((len as f64 * a.hot_fraction).ceil() as u64).clamp(1, len);
+            vec![(s, s + hot, a.hot_weight), (s + hot, e, 1.0 - a.hot_weight)]
+        }
+        Pattern::Zipf => {
+            // Range k covers ranks [2^k - 1, 2^(k+1) - 1); weight ∝ sum of 1/(r+1)^s.
+            let sexp = a.zipf_s;
+            let mut bounds = vec![0u64];
+            while *bounds.last().expect("non-empty") < len {
+                let b = *bounds.last().expect("non-empty");
+                bounds.push(((b + 1) * 2 - 1).min(len));
+            }
+            let wsum = |lo: u64, hi: u64| -> f64 {
+                // ∫ (x+1)^-s dx from lo to hi, a smooth stand-in for the sum.
+                let f = |x: f64| {
+                    if (sexp - 1.0).abs() < 1e-9 {
+                        (x + 1.0).ln()
+                    } else {
+                        (x + 1.0).powf(1.0 - sexp) / (1.0 - sexp)
+                    }
+                };
+                f(hi as f64) - f(lo as f64)
+            };
+            let total = wsum(0, len);
+            bounds
+                .windows(2)
+                .map(|w| (s + w[0], s + w[1], wsum(w[0], w[1]) / total))
+                .collect()
+        }
+    }
+}
+
+/// The ranges a random-access phase touches (its own pattern).
+pub(crate) fn pattern_ranges(a: &AccessRt, slice: (u64, u64)) -> Vec<(u64, u64, f64)> {
+    pattern_ranges_of(a.pattern, a, slice)
+}

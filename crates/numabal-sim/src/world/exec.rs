@@ -346,3 +346,56 @@ impl World<'_> {
         Ok(())
     }
 }
+
+impl World<'_> {
+    /// SMT state of CPU `c`'s core: (share of the core's memory-issue rate, share of its
+    /// compute, busy siblings).
+    pub(crate) fn smt_shares(&self, c: usize) -> (f64, f64, f64) {
+        let core = &self.machine.spec.core;
+        let k_s = self.sched.busy_siblings(c).max(1) as f64;
+        if k_s > 1.0 {
+            (
+                core.smt_memory_throughput / k_s,
+                core.smt_compute_throughput / k_s,
+                k_s,
+            )
+        } else {
+            (1.0, 1.0, 1.0)
+        }
+    }
+
+    /// What a thread running access phase `a` on CPU `c` asks of the memory system, for
+    /// `share` of the interval over the node `mix`. `smt` is `smt_shares(c)`.
+    pub(crate) fn demand(
+        &self,
+        c: usize,
+        a: &AccessRt,
+        smt: (f64, f64, f64),
+        share: f64,
+        mix: Vec<f64>,
+    ) -> Demand {
+        let core = &self.machine.spec.core;
+        let (mem_share, cpu_share, k_s) = smt;
+        let m_eff = a
+            .mlp
+            .unwrap_or(core.outstanding_lines_per_thread)
+            .min(core.outstanding_lines_per_core / k_s);
+        let per_latency = 1.0 / (m_eff * 64.0);
+        Demand {
+            cpu_node: self.machine.cpus[c].node,
+            share,
+            mix,
+            miss: 1.0 - a.cache_hit,
+            core_ns_per_byte: core.stream_ns_per_byte / mem_share + a.ns_per_byte / cpu_share,
+            per_latency,
+            hit_ns_per_byte: a.cache_hit * self.machine.spec.memory.llc_latency_ns * per_latency,
+        }
+    }
+
+    /// ns/byte per memory node for a thread whose phase changed mid-interval, from the
+    /// delays the interval's solve found.
+    pub(crate) fn tau_for(&self, c: usize, a: &AccessRt, smt: (f64, f64, f64), tau: &mut [f64]) {
+        self.cost
+            .ns_per_byte(&self.demand(c, a, smt, 0.0, Vec::new()), tau);
+    }
+}

@@ -374,3 +374,79 @@ fn resolve_policy(
             .map_err(|e| SimError::Input(InputError::new(label, "mempolicy", e))),
     }
 }
+
+impl World<'_> {
+    pub(crate) fn process_info(&self, pidx: usize, spec: usize) -> ProcessInfo {
+        let p = &self.procs[pidx];
+        let wl_p = &self.sc.workload.spec.processes[spec];
+        let regions = p
+            .regions
+            .iter()
+            .enumerate()
+            .map(|(ri, r)| {
+                let sliced_by = p.groups.iter().position(|g| {
+                    g.phases.iter().any(|ph| matches!(ph, PhaseRt::Access(a) if a.region == ri && a.slice == Slice::Thread))
+                });
+                RegionInfo {
+                    name: wl_p.regions[ri].name.clone(),
+                    pages: r.pages,
+                    sliced_by,
+                    shared: wl_p.regions[ri].shared.is_some(),
+                }
+            })
+            .collect();
+        ProcessInfo {
+            pid: Pid(pidx as u32 + 1),
+            name: p.name.clone(),
+            instance: p.instance,
+            groups: p
+                .groups
+                .iter()
+                .map(|g| GroupInfo {
+                    name: g.name.clone(),
+                    threads: g.nthreads,
+                    placement: g.placement,
+                })
+                .collect(),
+            regions,
+            cpuset_cpus: p.cpuset_cpus.clone(),
+            cpuset_mems: p.cpuset_mems.clone(),
+        }
+    }
+
+    /// When every thread of a group has exited.
+    pub(crate) fn group_done_at(&self, pidx: usize, g: usize) -> u64 {
+        self.procs[pidx].groups[g]
+            .threads
+            .iter()
+            .filter_map(|&t| self.threads[t].end_ns)
+            .max()
+            .unwrap_or(self.now)
+    }
+
+    /// Release a group's barrier once every live thread has arrived, at the latest arrival
+    /// (or `floor`, the exit that completed it): threads are processed one after another
+    /// within an interval, so the last to be processed need not be the last to arrive.
+    pub(crate) fn maybe_release_barrier(&mut self, pidx: usize, g: usize, floor: u64) {
+        let grp = &mut self.procs[pidx].groups[g];
+        let live = grp.nthreads - grp.done;
+        if !grp.barrier_waiting.is_empty() && grp.barrier_waiting.len() as u32 >= live {
+            let mut waiting = std::mem::take(&mut grp.barrier_waiting);
+            let release = waiting
+                .iter()
+                .map(|&(_, at)| at)
+                .max()
+                .unwrap_or(floor)
+                .max(floor);
+            // Wakeup order varies run to run.
+            for i in (1..waiting.len()).rev() {
+                let j = self.rng.random_range(0..=i);
+                waiting.swap(i, j);
+            }
+            for (w, _) in waiting {
+                self.advance_phase(w);
+                self.wake_at(w, release);
+            }
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The scan: `task_tick_numa`'s trigger, `task_numa_work` over the VMAs (the per-VMA
+//! rules of 6.4+, the cpuset skip of 6.16, the async-scan RFC's worker) and
+//! `change_prot_numa`.
+
+use super::*;
+
+impl Linux6 {
+    /// `task_tick_numa` for every running task (processor sharing: all of them run).
+    pub(super) fn numab_tick(&mut self, w: &mut World) {
+        // CPUs' ticks are not synchronised: which thread of an mm reaches
+        // `numa_next_scan` first varies, so the walk starts at a random thread.
+        let n = w.threads.len();
+        if n == 0 {
+            return;
+        }
+        let first = {
+            use rand::RngExt;
+            w.rng.random_range(0..n)
+        };
+        for k in 0..n {
+            let t = (first + k) % n;
+            if w.threads[t].state != TState::Runnable || w.sched.tasks[t].cpu.is_none() {
+                continue;
+            }
+            let now_exec = w.threads[t].sum_exec_ns as u64;
+            let now = w.now;
+            let pidx = w.threads[t].proc;
+            let nb = &mut *self;
+            let tk = &nb.tasks[t];
+            let period = tk.scan_period * MS;
+            if now_exec <= tk.node_stamp + period {
+                continue;
+            }
+            // The first trigger sets the period from the RSS (`period` above keeps the
+            // fork-time value, as in the kernel).
+            let start = (tk.node_stamp == 0).then(|| {
+                let gs = nb.group_share(tk.group, w.machine.nr_nodes());
+                task_scan_start(w.mm_rss(pidx), &nb.tun, gs)
+            });
+            let nb = &mut *self;
+            let tk = &mut nb.tasks[t];
+            if let Some(p) = start {
+                tk.scan_period = p;
+            }
+            tk.node_stamp += period;
+            if now >= nb.mms[pidx].next_scan {
+                let cost = self.task_numa_work(w, t);
+                if cost > 0.0 {
+                    self.scan_ns += cost;
+                    // An async worker runs on the task's node too (scan_async_worker).
+                    let node = w.thread_node(t);
+                    w.series.scanned(Some(pidx), node, cost);
+                    if self.tun.scan_async {
+                        self.scan_async_worker(w, t, cost);
+                    } else {
+                        w.charge_kernel(t, cost);
+                        // Overhead cap: run 32x the scan's time before the next trigger.
+                        self.tasks[t].node_stamp += 32 * cost as u64;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The async-scan RFC's `scan_async`: the scan of task `t`, costing `cost` ns, runs in a kernel
+    /// worker queued on the node of the task's CPU instead of in the task. The worker takes
+    /// an idle CPU of that node if there is one (the first after the task's CPU, as
+    /// `select_idle_sibling` looks within the LLC); otherwise it competes for the task's own
+    /// CPU (the waker's, the affine choice) and keeps that CPU's runnable threads from
+    /// running until it is done. Its CPU time belongs to no task (`scan_cpu_hidden_s`)
+    /// unless `scan_async_backcharge` charges it to the task: then the task's CPU time and
+    /// the 32x overhead cap count it, and on a contended CPU the task, not the others, gives
+    /// up the CPU time (as a vruntime charge would, over time).
+    pub(super) fn scan_async_worker(&mut self, w: &mut World, t: usize, cost: f64) {
+        let Some(cpu) = w.sched.tasks[t].cpu else {
+            return;
+        };
+        let backcharge = self.tun.scan_async_backcharge;
+        // The task runs on `cpu`, so it shares it with at least the task unless the
+        // worker found an idle CPU.
+        let (wcpu, shared_with) = self.kthreads.cpu(w, cpu, w.machine.cpus[cpu].node);
+        let idle = shared_with == 0;
+        let outside = !w.procs[w.threads[t].proc].cpuset_cpus.contains(wcpu);
+        let nb = &mut *self;
+        nb.stats.async_scans += 1;
+        nb.stats.async_scans_idle_cpu += idle as u64;
+        nb.stats.async_scans_outside_cpuset += outside as u64;
+        if backcharge {
+            nb.tasks[t].node_stamp += 32 * cost as u64;
+            w.sys_ns += cost;
+        } else {
+            nb.scan_hidden_ns += cost;
+        }
+        if backcharge && !idle {
+            // The task, not its neighbours, gives the time up: paid like kernel work of
+            // its own (it adds to its CPU time); the preempted thread still stalls.
+            self.kthreads.hold(w, wcpu, cost);
+            w.threads[t].debt_ns += cost;
+            w.stall(cost);
+        } else {
+            if backcharge {
+                w.threads[t].sum_exec_ns += cost;
+            }
+            // On an idle CPU nobody loses anything; otherwise the worker preempts the
+            // CPU's current thread and every runnable thread there loses its share.
+            self.kthreads.run(w, wcpu, cost);
+        }
+    }
+
+    /// Whether the VMA `ri` of process `pidx` may be scanned for task `t`, or why not.
+    pub(super) fn vma_unsuitable(&self, w: &World, t: usize, ri: usize) -> Option<SkipReason> {
+        let p = &w.procs[w.threads[t].proc];
+        let r = &p.regions[ri];
+        if r.file_ro {
+            return Some(SkipReason::SharedRo);
+        }
+        // vma_policy_mof: a VMA policy, or else the task's policy, must have MPOL_F_MOF;
+        // only the default (local preferred) policy has it.
+        if !r.ranges.is_empty() || r.wl_policy.is_some() {
+            return Some(SkipReason::Unsuitable);
+        }
+        if w.task_policy(t).is_some_and(|p| *p != MemPolicy::Default) {
+            return Some(SkipReason::Unsuitable);
+        }
+        None
+    }
+
+    /// `task_numa_work`: returns the CPU ns the scan took.
+    pub(super) fn task_numa_work(&mut self, w: &mut World, t: usize) -> f64 {
+        let now = w.now;
+        let pidx = w.threads[t].proc;
+        let pid = t as u32 + 1;
+        // The cpuset scan-skip patch (v6.16+): nothing can migrate when the cpuset allows one memory node.
+        let single_mem = w.procs[pidx].cpuset_mems.count() == 1;
+        let tick = w.tick_ns;
+        let nthreads = w.procs[pidx].live as u64;
+        let nb = &mut *self;
+        if nb.tun.cpuset_skip && single_mem {
+            nb.stats.cpuset_skips += 1;
+            nb.trace
+                .task(now, "sched_skip_cpuset_numa", t, pidx, String::new());
+            return 0.0;
+        }
+        let delay = nb.tun.scan_delay_ms * MS;
+        let mm = &mut nb.mms[pidx];
+        if mm.next_scan == 0 {
+            mm.next_scan = now + delay;
+        }
+        if now < mm.next_scan {
+            return 0.0;
+        }
+        let period = nb.tasks[t].scan_period;
+        nb.mms[pidx].next_scan = now + period * MS;
+        nb.tasks[t].node_stamp += 2 * tick;
+        nb.stats.scans += 1;
+        let mut pages = nb.tun.scan_pages() as i64;
+        let mut virtpages = pages * 8;
+        let pid_filter = nb.tun.vma_pid_filter;
+        let scan_window = nb.tun.scan_window;
+
+        let nregions = w.procs[pidx].regions.len();
+        let single_thread = w.procs[pidx].live == 1;
+        let cpu_node = w.sched.tasks[t].cpu.map_or(0, |c| w.machine.cpus[c].node);
+        let k = &w.machine.spec.costs;
+        let (pte_ns, tlb_ns) = (k.pte_update_ns, k.tlb_shootdown_ns);
+        let mut cost = 0.0;
+        let mut forced = false;
+        let mut pids_skipped = false;
+        // If nothing is at or after the offset, wrap first.
+        {
+            let mm = &mut self.mms[pidx];
+            if mm.scan_offset.0 >= nregions {
+                Self::reset_scan(mm);
+            }
+        }
+        'retry: loop {
+            let (mut ri, mut off) = self.mms[pidx].scan_offset;
+            while ri < nregions {
+                let rpages = w.procs[pidx].regions[ri].pages;
+                if off >= rpages {
+                    ri += 1;
+                    off = 0;
+                    continue;
+                }
+                let mut skip = self.vma_unsuitable(w, t, ri);
+                let nb = &mut *self;
+                let mm = &mut nb.mms[pidx];
+                let seq = mm.scan_seq;
+                let offset_inside = mm.scan_offset.0 == ri && mm.scan_offset.1 > 0;
+                if skip.is_none() {
+                    // numab_state is allocated on first sight, after the checks above.
+                    let v = mm.vmas[ri].get_or_insert_with(|| VmaNumab::new(now, seq, delay));
+                    if seq != 0 && now < v.next_scan {
+                        skip = Some(SkipReason::ScanDelay);
+                    } else {
+                        v.maybe_rotate(now, seq, delay);
+                        if v.prev_scan_seq == seq as i64 {
+                            mm.scan_offset = (ri + 1, 0);
+                            skip = Some(SkipReason::SeqCompleted);
+                        } else if pid_filter && !forced {
+                            let (acc, info) = v.is_accessed(seq, pid, offset_inside, nthreads);
+                            if !acc {
+                                pids_skipped = true;
+                                skip = Some(SkipReason::PidInactive);
+                            } else if let Some(i) = info {
+                                nb.skip_vma(now, t, pidx, i);
+                            }
+                        }
+                    }
+                }
+                if let Some(reason) = skip {
+                    nb.skip_vma(now, t, pidx, reason);
+                    ri += 1;
+                    off = 0;
+                    continue;
+                }
+                // The async-scan RFC (Mel Gorman): only between the lowest and the highest faulting
+                // address of the previous and the current pass.
+                let (lo, hi) = if scan_window {
+                    let mm = &nb.mms[pidx];
+                    match (mm.win_prev[ri], mm.win_cur[ri]) {
+                        (None, None) => (0, rpages),
+                        (a, b) => {
+                            let lo = a.map_or(u64::MAX, |w| w.0).min(b.map_or(u64::MAX, |w| w.0));
+                            let hi = a.map_or(0, |w| w.1).max(b.map_or(0, |w| w.1));
+                            (lo / CHUNK * CHUNK, (hi + 1).min(rpages))
+                        }
+                    }
+                } else {
+                    (0, rpages)
+                };
+                let vm_shared = w.procs[pidx].regions[ri].vm_shared;
+                let obj = w.procs[pidx].regions[ri].obj;
+                // change_pte_range's single-threaded optimisation: folios already on the
+                // scanning CPU's node are not protected.
+                let skip_node = (single_thread && !vm_shared).then_some(cpu_node);
+                let mut start = off.max(lo);
+                if start >= hi {
+                    start = rpages;
+                }
+                let mut stopped = false;
+                while start < rpages {
+                    let end = (start + pages.max(0) as u64).div_ceil(CHUNK) * CHUNK;
+                    let end = end.min(rpages).min(hi.max(start + 1));
+                    let (n, huge, c) = self.change_prot_numa(w, obj, start, end, skip_node, pte_ns);
+                    if n > 0 {
+                        cost += c + tlb_ns;
+                        pages -= (end - start) as i64;
+                        w.metrics.numa_pte_updates += n;
+                        w.metrics.numa_huge_pte_updates += huge;
+                    } else {
+                        cost += c;
+                    }
+                    virtpages -= (end - start) as i64;
+                    start = if end >= hi { rpages } else { end };
+                    if pages <= 0 || virtpages <= 0 {
+                        stopped = true;
+                        break;
+                    }
+                }
+                let nb = &mut *self;
+                let mm = &mut nb.mms[pidx];
+                if stopped {
+                    mm.scan_offset = if start >= rpages {
+                        (ri + 1, 0)
+                    } else {
+                        (ri, start)
+                    };
+                    if start >= rpages {
+                        let seq = mm.scan_seq as i64;
+                        if let Some(v) = mm.vmas[ri].as_mut() {
+                            v.prev_scan_seq = seq;
+                        }
+                    }
+                    break 'retry;
+                }
+                let seq = mm.scan_seq as i64;
+                if let Some(v) = mm.vmas[ri].as_mut() {
+                    v.prev_scan_seq = seq;
+                }
+                if forced {
+                    mm.scan_offset = (ri + 1, 0);
+                    break 'retry;
+                }
+                ri += 1;
+                off = 0;
+            }
+            // The VMA list is exhausted.
+            if !forced && pids_skipped {
+                forced = true;
+                continue 'retry;
+            }
+            let mm = &mut self.mms[pidx];
+            Self::reset_scan(mm);
+            break;
+        }
+        cost
+    }
+
+    /// `reset_ptenuma_scan`: a pass over the address space is complete.
+    pub(super) fn reset_scan(mm: &mut MmNuma) {
+        mm.scan_seq += 1;
+        mm.scan_offset = (0, 0);
+        for (p, c) in mm.win_prev.iter_mut().zip(mm.win_cur.iter_mut()) {
+            *p = c.take();
+        }
+    }
+
+    /// `change_prot_numa` over pages [a, b) of an object: returns (base PTEs changed, huge
+    /// PMDs changed, CPU ns). Every present PTE visited costs `pte_update_ns` (reading it
+    /// and its folio's checks dominate whether or not it changes); a THP's PMD costs the
+    /// same as one PTE.
+    pub(super) fn change_prot_numa(
+        &mut self,
+        w: &mut World,
+        obj: usize,
+        a: u64,
+        b: u64,
+        skip_node: Option<usize>,
+        pte_ns: f64,
+    ) -> (u64, u64, f64) {
+        let o = &mut w.objects[obj];
+        let mut p = a;
+        let mut changed = 0;
+        let mut huge = 0;
+        let mut visited = 0u64;
+        while p < b {
+            let c = p / CHUNK;
+            let cend = ((c + 1) * CHUNK).min(b);
+            if o.chunk_populated(c) == 0 {
+                p = cend;
+                continue;
+            }
+            if o.is_huge(c) {
+                visited += 1;
+                if o.set_prot(c * CHUNK) {
+                    changed += o.chunk_len(c);
+                    huge += 1;
+                }
+                p = cend;
+                continue;
+            }
+            for q in p..cend {
+                if let Some(n) = o.node_of(q) {
+                    visited += 1;
+                    if skip_node != Some(n) && o.set_prot(q) {
+                        changed += 1;
+                    }
+                }
+            }
+            p = cend;
+        }
+        (changed, huge, visited as f64 * pte_ns)
+    }
+}

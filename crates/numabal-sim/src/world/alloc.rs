@@ -1,0 +1,291 @@
+//! Memory: which policy governs an allocation, which node gets a page (the zonelist,
+//! interleave, cpuset mems), first touches, page migration at the kernel's cost, the start
+//! of a NUMA hinting fault, a process's memory per node.
+
+use super::*;
+use crate::memory::{CHUNK, PAGE_BYTES};
+use numabal_model::InputError;
+
+impl World<'_> {
+    /// The policy that governs an allocation at `page` of `region` by thread `t`.
+    pub(crate) fn alloc_policy(
+        &self,
+        t: usize,
+        region: usize,
+        page: u64,
+        phase_policy: Option<&MemPolicy>,
+    ) -> MemPolicy {
+        self.alloc_policy_ref(t, region, page, phase_policy)
+            .cloned()
+            .unwrap_or(MemPolicy::Default)
+    }
+
+    /// `alloc_policy` without a copy (`None`: the default policy).
+    pub(crate) fn alloc_policy_ref<'b>(
+        &'b self,
+        t: usize,
+        region: usize,
+        page: u64,
+        phase_policy: Option<&'b MemPolicy>,
+    ) -> Option<&'b MemPolicy> {
+        let th = &self.threads[t];
+        let p = &self.procs[th.proc];
+        let r = &p.regions[region];
+        if let Some((_, _, pol)) = r
+            .ranges
+            .iter()
+            .rev()
+            .find(|(a, b, _)| page >= *a && page < *b)
+        {
+            return Some(pol);
+        }
+        if let Some(pol) = &r.wl_policy {
+            return Some(pol);
+        }
+        th.policy_thread
+            .as_ref()
+            .or(p.policy_proc.as_ref())
+            .or(phase_policy)
+            .or(p.wl_policy.as_ref())
+    }
+
+    /// Choose a node for `nr` pages; `None` if no allowed node has room. `il_index` is the
+    /// interleave position: the page's offset for an `mbind` interleave, the thread's
+    /// `il_next` for a task interleave (the kernel's two interleave rules).
+    pub(crate) fn pick_node(
+        &self,
+        t: usize,
+        cpu_node: usize,
+        pol: &MemPolicy,
+        nr: u64,
+        il_index: u64,
+    ) -> Option<usize> {
+        let allowed = &self.procs[self.threads[t].proc].cpuset_mems;
+        let room = |n: usize| self.node_used[n] + nr <= self.node_cap[n];
+        let fits = |n: usize| allowed.contains(n) && room(n);
+        let zonelist = |from: usize| self.machine.nodes_by_distance(from);
+        match pol {
+            MemPolicy::Default => zonelist(cpu_node).into_iter().find(|&n| fits(n)),
+            MemPolicy::Preferred(p) => {
+                if fits(*p) {
+                    return Some(*p);
+                }
+                zonelist(*p).into_iter().find(|&n| fits(n))
+            }
+            MemPolicy::Bind(mask) => {
+                // cpuset mems always win: a bind set outside them is rebound to the cpuset,
+                // as the kernel does (set_mempolicy refuses such a set; cpuset changes
+                // rebind existing policies).
+                let inside = mask.and(allowed);
+                let set = if inside.is_empty() {
+                    allowed.clone()
+                } else {
+                    inside
+                };
+                zonelist(cpu_node)
+                    .into_iter()
+                    .find(|&n| set.contains(n) && room(n))
+            }
+            MemPolicy::Interleave(mask) => {
+                let set: Vec<usize> = mask
+                    .and(allowed)
+                    .iter()
+                    .filter(|&n| n < self.machine.nr_nodes())
+                    .collect();
+                if set.is_empty() {
+                    return zonelist(cpu_node).into_iter().find(|&n| fits(n));
+                }
+                let target = set[(il_index % set.len() as u64) as usize];
+                if fits(target) {
+                    return Some(target);
+                }
+                zonelist(target).into_iter().find(|&n| fits(n))
+            }
+        }
+    }
+
+    pub(crate) fn first_touch(
+        &mut self,
+        t: usize,
+        region: usize,
+        page: u64,
+        cpu_node: usize,
+        phase_policy: Option<&MemPolicy>,
+    ) -> Result<f64, SimError> {
+        let pidx = self.threads[t].proc;
+        let r = &self.procs[pidx].regions[region];
+        let obj = r.obj;
+        let pol = self.alloc_policy(t, region, page, phase_policy);
+        // VMA (mbind) interleave uses the page offset; task interleave the thread's counter,
+        // which moves on only when an allocation succeeds.
+        let vma_pol =
+            r.ranges.iter().any(|(a, b, _)| page >= *a && page < *b) || r.wl_policy.is_some();
+        let il_next = self.threads[t].il_next as u64;
+        let task_interleave = !vma_pol && matches!(pol, MemPolicy::Interleave(_));
+        let vma_offset = |nr: u64| -> u64 { if vma_pol { page / nr } else { il_next } };
+        let o = &self.objects[obj];
+        let chunk = page / CHUNK;
+        if o.thp && o.chunk_len(chunk) == CHUNK && o.chunk_populated(chunk) == 0 {
+            let off = vma_offset(CHUNK);
+            if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off) {
+                self.objects[obj].populate_huge(chunk, n);
+                self.node_used[n] += CHUNK;
+                self.metrics.pgfault += 1;
+                self.metrics.thp_fault_alloc += 1;
+                if task_interleave {
+                    self.threads[t].il_next += 1;
+                }
+                return Ok(self.machine.spec.costs.thp_fault_ns);
+            }
+        }
+        let off = vma_offset(1);
+        match self.pick_node(t, cpu_node, &pol, 1, off) {
+            Some(n) => {
+                self.objects[obj].populate_page(page, n);
+                self.node_used[n] += 1;
+                self.metrics.pgfault += 1;
+                if task_interleave {
+                    self.threads[t].il_next += 1;
+                }
+                Ok(self.machine.spec.costs.page_fault_ns)
+            }
+            None => {
+                let p = &self.procs[pidx];
+                Err(SimError::Input(InputError::new(
+                    format!("workload {}", self.sc.workload.name()),
+                    format!("process {} (pid {})", p.name, pidx + 1),
+                    format!(
+                        "out of memory: no node allowed by memory policy {pol} and cpuset mems {} has a free page (node use {:?} of {:?} pages)",
+                        p.cpuset_mems, self.node_used, self.node_cap
+                    ),
+                )))
+            }
+        }
+    }
+
+    /// Migrate the page (or THP) at `page` of object `obj` to `dst`. The cost (fixed
+    /// per-folio work, the copy at `migrate_copy_gib_s`, a TLB shootdown) is charged to
+    /// `payer` (the faulting thread for migrate-on-fault) or, with `None`, to a caller
+    /// outside the simulation (a placement daemon's `move_pages`). Fails, counting
+    /// `pgmigrate_fail`, when the destination would drop below its high watermark
+    /// (`migrate_balanced_pgdat`). Returns whether it moved.
+    pub(crate) fn migrate_page(&mut self, obj: usize, page: u64, dst: usize) -> Option<f64> {
+        let o = &self.objects[obj];
+        let src = o.node_of(page)?;
+        if src == dst {
+            return None;
+        }
+        let c = page / CHUNK;
+        let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
+        if self.node_used[dst] + nr + self.wmark_high[dst] > self.node_cap[dst] {
+            self.metrics.pgmigrate_fail += nr;
+            return None;
+        }
+        self.objects[obj].migrate(page, dst);
+        self.node_used[src] -= nr;
+        self.node_used[dst] += nr;
+        self.metrics.pgmigrate_success += nr;
+        self.series.migrated(self.obj_owner[obj], dst, nr);
+        let k = &self.machine.spec.costs;
+        let copy_ns = nr as f64 * PAGE_BYTES
+            / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
+        let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns;
+        self.migrate_ns += cost;
+        self.migrate_shootdowns += 1;
+        Some(cost)
+    }
+
+    /// The start of every hinting fault, by thread `t` on CPU `cpu` at `page` of its region
+    /// `ri`: the PTE (or the THP's PMD) is made present again and the fault counted
+    /// (`numa_hint_faults`, and `_local` when the page is on the CPU's node). `None` if it
+    /// was not PROT_NONE or holds no page.
+    pub(crate) fn take_hint(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        ri: usize,
+        page: u64,
+    ) -> Option<HintAt> {
+        let pidx = self.threads[t].proc;
+        let obj = self.procs[pidx].regions[ri].obj;
+        let o = &mut self.objects[obj];
+        let head = o.head(page);
+        if !o.is_prot(head) {
+            return None;
+        }
+        o.clear_prot(head);
+        let nid = o.node_of(head)?;
+        let thisnid = self.machine.cpus[cpu].node;
+        self.metrics.numa_hint_faults += 1;
+        self.series.hint_fault(pidx, thisnid);
+        if nid == thisnid {
+            self.metrics.numa_hint_faults_local += 1;
+        }
+        Some(HintAt {
+            pidx,
+            obj,
+            head,
+            nid,
+            nr: self.entry_pages(obj, head),
+            thisnid,
+        })
+    }
+
+    /// Base pages of the entry starting at `head` (a THP's 512, else 1).
+    pub(crate) fn entry_pages(&self, obj: usize, head: u64) -> u64 {
+        let o = &self.objects[obj];
+        if o.is_huge(head / CHUNK) {
+            o.chunk_len(head / CHUNK)
+        } else {
+            1
+        }
+    }
+
+    /// The memory policy of the access phase `t` is in, if any.
+    pub(crate) fn phase_policy(&self, t: usize) -> Option<&MemPolicy> {
+        let th = &self.threads[t];
+        match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
+            Some(PhaseRt::Access(a)) => a.mempolicy.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The task's own memory policy (thread, process, current phase, workload).
+    pub(crate) fn task_policy(&self, t: usize) -> Option<&MemPolicy> {
+        let th = &self.threads[t];
+        let p = &self.procs[th.proc];
+        th.policy_thread
+            .as_ref()
+            .or(p.policy_proc.as_ref())
+            .or(self.phase_policy(t))
+            .or(p.wl_policy.as_ref())
+    }
+
+    /// `get_mm_rss`: resident pages of a process's mappings.
+    pub(crate) fn mm_rss(&self, pidx: usize) -> u64 {
+        self.procs[pidx]
+            .regions
+            .iter()
+            .map(|r| self.objects[r.obj].populated())
+            .sum()
+    }
+
+    pub(crate) fn process_node_mb(&self, pidx: usize) -> Vec<f64> {
+        // Exact: whole pages are multiples of 1/256 MiB.
+        self.process_node_bytes(pidx)
+            .iter()
+            .map(|&b| b as f64 / (1u64 << 20) as f64)
+            .collect()
+    }
+
+    /// A process's resident bytes per node (`numa_maps` `N<n>=` summed).
+    pub(crate) fn process_node_bytes(&self, pidx: usize) -> Vec<u64> {
+        let mut v = vec![0u64; self.machine.nr_nodes()];
+        for r in &self.procs[pidx].regions {
+            for (n, &pages) in self.objects[r.obj].node_pages().iter().enumerate() {
+                v[n] += pages * PAGE_BYTES as u64;
+            }
+        }
+        v
+    }
+}

@@ -1,0 +1,113 @@
+//! What the world records as it goes: `numastat -p` samples, the time series, thread
+//! moves between nodes (by cause, with ping-pong round trips).
+
+use super::*;
+use crate::memory::PAGE_BYTES;
+
+impl World<'_> {
+    /// `t` seconds rounded up to a tick (a tick is an event already, so a sample there adds
+    /// no step to the run and cannot change it).
+    pub(crate) fn on_tick(&self, t: f64) -> u64 {
+        ((t * NS) as u64).div_ceil(self.tick_ns).max(1) * self.tick_ns
+    }
+
+    /// Record every live process's memory per node now (once per instant, when samples
+    /// coincide); a periodic sample schedules the next multiple of `numastat_every_s`
+    /// (counted from 0, so rounding to ticks does not drift).
+    pub(crate) fn numastat_sample(&mut self, periodic: bool) {
+        if periodic {
+            let every = self.sc.sim.numastat_every_s;
+            let k = (self.now as f64 / NS / every).round() + 1.0;
+            let next = self.on_tick(k * every).max(self.now + self.tick_ns);
+            self.events
+                .push(next, EventKind::NumastatSample { periodic: true });
+        }
+        if self
+            .numastat
+            .last()
+            .is_some_and(|l| l.t_s == self.now as f64 / NS)
+        {
+            return;
+        }
+        let processes = (0..self.procs.len())
+            .filter(|&i| self.procs[i].end_ns.is_none() && !self.procs[i].regions.is_empty())
+            .map(|i| records::NumastatProcess {
+                pid: i as u32 + 1,
+                name: self.procs[i].name.clone(),
+                node_mb: self.process_node_mb(i),
+                work_units: self.procs[i].work_units,
+            })
+            .collect();
+        self.numastat.push(records::NumastatSample {
+            t_s: self.now as f64 / NS,
+            processes,
+        });
+    }
+
+    /// A time-series sample now (it reads counters only). `at_end`: the run's last, which
+    /// also has the processes that exited since the previous sample, at their exit.
+    pub(crate) fn series_sample(&mut self, at_end: bool) {
+        let node_mb: Vec<f64> = self
+            .node_used
+            .iter()
+            .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
+            .collect();
+        if at_end && self.series.last_ns() == Some(self.now) {
+            self.series.pop_last();
+        }
+        let since = self.series.last_ns();
+        // Index, name, MiB per node, (local, remote) bytes: of each process to sample.
+        type Sampled = (usize, String, Vec<f64>, (f64, f64));
+        let procs: Vec<Sampled> = (0..self.procs.len())
+            .filter_map(|i| {
+                let p = &self.procs[i];
+                let mb = match (p.end_ns, &p.node_mb_end) {
+                    (None, _) if !p.regions.is_empty() => self.process_node_mb(i),
+                    (Some(e), Some(mb)) if at_end && since.is_none_or(|s| e > s) => mb.clone(),
+                    _ => return None,
+                };
+                Some((i, p.name.clone(), mb, (p.bytes_local, p.bytes_remote)))
+            })
+            .collect();
+        let now = self.now;
+        self.series.sample(
+            now,
+            &node_mb,
+            procs
+                .iter()
+                .map(|(i, name, mb, b)| (*i, name.as_str(), mb.as_slice(), *b)),
+        );
+    }
+
+    pub(crate) fn count_moves(&mut self) {
+        let nn = self.machine.nr_nodes();
+        for mv in self.sched.moves.drain(..) {
+            let (from, to) = (
+                self.machine.cpus[mv.from].node,
+                self.machine.cpus[mv.to].node,
+            );
+            if from == to || self.procs[self.threads[mv.tid as usize].proc].daemon {
+                continue;
+            }
+            self.migrations[mv.cause as usize] += 1;
+            self.series
+                .thread_moved(self.threads[mv.tid as usize].proc, to);
+            // Ping-pong: back on a node it left; the interval runs from the last departure.
+            let t = mv.tid as usize;
+            if self.left_node_at.len() <= t {
+                self.left_node_at.resize(t + 1, Vec::new());
+            }
+            let left = &mut self.left_node_at[t];
+            if left.is_empty() {
+                left.resize(nn, u64::MAX);
+            }
+            if left[to] != u64::MAX {
+                let s = self.now.saturating_sub(left[to]) as f64 / NS;
+                self.ping_pong.record(s);
+                self.metrics.thread_ping_pong_round_trips += 1;
+                left[to] = u64::MAX;
+            }
+            left[from] = self.now;
+        }
+    }
+}
