@@ -4,7 +4,7 @@
 //!
 //! ```toml
 //! [daemon]
-//! policy = "stable"            # or "numad"
+//! policy = "stable-daemon"     # or "numad"
 //! sensor = "auto"              # auto, hint, softdirty, pmu, maps
 //! dry_run = false
 //! interval_ms = 1000           # default: the policy's own (numad: -i min:max, pass by pass)
@@ -43,7 +43,7 @@ pub struct DaemonArgs {
     /// The daemon's TOML file ([daemon], [safety], [policy]); the command line wins.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    // The help lists the registry's live policies (numabal_policy::LIVE_POLICIES).
+    // The help lists the registry's live policies (numabal_sim::registry).
     #[arg(long, short = 'p', value_name = "POLICY", help = live_policy_help())]
     policy: Option<String>,
     /// A policy tunable, e.g. `--set policy.u=100`.
@@ -94,7 +94,7 @@ pub struct DaemonArgs {
 fn live_policy_help() -> String {
     format!(
         "Policy of the shared core: {} (the first is the default)",
-        numabal_policy::LIVE_POLICIES.join(", ")
+        numabal_sim::registry::standard().names(|e| e.live)
     )
 }
 
@@ -292,7 +292,7 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
         .policy
         .clone()
         .or(d.policy.clone())
-        .unwrap_or("stable".into());
+        .unwrap_or_else(|| default_live_policy().into());
     let label = a
         .config
         .as_ref()
@@ -307,7 +307,17 @@ pub(crate) fn build_live_policy(
     spec: &PolicySpec,
     sets: &[String],
 ) -> Result<Box<dyn numabal_policy::Policy>, Failure> {
-    Ok(numabal_policy::build_live(spec).map_err(|e| blame_set(e, sets))?)
+    Ok(numabal_sim::registry::standard()
+        .build_live(spec)
+        .map_err(|e| blame_set(e, sets))?)
+}
+
+/// The daemon's policy when none is named: the registry's first live one.
+fn default_live_policy() -> &'static str {
+    numabal_sim::registry::standard()
+        .live()
+        .next()
+        .map_or("numad", |e| e.name)
 }
 
 fn blame_set(mut e: InputError, sets: &[String]) -> InputError {

@@ -173,7 +173,7 @@ struct ScenarioArgs {
 struct SimArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
-    // The help lists every policy from the registry (numabal_sim::policies::all).
+    // The help lists every policy from the registry (numabal_sim::registry).
     #[arg(long, short = 'p', value_name = "POLICY", help = policy_help("Policy"))]
     policy: Option<String>,
     /// Seed of every random choice (same seed, same output).
@@ -287,11 +287,8 @@ struct DemoArgs {
 /// The help of an option naming policies: `what`, then every policy of the registry, so
 /// the help cannot fall behind it.
 fn policy_help(what: &str) -> String {
-    let names: Vec<&str> = numabal_sim::policies::all()
-        .iter()
-        .map(|p| p.name)
-        .collect();
-    format!("{what}: {}, or a TOML file", names.join(", "))
+    let names = numabal_sim::registry::standard().names(|e| e.sim);
+    format!("{what}: {names}, or a TOML file")
 }
 
 enum Failure {
@@ -428,7 +425,7 @@ fn build_checked(
     };
     // The policy is validated now so a bad tunable fails before any work.
     Scenario::build_with(&input, &FsResolver, &|p| {
-        numabal_sim::policies::build(p).map(|_| ())
+        numabal_sim::registry::standard().build(p).map(|_| ())
     })
 }
 

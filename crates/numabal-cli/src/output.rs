@@ -89,8 +89,13 @@ pub fn print_list() {
     }
     writeln!(s).ok();
     writeln!(s, "Policies (--policy NAME):").ok();
-    for p in numabal_sim::policies::all() {
-        writeln!(s, "  {:<22} {}", p.name, p.summary).ok();
+    for p in numabal_sim::registry::standard().entries() {
+        let runs = match (p.sim, p.live) {
+            (true, true) => " (simulator and daemon)",
+            (false, true) => " (daemon only)",
+            _ => "",
+        };
+        writeln!(s, "  {:<22} {}{runs}", p.name, p.summary).ok();
     }
     writeln!(s).ok();
     writeln!(s, "Suites (numabal suite NAME -m MACHINE, or a TOML file):").ok();

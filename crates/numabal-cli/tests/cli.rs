@@ -1107,7 +1107,7 @@ fn daemon_dry_run_and_its_refusals() {
     let cfg = dir.path().join("numabal.toml");
     std::fs::write(
         &cfg,
-        "[daemon]\npolicy = \"stable\"\nsensor = \"maps\"\nmin_rss_mb = 0\ninterval_ms = 10\n\
+        "[daemon]\npolicy = \"stable-daemon\"\nsensor = \"maps\"\nmin_rss_mb = 0\ninterval_ms = 10\n\
          [safety]\ndeny_names = [\"numa-mem\"]\n[policy]\nscan_period_ms = 10\n",
     )
     .unwrap();
@@ -1125,7 +1125,7 @@ fn daemon_dry_run_and_its_refusals() {
         .assert()
         .success();
     let log = lines(&out.get_output().stdout);
-    assert_eq!(log[0]["policy"], "stable");
+    assert_eq!(log[0]["policy"], "stable-daemon");
     assert!(
         log.iter()
             .any(|l| l["pid"] == 145 && l["skip"] == "name numa-mem is denied"),
@@ -1149,12 +1149,12 @@ fn daemon_dry_run_and_its_refusals() {
         .assert()
         .success();
     let log = lines(&std::fs::read(&log_file).unwrap());
-    assert_eq!(log[0]["policy"], "stable", "{log:?}");
+    assert_eq!(log[0]["policy"], "stable-daemon", "{log:?}");
     assert!(log.last().unwrap()["stop"].is_object());
     let json = dir.path().join("none.json");
     bad(
         &["daemon", "--dry-run", "--root", &root, "-p", "none"],
-        &["`none` does not run live (allowed: stable, numad)"],
+        &["`none` does not run live (allowed: stable-daemon, numad)"],
         &json,
     );
     bad(

@@ -17,7 +17,6 @@
 
 pub mod api;
 pub mod numad;
-pub mod registry;
 pub mod stable;
 pub mod static_policies;
 mod util;
@@ -26,4 +25,3 @@ pub use api::{
     AccessSample, Action, GroupInfo, MigrateVerdict, NodeObs, Observation, Policy, ProcessInfo,
     ProcessObs, RegionInfo, ThreadInfo, ThreadObs,
 };
-pub use registry::{LIVE_POLICIES, POLICIES, PolicyInfo, build, build_live};

@@ -12,13 +12,10 @@
 //!                          rotation, load balancing), numastat samples, the policy's pass
 //! ```
 
-use crate::autonuma::tunables::Flavour;
 use crate::event::EventKind;
-use crate::kernel::aa2012::AutoNuma2012;
-use crate::kernel::linux6::Linux6;
-use crate::kernel::stable::StableNumaKernel;
 use crate::kernel::{KernelModel, NoBalancing};
 use crate::memory::PAGE_BYTES;
+use crate::registry::Registry;
 use crate::result::{RunResult, ScenarioSummary};
 use crate::sched::LbCtx;
 use crate::userspace::UserSpace;
@@ -45,6 +42,8 @@ pub struct Sim<'a> {
     progress: Option<&'a (dyn Fn(RunProgress) + Sync)>,
     /// The workload's nominal duration (`progress.rs`), when there is someone to tell.
     nominal_total_ns: f64,
+    /// The policy's tunables as the run uses them (the result's `scenario.tunables`).
+    tunables: serde_json::Value,
 }
 
 /// Run a scenario to completion.
@@ -58,28 +57,21 @@ pub fn run_observed(
     sc: &Scenario,
     progress: Option<&(dyn Fn(RunProgress) + Sync)>,
 ) -> Result<RunResult, SimError> {
-    use crate::policies::Built;
-    // The simulator's own models (kernel NUMA balancing, Stable-NUMA's mechanism) run
-    // beside no core policy.
-    let none = || Box::new(numabal_policy::static_policies::NoPolicy);
-    let mut sim = match crate::policies::build(&sc.policy)? {
-        Built::Core(p) => Sim::new(sc, p),
-        Built::Kernel(Flavour::Linux6, tun) => {
-            let mut sim = Sim::new(sc, none());
-            sim.kernel = Box::new(Linux6::new(&sim.world, tun));
-            sim
-        }
-        Built::Kernel(Flavour::AutoNuma2012, tun) => {
-            let mut sim = Sim::new(sc, none());
-            sim.kernel = Box::new(AutoNuma2012::new(&mut sim.world, tun));
-            sim
-        }
-        Built::Stable(tun) => {
-            let mut sim = Sim::new(sc, none());
-            sim.kernel = Box::new(StableNumaKernel::new(&sim.world, tun));
-            sim
-        }
-    };
+    run_in(crate::registry::standard(), sc, progress)
+}
+
+/// Run a scenario whose policy `registry` names.
+pub fn run_in(
+    registry: &Registry,
+    sc: &Scenario,
+    progress: Option<&(dyn Fn(RunProgress) + Sync)>,
+) -> Result<RunResult, SimError> {
+    let built = registry.build(&sc.policy)?;
+    let mut sim = Sim::new(sc, built.policy);
+    if let Some(k) = built.kernel {
+        sim.kernel = k(&mut sim.world);
+    }
+    sim.tunables = built.tunables;
     sim.progress = progress;
     sim.run()?;
     Ok(sim.result())
@@ -88,6 +80,7 @@ pub fn run_observed(
 /// Run a scenario under a policy object (for policies not in the registry, e.g. tests).
 pub fn run_with(sc: &Scenario, policy: Box<dyn Policy>) -> Result<RunResult, SimError> {
     let mut sim = Sim::new(sc, policy);
+    sim.tunables = serde_json::to_value(&sc.policy.tunables).unwrap_or_default();
     sim.run()?;
     Ok(sim.result())
 }
@@ -101,6 +94,7 @@ impl<'a> Sim<'a> {
             user: UserSpace::new(policy),
             progress: None,
             nominal_total_ns: 0.0,
+            tunables: serde_json::Value::Null,
         }
     }
 
@@ -237,7 +231,7 @@ impl<'a> Sim<'a> {
                     .to_string(),
                 seed: w.sc.sim.seed,
                 overrides: w.sc.overrides.clone(),
-                tunables: crate::policies::tunables_json(&w.sc.policy).unwrap_or_default(),
+                tunables: self.tunables.clone(),
             },
             finished: w.work_done(),
             metrics,

@@ -21,7 +21,7 @@ pub mod error;
 pub mod event;
 pub mod kernel;
 pub mod memory;
-pub mod policies;
+pub mod registry;
 pub mod result;
 pub mod sched;
 pub mod series;
@@ -30,6 +30,6 @@ pub mod userspace;
 pub mod world;
 
 pub use compare::{CompareResult, compare, compare_observed};
-pub use engine::{RunProgress, SimError, run, run_observed, run_with};
+pub use engine::{RunProgress, SimError, run, run_in, run_observed, run_with};
 pub use result::RunResult;
 pub use suite::{SuiteResult, suite};

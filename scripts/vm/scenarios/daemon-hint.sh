@@ -1,4 +1,4 @@
-# numa01-like under `numabal daemon` (stable, sensor hint) with the kernel's balancing on:
+# numa01-like under `numabal daemon` (stable-daemon, sensor hint) with the kernel's balancing on:
 # the daemon places threads, the kernel migrates pages on its hinting faults. Must show the
 # same placement criteria as daemon-numa01.sh within 60 s, with both counters reported.
 echo 1 > /proc/sys/kernel/numa_balancing

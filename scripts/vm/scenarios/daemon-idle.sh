@@ -1,4 +1,4 @@
-# `numabal daemon` (defaults: stable, sensor chosen for the host) on an idle guest for 60 s:
+# `numabal daemon` (defaults: stable-daemon, sensor chosen for the host) on an idle guest for 60 s:
 # its own CPU use, measured from /proc/PID/stat, must stay under 1% of one CPU.
 echo 0 > /proc/sys/kernel/numa_balancing
 numabal daemon --decision-log /tmp/dec.jsonl &

@@ -22,7 +22,7 @@ affA=$(for t in $(workers $A); do awk '/^Cpus_allowed_list:/ { print $2 }' /proc
 memA0=$(mem_on $A 1)
 cat > /tmp/numabal.toml <<EOT
 [daemon]
-policy = "stable"
+policy = "stable-daemon"
 sensor = "softdirty"
 migrate_mb_s = 2
 decision_log = "/tmp/dec.jsonl"

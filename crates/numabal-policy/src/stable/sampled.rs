@@ -143,7 +143,7 @@ type Moves = BTreeMap<(Pid, usize), Vec<u64>>;
 
 impl Policy for StableSampled {
     fn name(&self) -> &str {
-        "stable"
+        "stable-daemon"
     }
 
     fn tick_interval_ns(&self) -> Option<u64> {

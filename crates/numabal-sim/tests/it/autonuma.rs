@@ -79,7 +79,7 @@ fn tunables_are_validated_by_name() {
             label: "--policy".into(),
         }
     };
-    let err = |s: &PolicySpec| match numabal_sim::policies::build(s) {
+    let err = |s: &PolicySpec| match numabal_sim::registry::standard().build(s) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("accepted {s:?}"),
     };
@@ -114,7 +114,8 @@ fn tunables_are_validated_by_name() {
     let e = err(&spec("autonuma", "knuma", toml::Value::Integer(1)));
     assert!(e.contains("allowed:"), "{e}");
     assert!(
-        numabal_sim::policies::build(&spec("autonuma", "scan_size_mb", toml::Value::Integer(64)))
+        numabal_sim::registry::standard()
+            .build(&spec("autonuma", "scan_size_mb", toml::Value::Integer(64)))
             .is_ok()
     );
 }

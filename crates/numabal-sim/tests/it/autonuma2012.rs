@@ -144,7 +144,7 @@ fn tunables_are_validated_by_name() {
             label: "--policy".into(),
         }
     };
-    let err = |s: &PolicySpec| match numabal_sim::policies::build(s) {
+    let err = |s: &PolicySpec| match numabal_sim::registry::standard().build(s) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("accepted {s:?}"),
     };
@@ -169,10 +169,13 @@ fn tunables_are_validated_by_name() {
         );
     }
     assert!(
-        numabal_sim::policies::build(&spec("pages_to_scan_mb", toml::Value::Integer(256))).is_ok()
+        numabal_sim::registry::standard()
+            .build(&spec("pages_to_scan_mb", toml::Value::Integer(256)))
+            .is_ok()
     );
     assert!(
-        numabal_sim::policies::all()
+        numabal_sim::registry::standard()
+            .entries()
             .iter()
             .any(|p| p.name == "autonuma-2012")
     );

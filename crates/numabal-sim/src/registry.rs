@@ -1,0 +1,277 @@
+//! One registry: every policy a run can name, and what the name builds — the kernel model
+//! the simulator runs, the policy core object of user space, and where it runs (the
+//! simulator, the live daemon and replay). `numabal list`, the CLI's help and checks, the
+//! simulator, the daemon and replay all read it, so a name means one thing everywhere.
+//!
+//! ```text
+//!   name ──► Entry { summary, runs: sim / live, build }
+//!              build(spec) ──► Built { kernel model (built on the world), policy core
+//!                                      object, tunables as used }
+//! ```
+//!
+//! Adding a kernel model is a module under `kernel/` and one entry here.
+
+use crate::autonuma::tunables::{Flavour, Tunables};
+use crate::kernel::KernelModel;
+use crate::kernel::aa2012::AutoNuma2012;
+use crate::kernel::linux6::Linux6;
+use crate::kernel::stable::StableNumaKernel;
+use crate::world::World;
+use numabal_model::InputError;
+use numabal_model::scenario::PolicySpec;
+use numabal_policy::numad::{Numad, Tunables as NumadTunables};
+use numabal_policy::static_policies::{Bind, Interleave, NoPolicy};
+use numabal_policy::{Policy, stable};
+use serde::Serialize;
+use std::sync::OnceLock;
+
+/// Builds a kernel model once the world exists (a model may draw from its random source).
+pub type KernelBuild = Box<dyn FnOnce(&mut World) -> Box<dyn KernelModel> + Send>;
+
+/// What a policy name builds.
+pub struct Built {
+    /// The kernel model the simulator runs (`None`: no kernel NUMA balancing).
+    pub kernel: Option<KernelBuild>,
+    /// The policy core object: user space's policy, in the simulator and live alike.
+    pub policy: Box<dyn Policy>,
+    /// The tunables as the run uses them, defaults included where the policy has a
+    /// tunables type; the given keys otherwise.
+    pub tunables: serde_json::Value,
+}
+
+/// One policy of the registry.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    /// The name a user writes (`--policy NAME`).
+    pub name: &'static str,
+    /// One line for `numabal list`.
+    pub summary: &'static str,
+    /// Runs in the simulator.
+    pub sim: bool,
+    /// Runs live: `numabal daemon` and `numabal sim --trace` (replay).
+    pub live: bool,
+    /// Build (and so validate) it from a spec naming it.
+    pub build: fn(&PolicySpec) -> Result<Built, InputError>,
+}
+
+/// Every policy a run can name.
+pub struct Registry {
+    entries: Vec<Entry>,
+}
+
+/// The registry numabal ships.
+pub fn standard() -> &'static Registry {
+    static STANDARD: OnceLock<Registry> = OnceLock::new();
+    STANDARD.get_or_init(|| Registry {
+        entries: ENTRIES.to_vec(),
+    })
+}
+
+impl Registry {
+    /// This registry with `entry` added (a model under test, an experiment).
+    pub fn with(mut self, entry: Entry) -> Registry {
+        self.entries.push(entry);
+        self
+    }
+
+    /// A copy of the standard registry, to extend.
+    pub fn standard_copy() -> Registry {
+        Registry {
+            entries: ENTRIES.to_vec(),
+        }
+    }
+
+    /// Every entry, kernel models first.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The entries that run live (the daemon and replay), the default first.
+    pub fn live(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| e.live)
+    }
+
+    /// Build what `spec` names for the simulator.
+    pub fn build(&self, spec: &PolicySpec) -> Result<Built, InputError> {
+        let names = self.names(|e| e.sim);
+        match self.entries.iter().find(|e| e.name == spec.kind) {
+            Some(e) if e.sim => (e.build)(spec),
+            Some(e) => Err(InputError::new(
+                &spec.label,
+                "policy",
+                format!(
+                    "`{}` runs only live, under `numabal daemon` and `numabal sim --trace` (allowed here: {names})",
+                    e.name
+                ),
+            )),
+            None => Err(InputError::new(
+                &spec.label,
+                "policy",
+                format!(
+                    "unknown policy `{}` (allowed: {names}, or a path to a TOML file)",
+                    spec.kind
+                ),
+            )),
+        }
+    }
+
+    /// Build what `spec` names for the live daemon or replay: its policy core object.
+    pub fn build_live(&self, spec: &PolicySpec) -> Result<Box<dyn Policy>, InputError> {
+        match self.entries.iter().find(|e| e.name == spec.kind) {
+            Some(e) if e.live => Ok((e.build)(spec)?.policy),
+            _ => Err(InputError::new(
+                &spec.label,
+                "policy",
+                format!(
+                    "`{}` does not run live (allowed: {})",
+                    spec.kind,
+                    self.names(|e| e.live)
+                ),
+            )),
+        }
+    }
+
+    /// The names of the entries `runs` picks, comma-separated.
+    pub fn names(&self, runs: fn(&Entry) -> bool) -> String {
+        let v: Vec<&str> = self
+            .entries
+            .iter()
+            .filter(|e| runs(e))
+            .map(|e| e.name)
+            .collect();
+        v.join(", ")
+    }
+}
+
+/// Every policy numabal ships, kernel models first.
+const ENTRIES: &[Entry] = &[
+    Entry {
+        name: "autonuma",
+        summary: "Linux 6.x automatic NUMA balancing (task_numa_work, hinting faults, sched/numa); options cpuset_skip, vma_pid_filter, scan_window",
+        sim: true,
+        live: false,
+        build: |spec| {
+            let tun = Tunables::from_spec(spec, Flavour::Linux6)?;
+            kernel(spec, &tun.clone(), move |w| Box::new(Linux6::new(w, tun)))
+        },
+    },
+    Entry {
+        name: "stable",
+        summary: "Stable-NUMA's kernel patch (IEEE Access 2021): page states, bypass-counter profiling, two-level thread clustering with node-local load balancing",
+        sim: true,
+        live: false,
+        build: |spec| {
+            let tun = stable::Tunables::from_spec(spec)?;
+            kernel(spec, &tun.clone(), move |w| {
+                Box::new(StableNumaKernel::new(w, tun))
+            })
+        },
+    },
+    Entry {
+        name: "autonuma-2012",
+        summary: "the original AutoNUMA (Arcangeli 2012): knuma_scand, last_nid filter, knuma_migratedN, CPU follows memory (sched_autonuma_balance)",
+        sim: true,
+        live: false,
+        build: |spec| {
+            let tun = Tunables::from_spec(spec, Flavour::AutoNuma2012)?;
+            kernel(spec, &tun.clone(), move |w| {
+                Box::new(AutoNuma2012::new(w, tun))
+            })
+        },
+    },
+    Entry {
+        name: "none",
+        summary: "Linux without NUMA balancing: first touch plus the CFS scheduler",
+        sim: true,
+        live: false,
+        build: |spec| user(spec, Box::new(NoPolicy)),
+    },
+    Entry {
+        name: "bind",
+        summary: "HARD_BIND: each process (or per-node block of a spread group) bound to its own nodes, CPUs and memory",
+        sim: true,
+        live: false,
+        build: |spec| user(spec, Box::new(Bind::new(false))),
+    },
+    Entry {
+        name: "reverse-bind",
+        summary: "INVERSE_BIND: CPUs as in bind, memory on the mirror nodes (worst case)",
+        sim: true,
+        live: false,
+        build: |spec| user(spec, Box::new(Bind::new(true))),
+    },
+    Entry {
+        name: "interleave",
+        summary: "numactl --interleave=all: memory round robin over the allowed nodes",
+        sim: true,
+        live: false,
+        build: |spec| user(spec, Box::new(Interleave)),
+    },
+    Entry {
+        name: "stable-daemon",
+        summary: "Stable-NUMA's rules in a user-space daemon (numabal daemon's default): page states and thread clustering on a sensor's access samples, sched_setaffinity + move_pages",
+        sim: false,
+        live: true,
+        build: |spec| {
+            let mut t = stable::Tunables::from_spec(spec)?;
+            // Live, the daemon keeps each node within its CPUs itself (StableSampled's
+            // capacity rule and gather step); the core's rebalance, which stands in for the
+            // kernel's load balancer in the simulator, would spread the threads it gathers.
+            if !spec.tunables.contains_key("rebalance") {
+                t.rebalance = false;
+            }
+            Ok(Built {
+                kernel: None,
+                tunables: json(spec, &t)?,
+                policy: Box::new(stable::StableSampled::new(t)),
+            })
+        },
+    },
+    Entry {
+        name: "numad",
+        summary: "numad 20150602 (RHEL 6/7): whole processes bound to the nodes with the most free CPU and memory, sched_setaffinity + migrate_pages; options u, m, i, t, K",
+        sim: true,
+        live: true,
+        build: |spec| {
+            let t = NumadTunables::from_spec(spec)?;
+            Ok(Built {
+                kernel: None,
+                tunables: json(spec, &t)?,
+                policy: Box::new(Numad::new(t)),
+            })
+        },
+    },
+];
+
+/// A kernel model with its tunables `tun`, beside no user-space policy.
+fn kernel<T: Serialize>(
+    spec: &PolicySpec,
+    tun: &T,
+    build: impl FnOnce(&mut World) -> Box<dyn KernelModel> + Send + 'static,
+) -> Result<Built, InputError> {
+    Ok(Built {
+        kernel: Some(Box::new(build)),
+        tunables: json(spec, tun)?,
+        policy: Box::new(NoPolicy),
+    })
+}
+
+/// A user-space policy without tunables.
+fn user(spec: &PolicySpec, policy: Box<dyn Policy>) -> Result<Built, InputError> {
+    if let Some(k) = spec.tunables.keys().next() {
+        return Err(InputError::new(
+            &spec.label,
+            format!("policy.{k}"),
+            format!("unknown tunable: policy `{}` has no tunables", spec.kind),
+        ));
+    }
+    Ok(Built {
+        kernel: None,
+        tunables: json(spec, &spec.tunables)?,
+        policy,
+    })
+}
+
+fn json<T: Serialize>(spec: &PolicySpec, t: &T) -> Result<serde_json::Value, InputError> {
+    serde_json::to_value(t).map_err(|e| InputError::new(&spec.label, "policy", e.to_string()))
+}
