@@ -15,7 +15,11 @@
 //! PELT's 32 ms half-life; idle CPUs balance on their own timers (standing in for NOHZ
 //! idle balancing); no RT/IRQ pressure, so every CPU has capacity 1024.
 
-use numabal_model::{Machine, Mask};
+mod topology;
+
+use numabal_model::Mask;
+
+use topology::{Group, Level, LevelKind, Span};
 
 /// Why a thread changed CPU (only inter-node moves are reported as migrations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -84,53 +88,6 @@ impl Cause {
         Cause::NumaSwap,
         Cause::AutonumaExchange,
     ];
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LevelKind {
-    Smt,
-    Llc,
-    Node,
-    Numa,
-}
-
-#[derive(Debug, Clone)]
-struct Group {
-    cpus: Vec<usize>,
-    cores: usize,
-    /// The group is one SMT core (its child domain shares CPU capacity).
-    smt: bool,
-}
-
-#[derive(Debug, Clone)]
-struct Span {
-    cpus: Vec<usize>,
-    groups: Vec<Group>,
-    imb_numa_nr: u64,
-    /// Groups carry SD_PREFER_SIBLING (their child level is not a NUMA level).
-    prefer_sibling: bool,
-}
-
-#[derive(Debug, Clone)]
-struct Level {
-    kind: LevelKind,
-    imbalance_pct: u64,
-    cache_nice_tries: u32,
-    balance_fork: bool,
-    spans: Vec<Span>,
-    span_of_cpu: Vec<usize>,
-}
-
-impl Level {
-    fn span(&self, cpu: usize) -> &Span {
-        &self.spans[self.span_of_cpu[cpu]]
-    }
-    fn share_llc(&self) -> bool {
-        matches!(self.kind, LevelKind::Smt | LevelKind::Llc)
-    }
-    fn numa(&self) -> bool {
-        self.kind == LevelKind::Numa
-    }
 }
 
 /// Per-task scheduler state.
@@ -203,6 +160,24 @@ struct Cpu {
     last_balance: Vec<u64>,
     balance_interval_ms: Vec<f64>,
     nr_balance_failed: Vec<u32>,
+}
+
+impl Cpu {
+    /// A CPU with no task, every level's balance interval at its shortest (the span's
+    /// weight in ms).
+    fn new(levels: &[Level], cpu: usize) -> Self {
+        let nlev = levels.len();
+        Cpu {
+            tasks: Vec::new(),
+            idle_stamp: 0,
+            last_balance: vec![0; nlev],
+            balance_interval_ms: levels
+                .iter()
+                .map(|l| l.span(cpu).cpus.len() as f64)
+                .collect(),
+            nr_balance_failed: vec![0; nlev],
+        }
+    }
 }
 
 /// Balancing context.
@@ -298,232 +273,7 @@ pub struct Sched {
     pub balanced_busy: Vec<usize>,
 }
 
-fn dedup_spans(cpus_of: &[Vec<usize>]) -> (Vec<Vec<usize>>, Vec<usize>) {
-    let mut spans: Vec<Vec<usize>> = Vec::new();
-    let mut of = Vec::with_capacity(cpus_of.len());
-    for s in cpus_of {
-        match spans.iter().position(|x| x == s) {
-            Some(i) => of.push(i),
-            None => {
-                spans.push(s.clone());
-                of.push(spans.len() - 1);
-            }
-        }
-    }
-    (spans, of)
-}
-
 impl Sched {
-    /// Build the domain hierarchy of a machine.
-    pub fn new(m: &Machine) -> Self {
-        let ncpu = m.nr_cpus();
-        let cpu_node: Vec<usize> = (0..ncpu).map(|c| m.cpus[c].node).collect();
-        let core_of: Vec<usize> = (0..ncpu).map(|c| m.cpus[c].core).collect();
-        let llc_of: Vec<usize> = (0..ncpu).map(|c| m.cpus[c].llc).collect();
-        let core_cpus: Vec<Vec<usize>> = m.cores.iter().map(|c| c.cpus.clone()).collect();
-        let llc_cpus: Vec<Vec<usize>> = m.llcs.iter().map(|l| l.cpus.iter().collect()).collect();
-        let node_cpus: Vec<Vec<usize>> = m.nodes.iter().map(|n| n.cpus.iter().collect()).collect();
-        let tpc = core_cpus.iter().map(|c| c.len()).max().unwrap_or(1);
-
-        // Candidate spans per level, bottom-up.
-        let mut candidates: Vec<(LevelKind, Vec<Vec<usize>>)> = Vec::new();
-        if tpc > 1 {
-            candidates.push((
-                LevelKind::Smt,
-                (0..ncpu).map(|c| core_cpus[core_of[c]].clone()).collect(),
-            ));
-        }
-        candidates.push((
-            LevelKind::Llc,
-            (0..ncpu).map(|c| llc_cpus[llc_of[c]].clone()).collect(),
-        ));
-        candidates.push((
-            LevelKind::Node,
-            (0..ncpu).map(|c| node_cpus[cpu_node[c]].clone()).collect(),
-        ));
-        let mut dists: Vec<u32> = m
-            .distance
-            .iter()
-            .flatten()
-            .copied()
-            .filter(|&d| d > 10)
-            .collect();
-        dists.sort_unstable();
-        dists.dedup();
-        for &d in &dists {
-            let spans = (0..ncpu)
-                .map(|c| {
-                    let mut v: Vec<usize> = (0..m.nr_nodes())
-                        .filter(|&j| m.distance[cpu_node[c]][j] <= d)
-                        .flat_map(|j| node_cpus[j].iter().copied())
-                        .collect();
-                    v.sort_unstable();
-                    v
-                })
-                .collect();
-            candidates.push((LevelKind::Numa, spans));
-        }
-
-        // imb_numa_nr as build_sched_domains computes it before degeneration: the level
-        // above the LLC is the node; with one LLC per node it tolerates node_weight/8.
-        let node_w = |c: usize| node_cpus[cpu_node[c]].len() as u64;
-        let llc_w = |c: usize| llc_cpus[llc_of[c]].len() as u64;
-        let base_imb = |c: usize| {
-            let nr_llcs = node_w(c) / llc_w(c).max(1);
-            (if nr_llcs == 1 {
-                node_w(c) >> 3
-            } else {
-                nr_llcs
-            })
-            .max(1)
-        };
-
-        let mut levels: Vec<Level> = Vec::new();
-        let mut prev: Vec<Vec<usize>> = (0..ncpu).map(|c| vec![c]).collect();
-        let mut first_numa_weight: Option<u64> = None;
-        for (kind, spans_of_cpu) in candidates {
-            if spans_of_cpu == prev {
-                continue; // degenerate: same span as the child
-            }
-            if levels
-                .last()
-                .is_some_and(|l: &Level| l.spans.len() == 1 && l.spans[0].cpus.len() == ncpu)
-            {
-                break; // the top already spans the machine
-            }
-            let (spans, of) = dedup_spans(&spans_of_cpu);
-            let child_numa = levels.last().is_some_and(|l| l.numa());
-            let spans: Vec<Span> = spans
-                .into_iter()
-                .map(|cpus| {
-                    let mut groups: Vec<Vec<usize>> = Vec::new();
-                    for &c in &cpus {
-                        if !groups.iter().any(|g| g.contains(&c)) {
-                            groups.push(prev[c].clone());
-                        }
-                    }
-                    let w = cpus.len() as u64;
-                    let c0 = cpus[0];
-                    let imb = match kind {
-                        LevelKind::Smt | LevelKind::Llc => 0,
-                        LevelKind::Node => base_imb(c0),
-                        LevelKind::Numa => {
-                            let span0 = *first_numa_weight.get_or_insert(w);
-                            base_imb(c0) * (w / span0).max(1)
-                        }
-                    };
-                    Span {
-                        groups: groups
-                            .into_iter()
-                            .map(|g| {
-                                let mut cores: Vec<usize> = g.iter().map(|&c| core_of[c]).collect();
-                                cores.sort_unstable();
-                                cores.dedup();
-                                let smt = kind == LevelKind::Llc
-                                    && tpc > 1
-                                    && g.len() > 1
-                                    && cores.len() == 1;
-                                Group {
-                                    cores: cores.len(),
-                                    cpus: g,
-                                    smt,
-                                }
-                            })
-                            .collect(),
-                        cpus,
-                        imb_numa_nr: imb,
-                        prefer_sibling: !child_numa,
-                    }
-                })
-                .collect();
-            let (imbalance_pct, cache_nice_tries) = match kind {
-                LevelKind::Smt => (110, 0),
-                LevelKind::Llc | LevelKind::Node => (117, 1),
-                LevelKind::Numa => (117, 2),
-            };
-            // Fork/exec balancing stops at NUMA distances beyond node_reclaim_distance (30).
-            let balance_fork = match kind {
-                LevelKind::Numa => {
-                    let d = dists.iter().copied().find(|&d| {
-                        spans[0].cpus.len()
-                            == (0..m.nr_nodes())
-                                .filter(|&j| m.distance[cpu_node[spans[0].cpus[0]]][j] <= d)
-                                .map(|j| node_cpus[j].len())
-                                .sum::<usize>()
-                    });
-                    d.unwrap_or(0) <= 30
-                }
-                _ => true,
-            };
-            levels.push(Level {
-                kind,
-                imbalance_pct,
-                cache_nice_tries,
-                balance_fork,
-                spans,
-                span_of_cpu: of,
-            });
-            prev = spans_of_cpu;
-        }
-        let nlev = levels.len();
-        let cpus = (0..ncpu)
-            .map(|c| Cpu {
-                tasks: Vec::new(),
-                idle_stamp: 0,
-                last_balance: vec![0; nlev],
-                balance_interval_ms: levels.iter().map(|l| l.span(c).cpus.len() as f64).collect(),
-                nr_balance_failed: vec![0; nlev],
-            })
-            .collect();
-        Sched {
-            levels,
-            cpus,
-            tasks: Vec::new(),
-            cpu_node,
-            core_of,
-            core_cpus,
-            llc_cpus,
-            llc_of,
-            moves: Vec::new(),
-            balanced_busy: Vec::new(),
-        }
-    }
-
-    /// Names of the levels, bottom-up (for `numabal topology` and tests).
-    pub fn level_names(&self) -> Vec<String> {
-        self.levels
-            .iter()
-            .map(|l| {
-                let k = match l.kind {
-                    LevelKind::Smt => "SMT",
-                    LevelKind::Llc => "MC",
-                    LevelKind::Node => "NODE",
-                    LevelKind::Numa => "NUMA",
-                };
-                format!("{k}({})", l.spans[0].cpus.len())
-            })
-            .collect()
-    }
-
-    /// `imb_numa_nr` of the first NUMA level, if any.
-    pub fn imb_numa_nr(&self) -> Option<u64> {
-        self.levels
-            .iter()
-            .find(|l| l.numa())
-            .map(|l| l.spans[0].imb_numa_nr)
-    }
-
-    /// Kernels before 5.7: no NUMA imbalance allowance (`sim.allow_numa_imbalance =
-    /// false`): fork balancing sends a new task to the idlest node and load balancing
-    /// evens nodes out without letting a node keep a few extra tasks.
-    pub fn disallow_numa_imbalance(&mut self) {
-        for l in &mut self.levels {
-            for s in &mut l.spans {
-                s.imb_numa_nr = 0;
-            }
-        }
-    }
-
     /// Register a task (not yet runnable).
     pub fn add_task(&mut self, allowed: Mask, parent_cpu: usize) -> u32 {
         self.tasks.push(Task {
@@ -807,17 +557,6 @@ impl Sched {
         s
     }
 
-    /// Groups of a span in ring order starting at the group holding `cpu`.
-    fn ring<'a>(&self, span: &'a Span, cpu: usize) -> Vec<&'a Group> {
-        let local = span
-            .groups
-            .iter()
-            .position(|g| g.cpus.contains(&cpu))
-            .unwrap_or(0);
-        let n = span.groups.len();
-        (0..n).map(|i| &span.groups[(local + i) % n]).collect()
-    }
-
     fn adjust_numa_imbalance(imb: u64, dst_running: u64, imb_numa_nr: u64) -> u64 {
         if dst_running > imb_numa_nr {
             return imb;
@@ -910,7 +649,7 @@ impl Sched {
         let pct = level.imbalance_pct;
         let mut local: Option<Sgs> = None;
         let mut idlest: Option<(&Group, Sgs)> = None;
-        for (i, g) in self.ring(span, cpu).into_iter().enumerate() {
+        for (i, g) in span.ring(cpu).into_iter().enumerate() {
             if !g.cpus.iter().any(|&c| allowed.contains(c)) {
                 continue;
             }
@@ -1131,11 +870,7 @@ impl Sched {
         let numa = level.numa();
         let share_llc = level.share_llc();
         let cache_nice_tries = level.cache_nice_tries;
-        let groups = self
-            .ring(&span, cpu)
-            .into_iter()
-            .cloned()
-            .collect::<Vec<_>>();
+        let groups = span.ring(cpu).into_iter().cloned().collect::<Vec<_>>();
         let local_g = &groups[0];
 
         // should_we_balance
@@ -1546,6 +1281,7 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use numabal_model::Machine;
     use numabal_model::scenario::{Kind, PresetResolver, Resolver, from_table, parse_toml};
 
     /// `n` ticks of 4 ms: loads decay, runqueues rotate, the balancer runs.
