@@ -15,11 +15,14 @@
 //! PELT's 32 ms half-life; idle CPUs balance on their own timers (standing in for NOHZ
 //! idle balancing); no RT/IRQ pressure, so every CPU has capacity 1024.
 
+mod placement;
+mod stats;
 mod topology;
 
 use numabal_model::Mask;
 
-use topology::{Group, Level, LevelKind, Span};
+use stats::{GroupType, Sgs, adjust_numa_imbalance, group_classify};
+use topology::{Group, Level, LevelKind};
 
 /// Why a thread changed CPU (only inter-node moves are reported as migrations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -188,25 +191,6 @@ enum CpuIdleType {
     NewlyIdle,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum GroupType {
-    HasSpare,
-    FullyBusy,
-    SmtBalance,
-    Overloaded,
-}
-
-/// Which kernel statistics a group's numbers stand for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StatsMode {
-    /// `update_sg_wakeup_stats`, for fork/exec placement.
-    Wakeup,
-    /// `update_sg_lb_stats` of the local group.
-    Local,
-    /// `update_sg_lb_stats` of another group; `dst_idle` is the balancing CPU's state.
-    Remote { dst_idle: bool },
-}
-
 /// `enum fbq_type`, in the kernel's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Fbq {
@@ -220,21 +204,6 @@ enum Migration {
     Task,
     Load,
     Util,
-}
-
-#[derive(Debug, Clone)]
-struct Sgs {
-    nr: u64,
-    idle: u64,
-    weight: u64,
-    cores: u64,
-    load: f64,
-    util: f64,
-    runnable: f64,
-    capacity: f64,
-    gtype: GroupType,
-    avg_load: f64,
-    smt: bool,
 }
 
 /// A move the scheduler made, for the engine's counters.
@@ -252,7 +221,6 @@ pub struct Move {
 
 const CAPACITY: f64 = 1024.0;
 const PELT_HALFLIFE_NS: f64 = 32e6;
-const NUMA_IMBALANCE_MIN: u64 = 2;
 
 /// The scheduler.
 #[derive(Debug, Clone, Default)]
@@ -418,380 +386,6 @@ impl Sched {
         }
     }
 
-    // ----- placement ---------------------------------------------------------------
-
-    /// Place a new task (fork or exec balancing from `parent_cpu`) and enqueue it.
-    pub fn wake_new(&mut self, tid: u32, parent_cpu: usize) -> usize {
-        let cpu = self.find_dst_cpu(tid, parent_cpu);
-        self.enqueue(tid, cpu);
-        cpu
-    }
-
-    /// Wake a sleeping task: `select_idle_sibling` around its previous CPU.
-    pub fn wake(&mut self, tid: u32, now: u64) -> usize {
-        let prev = self.tasks[tid as usize].prev_cpu;
-        let cpu = self.select_idle_sibling(tid, prev);
-        self.enqueue(tid, cpu);
-        if self.cpu_node[cpu] != self.cpu_node[prev] {
-            self.moves.push(Move {
-                tid,
-                from: prev,
-                to: cpu,
-                cause: Cause::Wakeup,
-            });
-        }
-        let _ = now;
-        cpu
-    }
-
-    /// The task's allowed CPUs changed; move it if its CPU is no longer allowed.
-    pub fn set_allowed(&mut self, tid: u32, allowed: Mask, now: u64) {
-        self.tasks[tid as usize].allowed = allowed;
-        if let Some(cpu) = self.tasks[tid as usize].cpu
-            && !self.tasks[tid as usize].allowed.contains(cpu)
-        {
-            let to = self.select_idle_sibling(tid, cpu);
-            let to = if self.tasks[tid as usize].allowed.contains(to) {
-                to
-            } else {
-                self.find_dst_cpu(tid, cpu)
-            };
-            self.migrate(tid, cpu, to, Cause::Affinity, now);
-        }
-    }
-
-    /// Move a runnable task to the least loaded allowed CPU of `node` (policy request).
-    pub fn move_to_node(&mut self, tid: u32, node: usize, now: u64) -> bool {
-        self.policy_move(tid, node, Cause::Policy, now)
-    }
-
-    /// The least loaded CPU of `node` that `tid` may run on.
-    fn least_loaded_cpu(&self, tid: u32, node: usize) -> Option<usize> {
-        let allowed = &self.tasks[tid as usize].allowed;
-        (0..self.cpus.len())
-            .filter(|&c| self.cpu_node[c] == node && allowed.contains(c))
-            .min_by(|&a, &b| {
-                let la = (self.cpus[a].tasks.len(), self.busy_siblings(a));
-                let lb = (self.cpus[b].tasks.len(), self.busy_siblings(b));
-                la.cmp(&lb).then(a.cmp(&b))
-            })
-    }
-
-    /// A policy moves `tid` to `node`: a runnable task goes to the node's least loaded
-    /// allowed CPU now; a waiting one is re-homed there (its previous CPU becomes that
-    /// CPU, as `set_task_cpu` on a sleeping task would), so it wakes on the node. Returns
-    /// whether it moved.
-    pub fn policy_move(&mut self, tid: u32, node: usize, cause: Cause, now: u64) -> bool {
-        let task = &self.tasks[tid as usize];
-        let from = task.cpu.unwrap_or(task.prev_cpu);
-        if self.cpu_node[from] == node {
-            return false;
-        }
-        let Some(to) = self.least_loaded_cpu(tid, node) else {
-            return false;
-        };
-        if self.tasks[tid as usize].cpu.is_some() {
-            self.migrate(tid, from, to, cause, now);
-        } else {
-            self.tasks[tid as usize].prev_cpu = to;
-            self.tasks[tid as usize].recent_used_cpu = None;
-            self.moves.push(Move {
-                tid,
-                from,
-                to,
-                cause,
-            });
-        }
-        true
-    }
-
-    /// `update_sg_wakeup_stats` (fork placement) or `update_sg_lb_stats` (balancing).
-    fn group_stats(&self, g: &Group, pct: u64, mode: StatsMode) -> Sgs {
-        let mut s = Sgs {
-            nr: 0,
-            idle: 0,
-            weight: g.cpus.len() as u64,
-            cores: g.cores as u64,
-            load: 0.0,
-            util: 0.0,
-            runnable: 0.0,
-            capacity: CAPACITY * g.cpus.len() as f64,
-            gtype: GroupType::HasSpare,
-            avg_load: 0.0,
-            smt: g.smt,
-        };
-        for &c in &g.cpus {
-            let nr = self.cpus[c].tasks.len() as u64;
-            s.nr += nr;
-            s.load += self.cpu_load(c);
-            s.util += self.cpu_util(c);
-            s.runnable += self.cpu_load(c);
-            if nr == 0 {
-                s.idle += 1;
-            }
-        }
-        let overloaded = s.nr > s.weight
-            && (s.capacity * 100.0 < s.util * pct as f64
-                || s.capacity * (pct as f64) < s.runnable * 100.0);
-        let has_capacity = s.nr < s.weight
-            || !(s.capacity * (pct as f64) < s.runnable * 100.0)
-                && s.capacity * 100.0 > s.util * pct as f64;
-        // group_smt_balance: a non-local SMT core running two tasks while dst is idle.
-        let smt_balance = mode == StatsMode::Remote { dst_idle: true } && g.smt && s.nr > 1;
-        s.gtype = if overloaded {
-            GroupType::Overloaded
-        } else if smt_balance {
-            GroupType::SmtBalance
-        } else if !has_capacity {
-            GroupType::FullyBusy
-        } else {
-            GroupType::HasSpare
-        };
-        // Balancing computes avg_load only for overloaded groups; wakeup stats also for
-        // fully busy ones.
-        if s.gtype == GroupType::Overloaded
-            || (mode == StatsMode::Wakeup && s.gtype == GroupType::FullyBusy)
-        {
-            s.avg_load = s.load * CAPACITY / s.capacity;
-        }
-        s
-    }
-
-    fn adjust_numa_imbalance(imb: u64, dst_running: u64, imb_numa_nr: u64) -> u64 {
-        if dst_running > imb_numa_nr {
-            return imb;
-        }
-        if imb <= NUMA_IMBALANCE_MIN {
-            return 0;
-        }
-        imb
-    }
-
-    /// `sched_balance_find_dst_cpu` for fork/exec.
-    fn find_dst_cpu(&self, tid: u32, start: usize) -> usize {
-        self.exec_cpu(&self.tasks[tid as usize].allowed, start)
-    }
-
-    /// Where fork/exec balancing from `start` would put a task allowed on `allowed`
-    /// (`sched_balance_find_dst_cpu`), without creating one.
-    pub fn exec_cpu(&self, allowed: &Mask, start: usize) -> usize {
-        let allowed = allowed.clone();
-        // The highest contiguous level with fork balancing.
-        let mut lvl = None;
-        for (i, l) in self.levels.iter().enumerate() {
-            if l.balance_fork {
-                lvl = Some(i);
-            } else {
-                break;
-            }
-        }
-        let mut cpu = start;
-        let Some(mut li) = lvl else {
-            return self.fallback_cpu(&allowed, start);
-        };
-        if !self.levels[li]
-            .span(cpu)
-            .cpus
-            .iter()
-            .any(|&c| allowed.contains(c))
-        {
-            return self.fallback_cpu(&allowed, start);
-        }
-        loop {
-            let level = &self.levels[li];
-            let span = level.span(cpu);
-            let mut next_cpu = cpu;
-            if let Some(g) = self.find_dst_group(level, span, &allowed, cpu) {
-                next_cpu = self.find_dst_group_cpu(g, &allowed, cpu);
-            }
-            if next_cpu != cpu {
-                let w = span.cpus.len();
-                cpu = next_cpu;
-                // Restart at the new CPU's highest level strictly smaller than the one used.
-                match (0..self.levels.len())
-                    .rev()
-                    .find(|&j| self.levels[j].span(cpu).cpus.len() < w)
-                {
-                    Some(j) => li = j,
-                    None => break,
-                }
-            } else if li == 0 {
-                break;
-            } else {
-                li -= 1;
-            }
-        }
-        if allowed.contains(cpu) {
-            cpu
-        } else {
-            self.fallback_cpu(&allowed, start)
-        }
-    }
-
-    fn fallback_cpu(&self, allowed: &Mask, start: usize) -> usize {
-        if allowed.contains(start) {
-            return start;
-        }
-        allowed
-            .iter()
-            .filter(|&c| c < self.cpus.len())
-            .min_by_key(|&c| (self.cpus[c].tasks.len(), c))
-            .unwrap_or(start)
-    }
-
-    fn find_dst_group<'a>(
-        &self,
-        level: &Level,
-        span: &'a Span,
-        allowed: &Mask,
-        cpu: usize,
-    ) -> Option<&'a Group> {
-        let pct = level.imbalance_pct;
-        let mut local: Option<Sgs> = None;
-        let mut idlest: Option<(&Group, Sgs)> = None;
-        for (i, g) in span.ring(cpu).into_iter().enumerate() {
-            if !g.cpus.iter().any(|&c| allowed.contains(c)) {
-                continue;
-            }
-            let s = self.group_stats(g, pct, StatsMode::Wakeup);
-            if i == 0 && g.cpus.contains(&cpu) {
-                local = Some(s);
-                continue;
-            }
-            let better = match &idlest {
-                None => true,
-                Some((_, is)) => {
-                    if s.gtype != is.gtype {
-                        s.gtype < is.gtype
-                    } else {
-                        match s.gtype {
-                            GroupType::Overloaded | GroupType::FullyBusy => {
-                                is.avg_load > s.avg_load
-                            }
-                            GroupType::SmtBalance => false,
-                            GroupType::HasSpare => {
-                                !(is.idle > s.idle || (is.idle == s.idle && is.util <= s.util))
-                            }
-                        }
-                    }
-                }
-            };
-            if better {
-                idlest = Some((g, s));
-            }
-        }
-        let (ig, is) = idlest?;
-        let Some(ls) = local else { return Some(ig) };
-        if ls.gtype < is.gtype {
-            return None;
-        }
-        if ls.gtype > is.gtype {
-            return Some(ig);
-        }
-        match ls.gtype {
-            GroupType::Overloaded | GroupType::FullyBusy => {
-                let imb = CAPACITY * (pct as f64 - 100.0) / 100.0;
-                if level.numa() && is.avg_load + imb >= ls.avg_load {
-                    return None;
-                }
-                if is.avg_load >= ls.avg_load + imb {
-                    return None;
-                }
-                if 100.0 * ls.avg_load <= pct as f64 * is.avg_load {
-                    return None;
-                }
-            }
-            GroupType::SmtBalance => return None,
-            GroupType::HasSpare => {
-                if level.numa() {
-                    let local_allowed = span
-                        .groups
-                        .iter()
-                        .find(|g| g.cpus.contains(&cpu))
-                        .map(|g| g.cpus.iter().filter(|&&c| allowed.contains(c)).count() as u64)
-                        .unwrap_or(0);
-                    let nr = local_allowed.min(span.imb_numa_nr);
-                    let diff = ls.idle.abs_diff(is.idle);
-                    if Self::adjust_numa_imbalance(diff, ls.nr + 1, nr) == 0 {
-                        return None;
-                    }
-                }
-                if ls.idle >= is.idle {
-                    return None;
-                }
-            }
-        }
-        Some(ig)
-    }
-
-    fn find_dst_group_cpu(&self, g: &Group, allowed: &Mask, this_cpu: usize) -> usize {
-        if g.cpus.len() == 1 {
-            return g.cpus[0];
-        }
-        let mut latest: Option<(u64, usize)> = None;
-        let mut least: Option<(f64, usize)> = None;
-        for &c in g.cpus.iter().filter(|&&c| allowed.contains(c)) {
-            if self.is_idle(c) {
-                let stamp = self.cpus[c].idle_stamp;
-                if latest.is_none_or(|(s, _)| stamp > s) {
-                    latest = Some((stamp, c));
-                }
-            } else if latest.is_none() {
-                let l = self.cpu_load(c);
-                if least.is_none_or(|(m, _)| l < m) {
-                    least = Some((l, c));
-                }
-            }
-        }
-        latest
-            .map(|(_, c)| c)
-            .or(least.map(|(_, c)| c))
-            .unwrap_or(this_cpu)
-    }
-
-    /// `select_idle_sibling(p, prev, target = prev)` (no wake_affine: wakers are timers,
-    /// barriers and joins, modelled as waking on the previous CPU's LLC).
-    fn select_idle_sibling(&mut self, tid: u32, prev: usize) -> usize {
-        let allowed = self.tasks[tid as usize].allowed.clone();
-        let ok = |c: usize| allowed.contains(c);
-        if ok(prev) && self.is_idle(prev) {
-            return prev; // (before recent_used_cpu is updated, as in the kernel)
-        }
-        if let Some(r) = self.tasks[tid as usize].recent_used_cpu
-            && r != prev
-            && self.llc_of[r] == self.llc_of[prev]
-            && ok(r)
-            && self.is_idle(r)
-        {
-            self.tasks[tid as usize].recent_used_cpu = Some(prev);
-            return r;
-        }
-        self.tasks[tid as usize].recent_used_cpu = Some(prev);
-        let llc = &self.llc_cpus[self.llc_of[prev]];
-        let n = llc.len();
-        let start = llc.iter().position(|&c| c == prev).unwrap_or(0);
-        // A fully idle core first, then any idle CPU, scanning from prev+1.
-        let order: Vec<usize> = (1..=n).map(|i| llc[(start + i) % n]).collect();
-        for &c in &order {
-            if ok(c)
-                && self.core_cpus[self.core_of[c]]
-                    .iter()
-                    .all(|&s| self.is_idle(s))
-            {
-                return c;
-            }
-        }
-        for &c in &order {
-            if ok(c) && self.is_idle(c) {
-                return c;
-            }
-        }
-        if ok(prev) {
-            return prev;
-        }
-        self.find_dst_cpu(tid, prev)
-    }
-
     // ----- load balancing ----------------------------------------------------------
 
     /// Periodic balancing at a tick: every CPU whose interval expired balances.
@@ -835,6 +429,20 @@ impl Sched {
                 }
             }
         }
+    }
+
+    /// `update_sg_lb_stats`; only a non-local group whose balancing CPU is idle can be
+    /// `smt_balance`.
+    fn update_sg_lb_stats(&self, g: &Group, pct: u64, local: bool, dst_idle: bool) -> Sgs {
+        let mut s = self.sum_group(g);
+        // group_smt_balance: a non-local SMT core running two tasks while dst is idle.
+        let smt_balance = !local && dst_idle && g.smt && s.nr > 1;
+        s.gtype = group_classify(pct, &s, smt_balance);
+        // Balancing computes avg_load only for overloaded groups.
+        if s.gtype == GroupType::Overloaded {
+            s.avg_load = s.load * CAPACITY / s.capacity;
+        }
+        s
     }
 
     /// Whether any CPU has more than one runnable task (the root domain is "overloaded").
@@ -912,18 +520,12 @@ impl Sched {
         }
 
         // Group statistics.
-        let local = self.group_stats(local_g, pct, StatsMode::Local);
+        let local = self.update_sg_lb_stats(local_g, pct, true, false);
         let mut busiest: Option<(usize, Sgs)> = None;
         let mut total_load = local.load;
         let mut total_cap = local.capacity;
         for (gi, g) in groups.iter().enumerate().skip(1) {
-            let s = self.group_stats(
-                g,
-                pct,
-                StatsMode::Remote {
-                    dst_idle: idle != CpuIdleType::NotIdle,
-                },
-            );
+            let s = self.update_sg_lb_stats(g, pct, false, idle != CpuIdleType::NotIdle);
             total_load += s.load;
             total_cap += s.capacity;
             if s.nr == 0 {
@@ -1030,7 +632,7 @@ impl Sched {
                     local.idle.saturating_sub(b.idle)
                 };
                 if numa {
-                    imb = Self::adjust_numa_imbalance(imb, local.nr + 1, span.imb_numa_nr);
+                    imb = adjust_numa_imbalance(imb, local.nr + 1, span.imb_numa_nr);
                 }
                 (Migration::Task, (imb >> 1) as f64)
             }
