@@ -15,14 +15,15 @@
 //! PELT's 32 ms half-life; idle CPUs balance on their own timers (standing in for NOHZ
 //! idle balancing); no RT/IRQ pressure, so every CPU has capacity 1024.
 
+mod balance;
+mod fbg;
 mod placement;
 mod stats;
 mod topology;
 
 use numabal_model::Mask;
 
-use stats::{GroupType, Sgs, adjust_numa_imbalance, group_classify};
-use topology::{Group, Level, LevelKind};
+use topology::Level;
 
 /// Why a thread changed CPU (only inter-node moves are reported as migrations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -183,29 +184,6 @@ impl Cpu {
     }
 }
 
-/// Balancing context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CpuIdleType {
-    NotIdle,
-    Idle,
-    NewlyIdle,
-}
-
-/// `enum fbq_type`, in the kernel's order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Fbq {
-    Regular,
-    Remote,
-    All,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Migration {
-    Task,
-    Load,
-    Util,
-}
-
 /// A move the scheduler made, for the engine's counters.
 #[derive(Debug, Clone, Copy)]
 pub struct Move {
@@ -337,6 +315,12 @@ impl Sched {
 
     /// Move a runnable task between runqueues.
     pub fn migrate(&mut self, tid: u32, from: usize, to: usize, cause: Cause, now: u64) {
+        self.detach_task(tid, from, now);
+        self.attach_task(tid, from, to, cause);
+    }
+
+    /// First half of a move: off `from`'s runqueue (`detach_task`).
+    fn detach_task(&mut self, tid: u32, from: usize, now: u64) {
         let rq = &mut self.cpus[from].tasks;
         if let Some(i) = rq.iter().position(|&t| t == tid) {
             rq.remove(i);
@@ -344,6 +328,11 @@ impl Sched {
         if rq.is_empty() {
             self.cpus[from].idle_stamp = now;
         }
+    }
+
+    /// Second half of a move: onto `to`'s runqueue, recorded with its cause
+    /// (`attach_task`).
+    fn attach_task(&mut self, tid: u32, from: usize, to: usize, cause: Cause) {
         self.enqueue(tid, to);
         self.tasks[tid as usize].prev_cpu = from;
         self.moves.push(Move {
@@ -383,464 +372,6 @@ impl Sched {
                 let t = c.tasks.pop().expect("len > 1");
                 c.tasks.insert(0, t);
             }
-        }
-    }
-
-    // ----- load balancing ----------------------------------------------------------
-
-    /// Periodic balancing at a tick: every CPU whose interval expired balances.
-    pub fn tick_balance(&mut self, now: u64, tick_ns: u64, can_move: CanMove<'_>) {
-        let jiffy_ms = tick_ns as f64 / 1e6;
-        self.balanced_busy.clear();
-        for cpu in 0..self.cpus.len() {
-            let mut idle = if self.is_idle(cpu) {
-                CpuIdleType::Idle
-            } else {
-                CpuIdleType::NotIdle
-            };
-            let busy_at_start = idle == CpuIdleType::NotIdle;
-            let mut ran = false;
-            for li in 0..self.levels.len() {
-                let busy = idle == CpuIdleType::NotIdle;
-                let interval_ms =
-                    self.cpus[cpu].balance_interval_ms[li] * if busy { 16.0 } else { 1.0 };
-                let mut interval_ns = (interval_ms.max(jiffy_ms) * 1e6) as u64;
-                if busy {
-                    interval_ns = interval_ns.saturating_sub(tick_ns).max(tick_ns);
-                }
-                if now < self.cpus[cpu].last_balance[li] + interval_ns {
-                    continue;
-                }
-                if busy_at_start && !ran {
-                    self.balanced_busy.push(cpu);
-                }
-                ran = true;
-                let (moved, cont) = self.balance(cpu, li, idle, now, can_move);
-                self.cpus[cpu].last_balance[li] = now;
-                if moved > 0 {
-                    idle = if self.is_idle(cpu) {
-                        CpuIdleType::Idle
-                    } else {
-                        CpuIdleType::NotIdle
-                    };
-                }
-                if !cont {
-                    break;
-                }
-            }
-        }
-    }
-
-    /// `update_sg_lb_stats`; only a non-local group whose balancing CPU is idle can be
-    /// `smt_balance`.
-    fn update_sg_lb_stats(&self, g: &Group, pct: u64, local: bool, dst_idle: bool) -> Sgs {
-        let mut s = self.sum_group(g);
-        // group_smt_balance: a non-local SMT core running two tasks while dst is idle.
-        let smt_balance = !local && dst_idle && g.smt && s.nr > 1;
-        s.gtype = group_classify(pct, &s, smt_balance);
-        // Balancing computes avg_load only for overloaded groups.
-        if s.gtype == GroupType::Overloaded {
-            s.avg_load = s.load * CAPACITY / s.capacity;
-        }
-        s
-    }
-
-    /// Whether any CPU has more than one runnable task (the root domain is "overloaded").
-    fn rd_overloaded(&self) -> bool {
-        self.cpus.iter().any(|c| c.tasks.len() > 1)
-    }
-
-    /// Newly-idle balancing of a CPU that just ran out of work.
-    pub fn newidle_balance(&mut self, cpu: usize, now: u64, can_move: CanMove<'_>) {
-        if !self.is_idle(cpu) || !self.rd_overloaded() {
-            return;
-        }
-        for li in 0..self.levels.len() {
-            let (moved, cont) = self.balance(cpu, li, CpuIdleType::NewlyIdle, now, can_move);
-            if moved > 0 || !cont {
-                break;
-            }
-        }
-    }
-
-    /// `sched_balance_rq`: returns (tasks moved, continue with higher levels).
-    fn balance(
-        &mut self,
-        cpu: usize,
-        li: usize,
-        idle: CpuIdleType,
-        now: u64,
-        can_move: CanMove<'_>,
-    ) -> (usize, bool) {
-        let level = &self.levels[li];
-        let span = level.span(cpu).clone();
-        let pct = level.imbalance_pct;
-        let numa = level.numa();
-        let share_llc = level.share_llc();
-        let cache_nice_tries = level.cache_nice_tries;
-        let groups = span.ring(cpu).into_iter().cloned().collect::<Vec<_>>();
-        let local_g = &groups[0];
-
-        // should_we_balance
-        if idle == CpuIdleType::NewlyIdle {
-            if !self.is_idle(cpu) {
-                return (0, false);
-            }
-        } else {
-            let mut idle_smt = None;
-            let mut chosen = None;
-            let mut skip: Vec<usize> = Vec::new();
-            let mut cands = local_g.cpus.clone();
-            cands.sort_unstable();
-            for &c in &cands {
-                if skip.contains(&c) || !self.is_idle(c) {
-                    continue;
-                }
-                let siblings = &self.core_cpus[self.core_of[c]];
-                if level.kind != LevelKind::Smt
-                    && siblings.len() > 1
-                    && !siblings.iter().all(|&s| self.is_idle(s))
-                {
-                    if idle_smt.is_none() {
-                        idle_smt = Some(c);
-                    }
-                    skip.extend(siblings.iter().copied());
-                    continue;
-                }
-                chosen = Some(c);
-                break;
-            }
-            let balancer = chosen.or(idle_smt).unwrap_or(cands[0]);
-            if balancer != cpu {
-                // Not this CPU's turn: like the kernel, count it as balanced at this level
-                // and stop climbing.
-                self.balanced(cpu, li, idle);
-                return (0, false);
-            }
-        }
-
-        // Group statistics.
-        let local = self.update_sg_lb_stats(local_g, pct, true, false);
-        let mut busiest: Option<(usize, Sgs)> = None;
-        let mut total_load = local.load;
-        let mut total_cap = local.capacity;
-        for (gi, g) in groups.iter().enumerate().skip(1) {
-            let s = self.update_sg_lb_stats(g, pct, false, idle != CpuIdleType::NotIdle);
-            total_load += s.load;
-            total_cap += s.capacity;
-            if s.nr == 0 {
-                continue;
-            }
-            let replace = match &busiest {
-                None => true,
-                Some((_, b)) => {
-                    if s.gtype != b.gtype {
-                        s.gtype > b.gtype
-                    } else {
-                        match s.gtype {
-                            GroupType::Overloaded => s.avg_load > b.avg_load,
-                            GroupType::FullyBusy => {
-                                !(s.avg_load < b.avg_load || (s.avg_load == b.avg_load && b.smt))
-                            }
-                            // smt_balance groups with no idle CPU compare like fully busy ones.
-                            GroupType::SmtBalance if s.idle == 0 && b.idle == 0 => {
-                                !(s.avg_load < b.avg_load || (s.avg_load == b.avg_load && b.smt))
-                            }
-                            GroupType::SmtBalance | GroupType::HasSpare => {
-                                if s.smt != b.smt {
-                                    !(s.smt && s.nr <= 1)
-                                } else {
-                                    !(s.idle > b.idle || (s.idle == b.idle && s.nr <= b.nr))
-                                }
-                            }
-                        }
-                    }
-                }
-            };
-            if replace {
-                busiest = Some((gi, s));
-            }
-        }
-        let sds_avg = total_load * CAPACITY / total_cap;
-        let Some((bgi, b)) = busiest else {
-            self.balanced(cpu, li, idle);
-            return (0, true);
-        };
-        let prefer_sibling = span.prefer_sibling;
-        let dst_idle = idle != CpuIdleType::NotIdle;
-
-        let sibling_imbalance = |b: &Sgs, l: &Sgs| -> u64 {
-            if !dst_idle || b.nr == 0 {
-                return 0;
-            }
-            if b.cores == l.cores {
-                return b.nr.saturating_sub(l.nr);
-            }
-            let mut imb = (l.cores * b.nr).saturating_sub(b.cores * l.nr);
-            imb = (2 * imb + l.cores + b.cores) / (l.cores + b.cores);
-            if imb <= 1 && l.nr == 0 && b.nr > 1 {
-                imb = 2;
-            }
-            imb
-        };
-
-        // sched_balance_find_src_group checks.
-        let mut force = false;
-        if local.gtype > b.gtype {
-            self.balanced(cpu, li, idle);
-            return (0, true);
-        }
-        if local.gtype == GroupType::Overloaded {
-            let lavg = local.load * CAPACITY / local.capacity;
-            if lavg >= b.avg_load || lavg >= sds_avg || 100.0 * b.avg_load <= pct as f64 * lavg {
-                self.balanced(cpu, li, idle);
-                return (0, true);
-            }
-        }
-        if prefer_sibling && local.gtype == GroupType::HasSpare && sibling_imbalance(&b, &local) > 1
-        {
-            force = true;
-        }
-        if !force && b.gtype != GroupType::Overloaded {
-            let out = !dst_idle
-                || (b.gtype != GroupType::SmtBalance || local.smt == b.smt)
-                    && ((b.weight > 1 && local.idle <= b.idle + 1) || b.nr == 1);
-            if out {
-                self.balanced(cpu, li, idle);
-                return (0, true);
-            }
-        }
-
-        // calculate_imbalance
-        let (mtype, mut imbalance): (Migration, f64) = if b.gtype == GroupType::SmtBalance {
-            (Migration::Task, 1.0)
-        } else if local.gtype == GroupType::HasSpare {
-            if b.gtype > GroupType::FullyBusy && !share_llc {
-                let mut imb = (local.capacity.max(local.util) - local.util).max(0.0);
-                if dst_idle && imb == 0.0 {
-                    (Migration::Task, 1.0)
-                } else {
-                    if imb < 1.0 {
-                        imb = 0.0;
-                    }
-                    (Migration::Util, imb)
-                }
-            } else {
-                let mut imb = if b.weight == 1 || prefer_sibling {
-                    sibling_imbalance(&b, &local)
-                } else {
-                    local.idle.saturating_sub(b.idle)
-                };
-                if numa {
-                    imb = adjust_numa_imbalance(imb, local.nr + 1, span.imb_numa_nr);
-                }
-                (Migration::Task, (imb >> 1) as f64)
-            }
-        } else {
-            let lavg = local.load * CAPACITY / local.capacity;
-            if local.gtype < GroupType::Overloaded && (lavg >= b.avg_load || lavg >= sds_avg) {
-                (Migration::Load, 0.0)
-            } else {
-                let imb = ((b.avg_load - sds_avg) * b.capacity)
-                    .min((sds_avg - lavg) * local.capacity)
-                    / CAPACITY;
-                (Migration::Load, imb.max(0.0))
-            }
-        };
-        if imbalance <= 0.0 {
-            self.balanced(cpu, li, idle);
-            return (0, true);
-        }
-
-        // sched_balance_find_src_rq
-        let bg = &groups[bgi];
-        // fbq_type: on NUMA levels, runqueues whose tasks are better placed than the
-        // busiest group's are passed over, so well-placed NUMA tasks are pulled last.
-        let fbq_type = if numa {
-            let (nr, numa_nr, pref) = bg.cpus.iter().fold((0, 0, 0), |acc, &c| {
-                let (a, b, p) = self.fbq_counts(c);
-                (acc.0 + a, acc.1 + b, acc.2 + p)
-            });
-            Self::fbq_classify(nr, numa_nr, pref)
-        } else {
-            Fbq::All
-        };
-        let mut src: Option<usize> = None;
-        let mut best = (0.0f64, 0usize);
-        for &c in &bg.cpus {
-            let nr = self.cpus[c].tasks.len();
-            if nr == 0 {
-                continue;
-            }
-            // LBF_ALL_PINNED: a runqueue none of whose tasks may run here is taken out of
-            // the search and the search redone (`goto redo`): pass over it.
-            if !self.cpus[c]
-                .tasks
-                .iter()
-                .any(|&t| self.tasks[t as usize].allowed.contains(cpu))
-            {
-                continue;
-            }
-            if numa {
-                let (a, b, p) = self.fbq_counts(c);
-                if Self::fbq_classify(a, b, p) > fbq_type {
-                    continue;
-                }
-            }
-            let better = match mtype {
-                Migration::Task => nr as f64 > best.0,
-                Migration::Load => {
-                    let l = self.cpu_load(c);
-                    if nr == 1 && l > imbalance {
-                        false
-                    } else {
-                        l > best.0
-                    }
-                }
-                Migration::Util => nr > 1 && self.cpu_util(c) > best.0,
-            };
-            if better {
-                best = match mtype {
-                    Migration::Task => (nr as f64, c),
-                    Migration::Load => (self.cpu_load(c), c),
-                    Migration::Util => (self.cpu_util(c), c),
-                };
-                src = Some(c);
-            }
-        }
-        let Some(src) = src else {
-            self.balanced(cpu, li, idle);
-            return (0, true);
-        };
-
-        // detach_tasks: from the tail (least recently run), never the current task.
-        let mut moved = 0;
-        let failed = self.cpus[cpu].nr_balance_failed[li];
-        // Pass 0 skips `CanMigrate::Later` tasks; pass 1 (only if one was skipped and
-        // some imbalance is left) takes them too.
-        let mut deferred = false;
-        'passes: for pass in 0..2 {
-            if pass == 1 && (!deferred || (idle == CpuIdleType::NewlyIdle && moved > 0)) {
-                break;
-            }
-            let candidates: Vec<u32> = self.cpus[src].tasks.iter().skip(1).rev().copied().collect();
-            for t in candidates {
-                if self.cpus[src].tasks.len() <= 1 || imbalance <= 0.0 {
-                    break 'passes;
-                }
-                if !self.tasks[t as usize].allowed.contains(cpu) {
-                    continue;
-                }
-                if self.cpu_node[src] != self.cpu_node[cpu] {
-                    let ctx = self.lb_ctx(t, src, cpu, idle == CpuIdleType::Idle, false);
-                    match can_move(&ctx) {
-                        CanMigrate::Yes => {}
-                        CanMigrate::Hot if failed > cache_nice_tries => {}
-                        CanMigrate::Later if pass == 1 => {}
-                        CanMigrate::Later => {
-                            deferred = true;
-                            continue;
-                        }
-                        CanMigrate::Hot | CanMigrate::No => continue,
-                    }
-                }
-                let amount = match mtype {
-                    Migration::Task => 1.0,
-                    Migration::Load => self.tasks[t as usize].runnable.max(1.0),
-                    Migration::Util => self.tasks[t as usize].util,
-                };
-                if mtype != Migration::Task && amount / 2f64.powi(failed.min(63) as i32) > imbalance
-                {
-                    continue;
-                }
-                imbalance -= amount;
-                self.migrate(t, src, cpu, Cause::LoadBalance, now);
-                moved += 1;
-                if idle == CpuIdleType::NewlyIdle {
-                    break 'passes;
-                }
-            }
-        }
-
-        if moved == 0 {
-            if idle != CpuIdleType::NewlyIdle {
-                self.cpus[cpu].nr_balance_failed[li] += 1;
-            }
-            let need_active = mtype == Migration::Task
-                && self.cpus[cpu].nr_balance_failed[li] > cache_nice_tries + 2;
-            if need_active
-                && idle != CpuIdleType::NewlyIdle
-                && let Some(&cur) = self.cpus[src].tasks.first()
-            {
-                let allowed = self.tasks[cur as usize].allowed.contains(cpu)
-                    && (self.cpu_node[src] == self.cpu_node[cpu]
-                        || can_move(&self.lb_ctx(cur, src, cpu, true, true)) != CanMigrate::No);
-                if allowed {
-                    self.migrate(cur, src, cpu, Cause::ActiveBalance, now);
-                    self.cpus[cpu].nr_balance_failed[li] = 0;
-                    moved = 1;
-                }
-            }
-        } else {
-            self.cpus[cpu].nr_balance_failed[li] = 0;
-        }
-        // An imbalance was found: back to the shortest interval.
-        self.cpus[cpu].balance_interval_ms[li] = self.levels[li].span(cpu).cpus.len() as f64;
-        (moved, true)
-    }
-
-    /// (`nr_running`, `nr_numa_running`, `nr_preferred_running`) of a runqueue.
-    pub fn fbq_counts(&self, cpu: usize) -> (usize, usize, usize) {
-        let node = self.cpu_node[cpu];
-        let mut numa = 0;
-        let mut pref = 0;
-        for &t in &self.cpus[cpu].tasks {
-            if let Some(p) = self.tasks[t as usize].numa_preferred_nid {
-                numa += 1;
-                if p == node {
-                    pref += 1;
-                }
-            }
-        }
-        (self.cpus[cpu].tasks.len(), numa, pref)
-    }
-
-    /// `fbq_classify_group` / `fbq_classify_rq`.
-    fn fbq_classify(nr: usize, numa: usize, preferred: usize) -> Fbq {
-        if nr > numa {
-            Fbq::Regular
-        } else if nr > preferred {
-            Fbq::Remote
-        } else {
-            Fbq::All
-        }
-    }
-
-    fn lb_ctx(&self, tid: u32, src: usize, dst: usize, dst_idle: bool, active: bool) -> LbCtx {
-        let (nr, _, pref) = self.fbq_counts(src);
-        LbCtx {
-            tid,
-            src_cpu: src,
-            src_node: self.cpu_node[src],
-            dst_node: self.cpu_node[dst],
-            src_nr_running: nr,
-            src_nr_preferred_running: pref,
-            dst_idle,
-            active,
-        }
-    }
-
-    /// `out_balanced`: reset the failure count; periodic passes also back off the interval
-    /// (newly-idle passes do not, as they ignore intervals).
-    fn balanced(&mut self, cpu: usize, li: usize, idle: CpuIdleType) {
-        self.cpus[cpu].nr_balance_failed[li] = 0;
-        if idle == CpuIdleType::NewlyIdle {
-            return;
-        }
-        let w = self.levels[li].span(cpu).cpus.len() as f64;
-        let bi = &mut self.cpus[cpu].balance_interval_ms[li];
-        if *bi < 2.0 * w {
-            *bi = (*bi * 2.0).min(2.0 * w);
         }
     }
 
