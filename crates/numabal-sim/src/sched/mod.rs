@@ -14,6 +14,21 @@
 //! on a runqueue are never cache-hot; load and utilisation are exponential averages with
 //! PELT's 32 ms half-life; idle CPUs balance on their own timers (standing in for NOHZ
 //! idle balancing); no RT/IRQ pressure, so every CPU has capacity 1024.
+//!
+//! The files follow the kernel's functions (kernel/sched/fair.c, topology.c):
+//!
+//! ```text
+//!   mod.rs        tasks, runqueues and moves, load averages,
+//!                 the invariant check
+//!   topology.rs   levels, spans and groups of a machine       build_sched_domains
+//!   placement.rs  fork/exec and wakeup placement, policy      find_idlest_cpu,
+//!                 and affinity moves                          select_idle_sibling
+//!   stats.rs      group sums and types, shared by both        group_classify
+//!   fbg.rs        busiest group, imbalance, busiest runqueue  find_busiest_group,
+//!                                                             calculate_imbalance, ...
+//!   balance.rs    when balancing runs and what it moves       load_balance,
+//!                                                             detach_tasks, ...
+//! ```
 
 mod balance;
 mod fbg;
