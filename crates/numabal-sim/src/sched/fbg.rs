@@ -85,7 +85,6 @@ impl Sched {
         let local = &sds.local;
         let pct = env.imbalance_pct;
         let dst_idle = env.dst_idle();
-        let mut force = false;
         if local.gtype > b.gtype {
             return None;
         }
@@ -96,12 +95,11 @@ impl Sched {
                 return None;
             }
         }
-        if env.span.prefer_sibling
+        // SD_PREFER_SIBLING: even out sibling groups' task counts (`goto force_balance`,
+        // past the idle-CPU tests below).
+        let force = env.span.prefer_sibling
             && local.gtype == GroupType::HasSpare
-            && sibling_imbalance(dst_idle, &b, local) > 1
-        {
-            force = true;
-        }
+            && sibling_imbalance(dst_idle, &b, local) > 1;
         if !force && b.gtype != GroupType::Overloaded {
             let out = !dst_idle
                 || (b.gtype != GroupType::SmtBalance || local.smt == b.smt)
