@@ -244,10 +244,7 @@ impl Tunables {
 impl AutoNuma2012 {
     /// `autonuma_enter` at fork: the mm joins the tail of knuma_scand's list.
     fn aa_new_process(&mut self, w: &mut World, pidx: usize) {
-        let objs: Vec<usize> = w.procs[pidx].regions.iter().map(|r| r.obj).collect();
-        for o in objs {
-            w.objects[o].enable_hinting();
-        }
+        w.enable_hinting(pidx);
         let nn = w.machine.nr_nodes();
         let aa = &mut self.aa;
         while aa.mms.len() <= pidx {

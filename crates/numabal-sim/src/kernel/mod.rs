@@ -14,6 +14,8 @@
 //! ```
 
 pub mod aa2012;
+#[cfg(test)]
+mod fault_counter;
 pub mod kthread;
 pub mod linux6;
 pub mod stable;

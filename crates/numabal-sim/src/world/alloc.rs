@@ -288,4 +288,32 @@ impl World<'_> {
         }
         v
     }
+
+    /// NUMA hinting on every mapping of process `pidx`: its pages can be made PROT_NONE.
+    pub(crate) fn enable_hinting(&mut self, pidx: usize) {
+        for r in &self.procs[pidx].regions {
+            self.objects[r.obj].enable_hinting();
+        }
+    }
+
+    /// Make every present entry (base page or THP) of process `pidx` PROT_NONE, as a scan
+    /// of all its memory would (its cost is the caller's to charge); returns the entries
+    /// newly marked. (Only the trivial model of `kernel/fault_counter.rs` scans this way.)
+    #[cfg(test)]
+    pub(crate) fn protect_all(&mut self, pidx: usize) -> u64 {
+        let mut marked = 0;
+        for r in &self.procs[pidx].regions {
+            let o = &mut self.objects[r.obj];
+            let mut p = 0;
+            while p < o.pages {
+                let head = o.head(p);
+                if o.node_of(head).is_some() && o.set_prot(head) {
+                    marked += 1;
+                }
+                let c = head / CHUNK;
+                p = head + if o.is_huge(c) { o.chunk_len(c) } else { 1 };
+            }
+        }
+        marked
+    }
 }

@@ -524,6 +524,15 @@ impl<'a> World<'a> {
     }
 }
 
+impl World<'_> {
+    /// The processes running now that have memory.
+    pub(crate) fn live_processes(&self) -> Vec<usize> {
+        (0..self.procs.len())
+            .filter(|&i| self.procs[i].end_ns.is_none() && !self.procs[i].regions.is_empty())
+            .collect()
+    }
+}
+
 impl Thread {
     pub(crate) fn new(proc: usize, group: usize, index: u32, state: TState) -> Self {
         Thread {

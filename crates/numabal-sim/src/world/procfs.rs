@@ -84,8 +84,8 @@ impl World<'_> {
 
     /// Every live process with mappings, as `/proc/PID` shows it.
     pub(crate) fn process_obs(&self) -> Vec<ProcessObs> {
-        (0..self.procs.len())
-            .filter(|&i| self.procs[i].end_ns.is_none() && !self.procs[i].regions.is_empty())
+        self.live_processes()
+            .into_iter()
             .map(|i| {
                 let p = &self.procs[i];
                 let node_bytes = self.process_node_bytes(i);

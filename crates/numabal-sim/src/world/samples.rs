@@ -29,8 +29,9 @@ impl World<'_> {
         {
             return;
         }
-        let processes = (0..self.procs.len())
-            .filter(|&i| self.procs[i].end_ns.is_none() && !self.procs[i].regions.is_empty())
+        let processes = self
+            .live_processes()
+            .into_iter()
             .map(|i| records::NumastatProcess {
                 pid: i as u32 + 1,
                 name: self.procs[i].name.clone(),

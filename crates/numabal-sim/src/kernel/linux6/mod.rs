@@ -174,10 +174,7 @@ impl Linux6 {
     fn numab_new_process(&mut self, w: &mut World, pidx: usize) {
         let now = w.now;
         let nregions = w.procs[pidx].regions.len();
-        let objs: Vec<usize> = w.procs[pidx].regions.iter().map(|r| r.obj).collect();
-        for o in objs {
-            w.objects[o].enable_hinting();
-        }
+        w.enable_hinting(pidx);
         let nb = &mut *self;
         let delay = nb.tun.scan_delay_ms * MS;
         while nb.mms.len() <= pidx {
