@@ -201,52 +201,17 @@ impl World<'_> {
             let phase_idx = self.threads[t].phase;
             let grp = &self.procs[pidx].groups[g];
             if phase_idx >= grp.phases.len() {
-                let w = grp.work_per_iteration;
-                self.procs[pidx].work_units += w;
-                if wall(total - budget) as f64 >= self.sc.sim.warmup_s * NS {
-                    self.procs[pidx].work_units_warm += w;
-                }
-                let grp = &self.procs[pidx].groups[g];
-                let th = &mut self.threads[t];
-                th.iter += 1;
-                if th.iter < grp.iterations {
-                    th.phase = 0;
-                    th.prog = Prog::default();
+                if self.end_iteration(ag, t, wall(total - budget))? {
                     tau_valid = false;
                     continue;
                 }
-                self.finish_thread(ag, t, wall(total - budget))?;
                 break;
             }
             let phase = grp.phases[phase_idx].clone();
             match phase {
                 PhaseRt::Access(a) => {
                     if !self.threads[t].prog.started {
-                        let slice = self.slice_of(t, &a);
-                        let slice_bytes = (slice.1 - slice.0) as f64 * PAGE_BYTES;
-                        let now_wall = wall(total - budget);
-                        let th = &mut self.threads[t];
-                        th.prog = Prog {
-                            started: true,
-                            slice,
-                            pop_cursor: slice.0,
-                            ..Prog::default()
-                        };
-                        match a.amount {
-                            Amount::Seconds(s) => {
-                                th.prog.timed = true;
-                                th.prog.left = f64::INFINITY;
-                                th.prog.until_ns = now_wall + (s * NS) as u64;
-                            }
-                            Amount::Bytes(b) if a.passes.is_none() => th.prog.left = b,
-                            Amount::Bytes(_) => {
-                                th.prog.left = a.passes.unwrap_or(1.0) * slice_bytes
-                            }
-                        }
-                        if !tau_valid {
-                            self.tau_for(c, &a, smt, tau);
-                            tau_valid = true;
-                        }
+                        self.start_access(t, &a, wall(total - budget));
                     }
                     if !tau_valid {
                         self.tau_for(c, &a, smt, tau);
@@ -269,81 +234,151 @@ impl World<'_> {
                     }
                 }
                 PhaseRt::Compute(ns, jitter) => {
-                    let ns = if self.threads[t].prog.started {
-                        ns
-                    } else {
-                        self.jittered(ns, jitter)
-                    };
-                    let th = &mut self.threads[t];
-                    if !th.prog.started {
-                        th.prog = Prog {
-                            started: true,
-                            left: ns,
-                            ..Prog::default()
-                        };
-                    }
-                    let need = th.prog.left / cpu_share;
-                    if need <= budget {
-                        budget -= need;
-                        th.sum_exec_ns += need;
-                        self.user_ns += need;
-                        self.advance_phase(t);
-                    } else {
-                        th.prog.left -= budget * cpu_share;
-                        th.sum_exec_ns += budget;
-                        self.user_ns += budget;
+                    budget = self.run_compute(t, ns, jitter, cpu_share, budget);
+                }
+                other => {
+                    if self.wait_phase(ag, t, c, &other, wall(total - budget))? {
                         budget = 0.0;
                     }
-                }
-                PhaseRt::Sleep(ns, jitter) => {
-                    let ns = self.jittered(ns, jitter);
-                    let at = wall(total - budget);
-                    self.advance_phase(t);
-                    self.block(t, TState::Sleeping, at);
-                    self.wake_at(t, at + ns as u64);
-                    budget = 0.0;
-                }
-                PhaseRt::Spawn(target) => {
-                    self.advance_phase(t);
-                    if self.procs[pidx].groups[target].threads.is_empty() {
-                        let n = self.procs[pidx].groups[target].nthreads;
-                        self.start_group(ag, pidx, target, c, wall(total - budget))?;
-                        // `clone` is work the thread asked for, not a stall.
-                        let cost = self.machine.spec.costs.thread_spawn_ns * n as f64;
-                        self.threads[t].debt_ns += cost;
-                        self.sys_ns += cost;
-                    }
-                }
-                PhaseRt::Join(target) => {
-                    let at = wall(total - budget);
-                    let tg = &self.procs[pidx].groups[target];
-                    if !tg.threads.is_empty() && tg.done == tg.nthreads {
-                        let done_at = self.group_done_at(pidx, target);
-                        self.advance_phase(t);
-                        if done_at > at {
-                            // Finished, but later than this thread's present.
-                            self.block(t, TState::Sleeping, at);
-                            self.wake_at(t, done_at);
-                            budget = 0.0;
-                        }
-                    } else {
-                        self.procs[pidx].groups[target].joiners.push((t, at));
-                        self.block(t, TState::Blocked, at);
-                        budget = 0.0;
-                    }
-                }
-                PhaseRt::Barrier => {
-                    let at = wall(total - budget);
-                    self.procs[pidx].groups[g].barrier_waiting.push((t, at));
-                    self.block(t, TState::Blocked, at);
-                    budget = 0.0;
-                    self.maybe_release_barrier(pidx, g, at);
                 }
             }
         }
         self.threads[t].window_bytes = bytes_this;
         self.cpu_busy_ns[c] += (self.threads[t].sum_exec_ns - exec0).max(0.0);
         Ok(())
+    }
+
+    /// A pass over the phases is done at `at`: the process's work counts it; the thread
+    /// starts the next iteration (true) or exits.
+    fn end_iteration(&mut self, ag: &mut Agents<'_>, t: usize, at: u64) -> Result<bool, SimError> {
+        let (pidx, g) = (self.threads[t].proc, self.threads[t].group);
+        let w = self.procs[pidx].groups[g].work_per_iteration;
+        self.procs[pidx].work_units += w;
+        if at as f64 >= self.sc.sim.warmup_s * NS {
+            self.procs[pidx].work_units_warm += w;
+        }
+        let grp = &self.procs[pidx].groups[g];
+        let th = &mut self.threads[t];
+        th.iter += 1;
+        if th.iter < grp.iterations {
+            th.phase = 0;
+            th.prog = Prog::default();
+            return Ok(true);
+        }
+        self.finish_thread(ag, t, at)?;
+        Ok(false)
+    }
+
+    /// An access phase starts at `now_wall`: its slice, and how much it has to do (bytes,
+    /// passes over the slice, or a wall-clock duration).
+    fn start_access(&mut self, t: usize, a: &AccessRt, now_wall: u64) {
+        let slice = self.slice_of(t, a);
+        let slice_bytes = (slice.1 - slice.0) as f64 * PAGE_BYTES;
+        let th = &mut self.threads[t];
+        th.prog = Prog {
+            started: true,
+            slice,
+            pop_cursor: slice.0,
+            ..Prog::default()
+        };
+        match a.amount {
+            Amount::Seconds(s) => {
+                th.prog.timed = true;
+                th.prog.left = f64::INFINITY;
+                th.prog.until_ns = now_wall + (s * NS) as u64;
+            }
+            Amount::Bytes(b) if a.passes.is_none() => th.prog.left = b,
+            Amount::Bytes(_) => th.prog.left = a.passes.unwrap_or(1.0) * slice_bytes,
+        }
+    }
+
+    /// A compute phase of `ns` (jittered once, at its start) at `cpu_share` of a core,
+    /// within `budget` ns of CPU time; returns the budget left.
+    fn run_compute(&mut self, t: usize, ns: f64, jitter: f64, cpu_share: f64, budget: f64) -> f64 {
+        let ns = if self.threads[t].prog.started {
+            ns
+        } else {
+            self.jittered(ns, jitter)
+        };
+        let th = &mut self.threads[t];
+        if !th.prog.started {
+            th.prog = Prog {
+                started: true,
+                left: ns,
+                ..Prog::default()
+            };
+        }
+        let need = th.prog.left / cpu_share;
+        if need <= budget {
+            th.sum_exec_ns += need;
+            self.user_ns += need;
+            self.advance_phase(t);
+            budget - need
+        } else {
+            th.prog.left -= budget * cpu_share;
+            th.sum_exec_ns += budget;
+            self.user_ns += budget;
+            0.0
+        }
+    }
+
+    /// A sleep, spawn, join or barrier phase reached at `at` by thread `t` on CPU `c`;
+    /// true if the thread stops running for the rest of the interval.
+    fn wait_phase(
+        &mut self,
+        ag: &mut Agents<'_>,
+        t: usize,
+        c: usize,
+        phase: &PhaseRt,
+        at: u64,
+    ) -> Result<bool, SimError> {
+        let (pidx, g) = (self.threads[t].proc, self.threads[t].group);
+        match *phase {
+            PhaseRt::Sleep(ns, jitter) => {
+                let ns = self.jittered(ns, jitter);
+                self.advance_phase(t);
+                self.block(t, TState::Sleeping, at);
+                self.wake_at(t, at + ns as u64);
+                Ok(true)
+            }
+            PhaseRt::Spawn(target) => {
+                self.advance_phase(t);
+                if self.procs[pidx].groups[target].threads.is_empty() {
+                    let n = self.procs[pidx].groups[target].nthreads;
+                    self.start_group(ag, pidx, target, c, at)?;
+                    // `clone` is work the thread asked for, not a stall.
+                    let cost = self.machine.spec.costs.thread_spawn_ns * n as f64;
+                    self.threads[t].debt_ns += cost;
+                    self.sys_ns += cost;
+                }
+                Ok(false)
+            }
+            PhaseRt::Join(target) => {
+                let tg = &self.procs[pidx].groups[target];
+                if !tg.threads.is_empty() && tg.done == tg.nthreads {
+                    let done_at = self.group_done_at(pidx, target);
+                    self.advance_phase(t);
+                    if done_at > at {
+                        // Finished, but later than this thread's present.
+                        self.block(t, TState::Sleeping, at);
+                        self.wake_at(t, done_at);
+                        return Ok(true);
+                    }
+                    Ok(false)
+                } else {
+                    self.procs[pidx].groups[target].joiners.push((t, at));
+                    self.block(t, TState::Blocked, at);
+                    Ok(true)
+                }
+            }
+            PhaseRt::Barrier => {
+                self.procs[pidx].groups[g].barrier_waiting.push((t, at));
+                self.block(t, TState::Blocked, at);
+                self.maybe_release_barrier(pidx, g, at);
+                Ok(true)
+            }
+            PhaseRt::Access(_) | PhaseRt::Compute(..) => Ok(false),
+        }
     }
 }
 

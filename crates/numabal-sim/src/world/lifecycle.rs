@@ -12,131 +12,24 @@ use numabal_policy::ThreadInfo;
 use rand::RngExt;
 
 impl World<'_> {
+    /// Instance `instance` of `[[process]]` `spec` starts now: its mappings and thread
+    /// groups, the kernel model and the policy hear of it, exec balancing picks its CPU,
+    /// and its first groups start.
     pub(crate) fn start_process(
         &mut self,
         ag: &mut Agents<'_>,
         spec: usize,
         instance: u32,
     ) -> Result<(), SimError> {
-        let wl = &self.sc.workload;
+        let sc = self.sc;
+        let wl = &sc.workload;
         let p = &wl.spec.processes[spec];
         let label = format!("workload {}: process {}", wl.spec.name, p.name);
         let n = self.machine.nr_nodes();
         let cpuset_cpus = wl.cpuset_cpus[spec].clone();
         let cpuset_mems = wl.cpuset_mems[spec].clone();
-        let mut regions = Vec::new();
-        for r in &p.regions {
-            let wl_policy = resolve_policy(&r.mempolicy, n, self.random_node, &label)?;
-            match &r.shared {
-                Some(name) => {
-                    let si = wl
-                        .spec
-                        .shared
-                        .iter()
-                        .position(|s| &s.name == name)
-                        .expect("validated");
-                    let obj = self.shared_objs[si];
-                    self.obj_refs[obj] += 1;
-                    let shared_policy =
-                        resolve_policy(&wl.spec.shared[si].mempolicy, n, self.random_node, &label)?;
-                    let kind = wl.spec.shared[si].kind;
-                    regions.push(Region {
-                        obj,
-                        pages: self.objects[obj].pages,
-                        wl_policy: wl_policy.or(shared_policy),
-                        ranges: Vec::new(),
-                        file_ro: kind == SharedKind::File,
-                        vm_shared: kind == SharedKind::Shm,
-                    });
-                }
-                None => {
-                    let pages = r.size.expect("validated").pages();
-                    let file = r.kind == RegionKind::File;
-                    let thp = self.thp_for(r.thp, file);
-                    self.objects.push(MemObject::new(pages, thp, n));
-                    self.obj_refs.push(1);
-                    self.obj_owner.push(Some(self.procs.len()));
-                    regions.push(Region {
-                        obj: self.objects.len() - 1,
-                        pages,
-                        wl_policy,
-                        ranges: Vec::new(),
-                        file_ro: file,
-                        vm_shared: false,
-                    });
-                }
-            }
-        }
-        let mut groups = Vec::new();
-        for (gi, g) in p.groups.iter().enumerate() {
-            let mut phases = Vec::new();
-            for ph in &g.phases {
-                phases.push(match ph {
-                    PhaseSpec::Access(a) => {
-                        let region = p
-                            .regions
-                            .iter()
-                            .position(|r| r.name == a.region)
-                            .expect("validated");
-                        let amount = match (a.passes, a.bytes, a.seconds) {
-                            (_, Some(b), _) => Amount::Bytes(b.0 as f64),
-                            (_, _, Some(s)) => Amount::Seconds(s),
-                            _ => Amount::Bytes(0.0), // passes: resolved per thread from its slice
-                        };
-                        PhaseRt::Access(AccessRt {
-                            region,
-                            slice: a.slice,
-                            pattern: a.pattern,
-                            amount,
-                            passes: a.passes,
-                            ns_per_byte: a.ns_per_byte,
-                            mlp: a.mlp,
-                            cache_hit: a.cache_hit,
-                            zipf_s: a.zipf_s.unwrap_or(1.0),
-                            hot_fraction: a.hot_fraction.unwrap_or(0.1),
-                            hot_weight: a.hot_weight.unwrap_or(0.9),
-                            mempolicy: resolve_policy(&a.mempolicy, n, self.random_node, &label)?,
-                        })
-                    }
-                    PhaseSpec::Compute(c) => PhaseRt::Compute(c.seconds * NS, c.jitter),
-                    PhaseSpec::Sleep(s) => PhaseRt::Sleep(s.seconds * NS, s.jitter),
-                    PhaseSpec::Spawn(r) => PhaseRt::Spawn(
-                        p.groups
-                            .iter()
-                            .position(|o| o.name == r.group)
-                            .expect("validated"),
-                    ),
-                    PhaseSpec::Join(r) => PhaseRt::Join(
-                        p.groups
-                            .iter()
-                            .position(|o| o.name == r.group)
-                            .expect("validated"),
-                    ),
-                    PhaseSpec::Barrier(_) => PhaseRt::Barrier,
-                });
-            }
-            let spawned = p.groups.iter().any(|o| {
-                o.phases
-                    .iter()
-                    .any(|ph| matches!(ph, PhaseSpec::Spawn(r) if r.group == g.name))
-            });
-            groups.push(GroupRt {
-                name: g.name.clone(),
-                nthreads: wl.threads[spec][gi],
-                placement: g.placement,
-                phases,
-                iterations: g.iterations,
-                work_per_iteration: g.work_per_iteration,
-                affinity: wl.group_affinity[spec][gi].clone(),
-                spawned,
-                start_s: g.start_s,
-                stagger_s: g.stagger_s,
-                threads: Vec::new(),
-                done: 0,
-                joiners: Vec::new(),
-                barrier_waiting: Vec::new(),
-            });
-        }
+        let regions = self.map_regions(spec, &label)?;
+        let groups = self.thread_groups(spec, &label)?;
         let allowed = wl.affinity[spec]
             .clone()
             .unwrap_or_else(|| cpuset_cpus.clone())
@@ -200,6 +93,136 @@ impl World<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The mappings of a new process of `[[process]]` `spec`: its shared objects (one more
+    /// user each) and its own, with their memory policies (`label` names them in errors).
+    fn map_regions(&mut self, spec: usize, label: &str) -> Result<Vec<Region>, SimError> {
+        let wl = &self.sc.workload;
+        let p = &wl.spec.processes[spec];
+        let n = self.machine.nr_nodes();
+        let mut regions = Vec::new();
+        for r in &p.regions {
+            let wl_policy = resolve_policy(&r.mempolicy, n, self.random_node, label)?;
+            match &r.shared {
+                Some(name) => {
+                    let si = wl
+                        .spec
+                        .shared
+                        .iter()
+                        .position(|s| &s.name == name)
+                        .expect("validated");
+                    let obj = self.shared_objs[si];
+                    self.obj_refs[obj] += 1;
+                    let shared_policy =
+                        resolve_policy(&wl.spec.shared[si].mempolicy, n, self.random_node, label)?;
+                    let kind = wl.spec.shared[si].kind;
+                    regions.push(Region {
+                        obj,
+                        pages: self.objects[obj].pages,
+                        wl_policy: wl_policy.or(shared_policy),
+                        ranges: Vec::new(),
+                        file_ro: kind == SharedKind::File,
+                        vm_shared: kind == SharedKind::Shm,
+                    });
+                }
+                None => {
+                    let pages = r.size.expect("validated").pages();
+                    let file = r.kind == RegionKind::File;
+                    let thp = self.thp_for(r.thp, file);
+                    self.objects.push(MemObject::new(pages, thp, n));
+                    self.obj_refs.push(1);
+                    self.obj_owner.push(Some(self.procs.len()));
+                    regions.push(Region {
+                        obj: self.objects.len() - 1,
+                        pages,
+                        wl_policy,
+                        ranges: Vec::new(),
+                        file_ro: file,
+                        vm_shared: false,
+                    });
+                }
+            }
+        }
+        Ok(regions)
+    }
+
+    /// The thread groups of a new process of `[[process]]` `spec`, their phases resolved.
+    fn thread_groups(&self, spec: usize, label: &str) -> Result<Vec<GroupRt>, SimError> {
+        let wl = &self.sc.workload;
+        let p = &wl.spec.processes[spec];
+        let n = self.machine.nr_nodes();
+        let mut groups = Vec::new();
+        for (gi, g) in p.groups.iter().enumerate() {
+            let mut phases = Vec::new();
+            for ph in &g.phases {
+                phases.push(match ph {
+                    PhaseSpec::Access(a) => {
+                        let region = p
+                            .regions
+                            .iter()
+                            .position(|r| r.name == a.region)
+                            .expect("validated");
+                        let amount = match (a.passes, a.bytes, a.seconds) {
+                            (_, Some(b), _) => Amount::Bytes(b.0 as f64),
+                            (_, _, Some(s)) => Amount::Seconds(s),
+                            _ => Amount::Bytes(0.0), // passes: resolved per thread from its slice
+                        };
+                        PhaseRt::Access(AccessRt {
+                            region,
+                            slice: a.slice,
+                            pattern: a.pattern,
+                            amount,
+                            passes: a.passes,
+                            ns_per_byte: a.ns_per_byte,
+                            mlp: a.mlp,
+                            cache_hit: a.cache_hit,
+                            zipf_s: a.zipf_s.unwrap_or(1.0),
+                            hot_fraction: a.hot_fraction.unwrap_or(0.1),
+                            hot_weight: a.hot_weight.unwrap_or(0.9),
+                            mempolicy: resolve_policy(&a.mempolicy, n, self.random_node, label)?,
+                        })
+                    }
+                    PhaseSpec::Compute(c) => PhaseRt::Compute(c.seconds * NS, c.jitter),
+                    PhaseSpec::Sleep(s) => PhaseRt::Sleep(s.seconds * NS, s.jitter),
+                    PhaseSpec::Spawn(r) => PhaseRt::Spawn(
+                        p.groups
+                            .iter()
+                            .position(|o| o.name == r.group)
+                            .expect("validated"),
+                    ),
+                    PhaseSpec::Join(r) => PhaseRt::Join(
+                        p.groups
+                            .iter()
+                            .position(|o| o.name == r.group)
+                            .expect("validated"),
+                    ),
+                    PhaseSpec::Barrier(_) => PhaseRt::Barrier,
+                });
+            }
+            let spawned = p.groups.iter().any(|o| {
+                o.phases
+                    .iter()
+                    .any(|ph| matches!(ph, PhaseSpec::Spawn(r) if r.group == g.name))
+            });
+            groups.push(GroupRt {
+                name: g.name.clone(),
+                nthreads: wl.threads[spec][gi],
+                placement: g.placement,
+                phases,
+                iterations: g.iterations,
+                work_per_iteration: g.work_per_iteration,
+                affinity: wl.group_affinity[spec][gi].clone(),
+                spawned,
+                start_s: g.start_s,
+                stagger_s: g.stagger_s,
+                threads: Vec::new(),
+                done: 0,
+                joiners: Vec::new(),
+                barrier_waiting: Vec::new(),
+            });
+        }
+        Ok(groups)
     }
 
     pub(crate) fn start_group(

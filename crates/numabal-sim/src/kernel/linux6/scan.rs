@@ -125,21 +125,20 @@ impl Linux6 {
         None
     }
 
-    /// `task_numa_work`: returns the CPU ns the scan took.
-    pub(super) fn task_numa_work(&mut self, w: &mut World, t: usize) -> f64 {
+    /// `task_numa_work`'s first checks: the cpuset skip (6.16+: nothing can migrate when
+    /// the cpuset allows one memory node) and `numa_next_scan`; when a scan is due, the
+    /// next one is set a scan period later. False: no scan now.
+    fn scan_due(&mut self, w: &World, t: usize) -> bool {
         let now = w.now;
         let pidx = w.threads[t].proc;
-        let pid = t as u32 + 1;
-        // The cpuset scan-skip patch (v6.16+): nothing can migrate when the cpuset allows one memory node.
         let single_mem = w.procs[pidx].cpuset_mems.count() == 1;
         let tick = w.tick_ns;
-        let nthreads = w.procs[pidx].live as u64;
-        let nb = &mut *self;
+        let nb = self;
         if nb.tun.cpuset_skip && single_mem {
             nb.stats.cpuset_skips += 1;
             nb.trace
                 .task(now, "sched_skip_cpuset_numa", t, pidx, String::new());
-            return 0.0;
+            return false;
         }
         let delay = nb.tun.scan_delay_ms * MS;
         let mm = &mut nb.mms[pidx];
@@ -147,12 +146,40 @@ impl Linux6 {
             mm.next_scan = now + delay;
         }
         if now < mm.next_scan {
-            return 0.0;
+            return false;
         }
         let period = nb.tasks[t].scan_period;
         nb.mms[pidx].next_scan = now + period * MS;
         nb.tasks[t].node_stamp += 2 * tick;
         nb.stats.scans += 1;
+        true
+    }
+
+    /// `scan_window` (the async-scan RFC, Mel Gorman): the pages of VMA `ri` between the
+    /// lowest and the highest faulting address of the previous and the current pass.
+    fn fault_window(&self, pidx: usize, ri: usize, rpages: u64) -> (u64, u64) {
+        let mm = &self.mms[pidx];
+        match (mm.win_prev[ri], mm.win_cur[ri]) {
+            (None, None) => (0, rpages),
+            (a, b) => {
+                let lo = a.map_or(u64::MAX, |w| w.0).min(b.map_or(u64::MAX, |w| w.0));
+                let hi = a.map_or(0, |w| w.1).max(b.map_or(0, |w| w.1));
+                (lo / CHUNK * CHUNK, (hi + 1).min(rpages))
+            }
+        }
+    }
+
+    /// `task_numa_work`: returns the CPU ns the scan took.
+    pub(super) fn task_numa_work(&mut self, w: &mut World, t: usize) -> f64 {
+        let now = w.now;
+        let pidx = w.threads[t].proc;
+        let pid = t as u32 + 1;
+        let nthreads = w.procs[pidx].live as u64;
+        if !self.scan_due(w, t) {
+            return 0.0;
+        }
+        let nb = &mut *self;
+        let delay = nb.tun.scan_delay_ms * MS;
         let mut pages = nb.tun.scan_pages() as i64;
         let mut virtpages = pages * 8;
         let pid_filter = nb.tun.vma_pid_filter;
@@ -217,15 +244,7 @@ impl Linux6 {
                 // The async-scan RFC (Mel Gorman): only between the lowest and the highest faulting
                 // address of the previous and the current pass.
                 let (lo, hi) = if scan_window {
-                    let mm = &nb.mms[pidx];
-                    match (mm.win_prev[ri], mm.win_cur[ri]) {
-                        (None, None) => (0, rpages),
-                        (a, b) => {
-                            let lo = a.map_or(u64::MAX, |w| w.0).min(b.map_or(u64::MAX, |w| w.0));
-                            let hi = a.map_or(0, |w| w.1).max(b.map_or(0, |w| w.1));
-                            (lo / CHUNK * CHUNK, (hi + 1).min(rpages))
-                        }
-                    }
+                    nb.fault_window(pidx, ri, rpages)
                 } else {
                     (0, rpages)
                 };
