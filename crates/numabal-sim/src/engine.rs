@@ -14,10 +14,8 @@
 
 use crate::event::EventKind;
 use crate::kernel::{KernelModel, NoBalancing};
-use crate::memory::PAGE_BYTES;
 use crate::registry::Registry;
 use crate::result::{RunResult, ScenarioSummary};
-use crate::sched::LbCtx;
 use crate::userspace::UserSpace;
 use crate::world::{Agents, TState, World};
 use numabal_model::Scenario;
@@ -116,20 +114,21 @@ impl<'a> Sim<'a> {
         }
         self.world.boot();
         if let Some(i) = self.user.first_tick_ns() {
-            self.world.events.push(i, EventKind::PolicyTick);
+            self.world.push_event(i, EventKind::PolicyTick);
         }
         let mut t0 = 0u64;
         loop {
             if self.world.work_done() {
                 break;
             }
-            let Some(t1) = self.world.events.peek_time() else {
+            let Some(t1) = self.world.next_event_time() else {
                 break;
             };
-            if t1 >= self.world.max_ns {
+            let max_ns = self.world.max_ns();
+            if t1 >= max_ns {
                 let (w, mut a) = self.split();
-                w.advance(&mut a, t0, w.max_ns)?;
-                self.world.now = self.world.max_ns;
+                w.advance(&mut a, t0, max_ns)?;
+                self.world.set_now(max_ns);
                 break;
             }
             if t1 < t0 {
@@ -142,10 +141,10 @@ impl<'a> Sim<'a> {
                 w.advance(&mut a, t0, t1)?;
                 t0 = t1;
             }
-            self.world.now = t1;
-            while self.world.events.peek_time() == Some(t1) {
-                let ev = self.world.events.pop().expect("peeked");
-                self.handle(ev.kind)?;
+            self.world.set_now(t1);
+            while self.world.next_event_time() == Some(t1) {
+                let ev = self.world.pop_event().expect("peeked");
+                self.handle(ev)?;
             }
             self.world.count_moves();
         }
@@ -157,19 +156,19 @@ impl<'a> Sim<'a> {
         let (w, mut a) = self.split();
         match kind {
             EventKind::ProcessStart { spec, instance } => {
-                w.pending_starts -= 1;
+                w.start_happens();
                 w.start_process(&mut a, spec as usize, instance)?;
             }
             EventKind::GroupStart { proc_idx, group } => {
-                w.pending_starts -= 1;
-                let home = w.procs[proc_idx as usize].home_cpu;
-                let now = w.now;
+                w.start_happens();
+                let home = w.home_cpu(proc_idx as usize);
+                let now = w.now();
                 w.start_group(&mut a, proc_idx as usize, group as usize, home, now)?;
             }
             EventKind::Wake { tid } => {
                 let t = tid as usize;
-                if w.threads[t].state == TState::Sleeping {
-                    w.wake(t, w.now);
+                if w.thread(t).state == TState::Sleeping {
+                    w.wake(t, w.now());
                 }
             }
             EventKind::Tick => self.tick()?,
@@ -184,12 +183,9 @@ impl<'a> Sim<'a> {
     fn tick(&mut self) -> Result<(), SimError> {
         let (w, a) = self.split();
         a.kernel.tick(w);
-        w.sched.rotate();
-        let mut sched = std::mem::take(&mut w.sched);
-        sched.tick_balance(w.now, w.tick_ns, &|c: &LbCtx| a.can_migrate(w, c));
-        w.sched = sched;
+        w.tick_balance(&a);
         a.kernel.after_load_balance(w);
-        if w.check {
+        if w.checks_invariants() {
             w.check_invariants()?;
         }
         w.check_deadlock()?;
@@ -198,16 +194,14 @@ impl<'a> Sim<'a> {
         }
         let w = &mut self.world;
         w.snapshot_busy();
-        if w.series.due(w.now) {
-            w.series_sample(false);
-        }
+        w.series_sample_if_due();
         if let Some(p) = self.progress
-            && self.world.now % 1_000_000_000 < self.world.tick_ns
+            && self.world.now() % 1_000_000_000 < self.world.tick_ns()
         {
             p(self.run_progress());
         }
         let w = &mut self.world;
-        w.events.push(w.now + w.tick_ns, EventKind::Tick);
+        w.push_event(w.now() + w.tick_ns(), EventKind::Tick);
         Ok(())
     }
 
@@ -222,33 +216,29 @@ impl<'a> Sim<'a> {
         RunResult {
             numabal_version: env!("CARGO_PKG_VERSION").to_string(),
             scenario: ScenarioSummary {
-                machine: w.machine.name().to_string(),
-                workload: w.sc.workload.name().to_string(),
+                machine: w.machine().name().to_string(),
+                workload: w.scenario().workload.name().to_string(),
                 policy: self
                     .kernel
                     .name()
                     .unwrap_or_else(|| self.user.name())
                     .to_string(),
-                seed: w.sc.sim.seed,
-                overrides: w.sc.overrides.clone(),
+                seed: w.scenario().sim.seed,
+                overrides: w.scenario().overrides.clone(),
                 tunables: self.tunables.clone(),
             },
             finished: w.work_done(),
             metrics,
             thread_migrations_by_cause: by_cause,
             thread_migrations_by_class: by_class,
-            ping_pong: w.ping_pong.clone(),
+            ping_pong: w.ping_pong().clone(),
             processes,
-            node_used_mb: w
-                .node_used
-                .iter()
-                .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
-                .collect(),
-            stalls: w.stalls.clone(),
+            node_used_mb: w.node_used_mb(),
+            stalls: w.stalls().clone(),
             numa_balancing: kernel.numa_balancing,
             stable: kernel.stable,
-            numastat: w.numastat.clone(),
-            series: w.series.finish(),
+            numastat: w.numastat().to_vec(),
+            series: w.series(),
             policy_log: self.user.log().to_vec(),
             node_state: w.node_state_at_end(),
         }

@@ -34,8 +34,8 @@ pub struct RunProgress {
 /// The uncontended local cost of one byte of an access phase, ns: the core's streaming
 /// cost, the phase's own work, and the memory latency spread over the lines in flight.
 fn nominal_ns_per_byte(sim: &Sim<'_>, ns_per_byte: f64, mlp: Option<f64>, cache_hit: f64) -> f64 {
-    let core = &sim.world.machine.spec.core;
-    let mem = &sim.world.machine.spec.memory;
+    let core = &sim.world.machine().spec.core;
+    let mem = &sim.world.machine().spec.memory;
     let lines = mlp
         .unwrap_or(core.outstanding_lines_per_thread)
         .min(core.outstanding_lines_per_core)
@@ -66,7 +66,7 @@ fn access_spec_ns(sim: &Sim<'_>, a: &AccessPhase, pages: u64, i: u64, n: u64) ->
 impl Sim<'_> {
     /// The nominal duration of the whole workload, ns (computed once, at the start).
     pub(super) fn nominal_total_ns(&self) -> f64 {
-        let spec = &self.world.sc.workload.spec;
+        let spec = &self.world.scenario().workload.spec;
         let mut total = 0.0;
         for (pi, p) in spec.processes.iter().enumerate().filter(|(_, p)| !p.daemon) {
             let pages = |region: &str| -> u64 {
@@ -82,7 +82,7 @@ impl Sim<'_> {
             };
             let mut instance = 0.0;
             for (gi, g) in p.groups.iter().enumerate() {
-                let n = self.world.sc.workload.threads[pi][gi] as u64;
+                let n = self.world.scenario().workload.threads[pi][gi] as u64;
                 for i in 0..n {
                     let one: f64 = g
                         .phases
@@ -104,8 +104,8 @@ impl Sim<'_> {
 
     /// Nominal ns of phase `k` of thread `t` (as the workload file gives it: no jitter).
     fn phase_ns(&self, t: usize, k: usize) -> f64 {
-        let th = &self.world.threads[t];
-        let p = &self.world.procs[th.proc];
+        let th = &self.world.thread(t);
+        let p = &self.world.proc(th.proc);
         let g = &p.groups[th.group];
         match &g.phases[k] {
             PhaseRt::Access(a) => match a.amount {
@@ -129,8 +129,8 @@ impl Sim<'_> {
 
     /// Nominal ns thread `t` has done.
     fn thread_done_ns(&self, t: usize) -> f64 {
-        let th = &self.world.threads[t];
-        let g = &self.world.procs[th.proc].groups[th.group];
+        let th = &self.world.thread(t);
+        let g = &self.world.proc(th.proc).groups[th.group];
         let per_iteration: f64 = (0..g.phases.len()).map(|k| self.phase_ns(t, k)).sum();
         if th.state == TState::Done {
             return per_iteration * g.iterations as f64;
@@ -143,7 +143,7 @@ impl Sim<'_> {
                 let full = self.phase_ns(t, th.phase);
                 let part = match ph {
                     PhaseRt::Access(_) if th.prog.timed => {
-                        full - th.prog.until_ns.saturating_sub(self.world.now) as f64
+                        full - th.prog.until_ns.saturating_sub(self.world.now()) as f64
                     }
                     PhaseRt::Access(a) => {
                         let bytes = match (a.passes, &a.amount) {
@@ -167,8 +167,8 @@ impl Sim<'_> {
 
     /// Where the run is: simulated time and the share done.
     pub(super) fn run_progress(&self) -> RunProgress {
-        let done: f64 = (0..self.world.threads.len())
-            .filter(|&t| !self.world.procs[self.world.threads[t].proc].daemon)
+        let done: f64 = (0..self.world.nr_threads())
+            .filter(|&t| !self.world.proc(self.world.thread(t).proc).daemon)
             .map(|t| self.thread_done_ns(t))
             .sum();
         let by_work = if self.nominal_total_ns > 0.0 {
@@ -176,9 +176,9 @@ impl Sim<'_> {
         } else {
             0.0
         };
-        let by_time = self.world.now as f64 / (self.world.sc.sim.max_time_s * NS);
+        let by_time = self.world.now() as f64 / (self.world.scenario().sim.max_time_s * NS);
         RunProgress {
-            t_s: self.world.now as f64 / NS,
+            t_s: self.world.now() as f64 / NS,
             done: by_work.max(by_time).clamp(0.0, 1.0),
         }
     }

@@ -58,9 +58,9 @@ impl AutoNuma2012 {
     /// random point of its sleep between passes (drawn from the world's random source).
     pub fn new(w: &mut World, tun: Tunables) -> AutoNuma2012 {
         let first = w
-            .rng
+            .rng()
             .random_range(0..=tun.scan_sleep_pass_millisecs * 1_000_000);
-        let m = w.machine;
+        let m = w.machine();
         let node_cpu: Vec<usize> = (0..m.nr_nodes())
             .map(|n| m.nodes[n].cpus.iter().next().unwrap_or(0))
             .collect();
@@ -245,7 +245,7 @@ impl AutoNuma2012 {
     /// `autonuma_enter` at fork: the mm joins the tail of knuma_scand's list.
     fn aa_new_process(&mut self, w: &mut World, pidx: usize) {
         w.enable_hinting(pidx);
-        let nn = w.machine.nr_nodes();
+        let nn = w.machine().nr_nodes();
         let aa = &mut self.aa;
         while aa.mms.len() <= pidx {
             aa.mms.push(MmAutonuma::new(nn));
@@ -256,7 +256,7 @@ impl AutoNuma2012 {
     /// A new task starts with empty statistics and no selected node
     /// (`task_autonuma_reset`: `AUTONUMA_SCHED_RESET_FLAG` is on by default).
     fn aa_new_task(&mut self, w: &mut World, t: usize) {
-        let nn = w.machine.nr_nodes();
+        let nn = w.machine().nr_nodes();
         let aa = &mut self.aa;
         debug_assert_eq!(aa.tasks.len(), t);
         aa.tasks.push(TaskAutonuma::new(nn));
@@ -273,7 +273,7 @@ impl AutoNuma2012 {
         for k in &mut self.aa.migrated {
             k.batch.retain(|(_, e, _)| e.obj != obj);
         }
-        let o = &w.objects[obj];
+        let o = w.object(obj);
         if !o.hinting() {
             return;
         }
@@ -308,7 +308,7 @@ impl AutoNuma2012 {
         // Wakeups due by now, each at its own time (several if a sleep is below a tick).
         for _ in 0..1000 {
             let at = self.aa.scand.wake_at;
-            if at > w.now {
+            if at > w.now() {
                 break;
             }
             let mut sc = std::mem::replace(&mut self.aa.scand, KnumaScand::new(0, 0));
@@ -340,12 +340,12 @@ impl AutoNuma2012 {
                         nb.scan_ns += cost;
                         nb.scan_hidden_ns += cost;
                         let prev = self.aa.scand_cpu;
-                        let node = w.machine.cpus[prev].node;
+                        let node = w.machine().cpus[prev].node;
                         let (cpu, _) = self.kthreads.cpu(w, prev, node);
                         self.kthreads.run(w, cpu, cost);
                         // One step walks several mms: its time is the node's only.
-                        let node = w.machine.cpus[cpu].node;
-                        w.series.scanned(None, node, cost);
+                        let node = w.machine().cpus[cpu].node;
+                        w.record_scan(None, node, cost);
                         self.aa.scand_cpu = cpu;
                     }
                     if pass_done {
@@ -370,8 +370,8 @@ impl AutoNuma2012 {
     /// for; when the batch is done, sleep `migrate_sleep_millisecs` if pages are left,
     /// else wait to be woken.
     fn knuma_migrated(&mut self, w: &mut World, node: usize, tun: &Tunables) {
-        let now = w.now;
-        let tick = w.tick_ns as f64;
+        let now = w.now();
+        let tick = w.tick_ns() as f64;
         {
             let k = &self.aa.migrated[node];
             if k.batch.is_empty() && (k.waiting || k.wake_at > now) {
@@ -379,16 +379,15 @@ impl AutoNuma2012 {
             }
         }
         if self.aa.migrated[node].batch.is_empty() {
-            let free = w.node_cap[node].saturating_sub(w.node_used[node]);
-            let wmark = w.wmark_high[node];
+            let free = w.node_cap(node).saturating_sub(w.node_used(node));
+            let wmark = w.wmark_high(node);
             let nb = &mut *self;
             let aa = &mut nb.aa;
-            let objects = &mut w.objects;
             let batch = aa.migrated[node].queue.isolate(
                 node,
                 tun.pages_to_migrate(),
                 |src, e| {
-                    let o = &mut objects[e.obj];
+                    let o = w.object_mut(e.obj);
                     // The kernel unlinks a page from its list when it is freed; here the
                     // entries of a freed mapping stay until they reach the tail and are
                     // dropped (a private mapping's page arrays are gone by then).
@@ -429,22 +428,22 @@ impl AutoNuma2012 {
                 break;
             };
             // Back on the LRU whatever happens.
-            let o = &mut w.objects[e.obj];
+            let o = w.object_mut(e.obj);
             if o.hinting() {
                 let pa = PageAutonuma(o.cpupid(e.page));
                 if pa.is_isolated() {
                     o.xchg_cpupid(e.page, pa.with_migrate_nid(None).0);
                 }
             }
-            let nr = match w.objects[e.obj].node_of(e.page) {
-                Some(_) if w.objects[e.obj].is_huge(e.page / CHUNK) => {
-                    w.objects[e.obj].chunk_len(e.page / CHUNK)
+            let nr = match w.object(e.obj).node_of(e.page) {
+                Some(_) if w.object(e.obj).is_huge(e.page / CHUNK) => {
+                    w.object(e.obj).chunk_len(e.page / CHUNK)
                 }
                 Some(_) => 1,
                 None => continue,
             };
             if let Some(c) = w.migrate_page(e.obj, e.page, node) {
-                w.metrics.numa_pages_migrated += nr;
+                w.vmstat().numa_pages_migrated += nr;
                 self.aa.stats.pages_migrated[node] += nr;
                 credit -= c;
                 used += c;
@@ -480,7 +479,7 @@ impl AutoNuma2012 {
         else {
             return 0.0;
         };
-        let cost = w.machine.spec.costs.hint_fault_ns;
+        let cost = w.machine().spec.costs.hint_fault_ns;
         // numa_hinting_fault acts only for tasks without a memory policy.
         if w.task_policy(t).is_some_and(|p| *p != MemPolicy::Default) {
             self.aa.stats.faults_mempolicy += 1;
@@ -488,12 +487,12 @@ impl AutoNuma2012 {
         }
         // Simplification: never queue a page for a node outside the task's cpuset mems (the
         // 2012 daemon allocated with GFP_THISNODE from a kernel thread and did not check).
-        let may_queue = w.procs[pidx].cpuset_mems.contains(thisnid);
-        let pa = PageAutonuma(w.objects[obj].cpupid(head));
+        let may_queue = w.proc(pidx).cpuset_mems.contains(thisnid);
+        let pa = PageAutonuma(w.object(obj).cpupid(head));
         let r = memory_follow_cpu(pa, thisnid, nid, may_queue);
-        w.objects[obj].xchg_cpupid(head, r.page.0);
+        w.object_mut(obj).xchg_cpupid(head, r.page.0);
         let ptm = self.tun.pages_to_migrate();
-        let now = w.now;
+        let now = w.now();
         let aa = &mut self.aa;
         if let Some(d) = r.dequeued_from {
             aa.migrated[d].queue.remove(nr);
@@ -523,37 +522,37 @@ impl AutoNuma2012 {
     /// CPU order. An exchange is done at once by both CPUs' stoppers; both CPUs count as
     /// `rq->autonuma_balance` (not initiators, not candidates) for the rest of the tick.
     fn aa_sched_balance(&mut self, w: &mut World) {
-        let cpus = w.sched.balanced_busy.clone();
-        let ncpu = w.machine.nr_cpus();
+        let cpus = w.sched().balanced_busy.clone();
+        let ncpu = w.machine().nr_cpus();
         let mut pending = vec![false; ncpu];
         for this_cpu in cpus {
             if pending[this_cpu] {
                 continue;
             }
-            let Some(&p) = w.sched.rq(this_cpu).first() else {
+            let Some(&p) = w.sched().rq(this_cpu).first() else {
                 continue;
             };
             let p = p as usize;
-            let pidx = w.threads[p].proc;
-            let this_nid = w.machine.cpus[this_cpu].node;
+            let pidx = w.thread(p).proc;
+            let this_nid = w.machine().cpus[this_cpu].node;
             let aa = &mut self.aa;
             let mut cands = Vec::new();
-            for nid in 0..w.machine.nr_nodes() {
+            for nid in 0..w.machine().nr_nodes() {
                 if nid == this_nid {
                     continue;
                 }
-                for c in w.machine.nodes[nid].cpus.iter() {
-                    if !w.sched.tasks[p].allowed.contains(c) || pending[c] {
+                for c in w.machine().nodes[nid].cpus.iter() {
+                    if !w.sched().tasks[p].allowed.contains(c) || pending[c] {
                         continue;
                     }
-                    let Some(&q) = w.sched.rq(c).first() else {
+                    let Some(&q) = w.sched().rq(c).first() else {
                         continue; // idle: CFS's business
                     };
                     let q = q as usize;
-                    if !w.sched.tasks[q].allowed.contains(this_cpu) {
+                    if !w.sched().tasks[q].allowed.contains(this_cpu) {
                         continue;
                     }
-                    let qp = w.threads[q].proc;
+                    let qp = w.thread(q).proc;
                     let same_mm = qp == pidx;
                     let (fault, tot) = if same_mm {
                         let ta = &aa.tasks[q];
@@ -572,7 +571,7 @@ impl AutoNuma2012 {
                 }
             }
             let b = sched_autonuma_balance(this_nid, &aa.tasks[p], &aa.mms[pidx], &cands);
-            let now = w.now;
+            let now = w.now();
             let aa = &mut self.aa;
             aa.stats.balance_calls += 1;
             aa.tasks[p].task_selected_nid = Some(b.selected_nid);
@@ -580,17 +579,15 @@ impl AutoNuma2012 {
                 continue;
             };
             let dst = cands[i].cpu;
-            let q = w.sched.rq(dst)[0] as usize;
-            w.sched
-                .migrate(p as u32, this_cpu, dst, Cause::AutonumaExchange, now);
-            w.sched
-                .migrate(q as u32, dst, this_cpu, Cause::AutonumaExchange, now);
+            let q = w.sched().rq(dst)[0] as usize;
+            w.migrate_task(p, this_cpu, dst, Cause::AutonumaExchange);
+            w.migrate_task(q, dst, this_cpu, Cause::AutonumaExchange);
             pending[this_cpu] = true;
             pending[dst] = true;
-            w.metrics.numa_task_swapped += 2;
+            w.vmstat().numa_task_swapped += 2;
             self.aa.stats.exchanges += 1;
-            let dst_nid = w.machine.cpus[dst].node;
-            let qpid = w.threads[q].proc;
+            let dst_nid = w.machine().cpus[dst].node;
+            let qpid = w.thread(q).proc;
             let nb = &mut *self;
             nb.trace.task(
                 now,
@@ -636,7 +633,8 @@ impl ScanEnv for ScandEnv<'_, '_> {
     fn vmas(&self, mm: usize) -> Vec<(u64, bool)> {
         // Only anonymous memory without a VMA policy: file mappings and shmem (no
         // anon_vma) and mbind ranges are skipped.
-        self.w.procs[mm]
+        self.w
+            .proc(mm)
             .regions
             .iter()
             .map(|r| {
@@ -647,17 +645,17 @@ impl ScanEnv for ScandEnv<'_, '_> {
     }
 
     fn exiting(&self, mm: usize) -> bool {
-        self.w.procs[mm].end_ns.is_some()
+        self.w.proc(mm).end_ns.is_some()
     }
 
     /// Simplification: PTE mode only (`knuma_scand/pmd`, one hint per PMD, is not
     /// modelled); every present PTE costs `pte_update_ns`, a THP's PMD one.
     fn scan_pmd(&mut self, mm: usize, vma: usize, a: u64, b: u64, counts: &mut [u64]) -> u64 {
-        let obj = self.w.procs[mm].regions[vma].obj;
+        let obj = self.w.proc(mm).regions[vma].obj;
         // page_mapcount != 1: mapped by several processes (per mapping object here).
-        let shared = self.w.obj_refs[obj] > 1;
-        let pte_ns = self.w.machine.spec.costs.pte_update_ns;
-        let o = &mut self.w.objects[obj];
+        let shared = self.w.obj_refs(obj) > 1;
+        let pte_ns = self.w.machine().spec.costs.pte_update_ns;
+        let o = self.w.object_mut(obj);
         let c = a / CHUNK;
         if o.chunk_populated(c) == 0 {
             return 0;
@@ -694,15 +692,15 @@ impl ScanEnv for ScandEnv<'_, '_> {
                 }
             }
         }
-        self.w.metrics.numa_pte_updates += ptes;
-        self.w.metrics.numa_huge_pte_updates += huge;
+        self.w.vmstat().numa_pte_updates += ptes;
+        self.w.vmstat().numa_huge_pte_updates += huge;
         self.aa.step_ns += visited as f64 * pte_ns;
         progress
     }
 
     fn flush_tlb_range(&mut self, _mm: usize, _vma: usize, start: u64, end: u64) {
         if end > start {
-            let ns = self.w.machine.spec.costs.tlb_shootdown_ns;
+            let ns = self.w.machine().spec.costs.tlb_shootdown_ns;
             self.aa.step_ns += ns;
         }
     }

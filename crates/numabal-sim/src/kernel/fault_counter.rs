@@ -21,10 +21,10 @@ impl KernelHooks for FaultCounter {
         w.enable_hinting(pidx);
     }
     fn tick(&mut self, w: &mut World) {
-        if w.now < self.next_ns {
+        if w.now() < self.next_ns {
             return;
         }
-        self.next_ns = w.now + 1_000_000_000;
+        self.next_ns = w.now() + 1_000_000_000;
         for pidx in w.live_processes() {
             w.protect_all(pidx);
         }

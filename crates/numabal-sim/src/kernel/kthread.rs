@@ -22,20 +22,20 @@ impl KThreads {
     /// `prev` on (`select_idle_sibling`) not taken by another kernel thread this tick,
     /// else `prev`. Returns it and the number of runnable threads it shares it with.
     pub fn cpu(&self, w: &World, prev: usize, node: usize) -> (usize, usize) {
-        let nr = w.machine.nr_cpus();
+        let nr = w.machine().nr_cpus();
         let busy = &self.busy_until;
-        let idle = (0..nr)
-            .map(|k| (prev + k) % nr)
-            .find(|&c| w.machine.cpus[c].node == node && w.sched.is_idle(c) && busy[c] <= w.now);
+        let idle = (0..nr).map(|k| (prev + k) % nr).find(|&c| {
+            w.machine().cpus[c].node == node && w.sched().is_idle(c) && busy[c] <= w.now()
+        });
         match idle {
             Some(c) => (c, 0),
-            None => (prev, w.sched.rq(prev).len()),
+            None => (prev, w.sched().rq(prev).len()),
         }
     }
 
     /// A kernel thread holds `cpu` for `ns` from now (or from when the one before it ends).
     pub fn hold(&mut self, w: &World, cpu: usize, ns: f64) {
-        let now = w.now;
+        let now = w.now();
         let nb = &mut *self;
         nb.busy_until[cpu] = nb.busy_until[cpu].max(now) + ns as u64;
     }
@@ -44,7 +44,7 @@ impl KThreads {
     /// lose it (processor sharing), and it is not their CPU time; one of them stalls.
     pub fn run(&mut self, w: &mut World, cpu: usize, ns: f64) {
         self.hold(w, cpu, ns);
-        let rq: Vec<usize> = w.sched.rq(cpu).iter().map(|&x| x as usize).collect();
+        let rq: Vec<usize> = w.sched().rq(cpu).iter().map(|&x| x as usize).collect();
         if rq.is_empty() {
             return;
         }

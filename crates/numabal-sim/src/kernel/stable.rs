@@ -82,7 +82,7 @@ pub(crate) struct StableNumaKernel {
 impl StableNumaKernel {
     pub fn new(w: &World, tun: Tunables) -> StableNumaKernel {
         let node_cpus: Vec<u32> = w
-            .machine
+            .machine()
             .nodes
             .iter()
             .map(|n| n.cpus.iter().count() as u32)
@@ -105,21 +105,21 @@ impl StableNumaKernel {
     /// period from now, its root group's allowed nodes (those its cpuset has CPUs on). A
     /// process with no mappings is never scanned and its threads never join.
     fn stable_new_process(&mut self, w: &mut World, pidx: usize) {
-        let objs: Vec<usize> = w.procs[pidx].regions.iter().map(|r| r.obj).collect();
-        let nn = w.machine.nr_nodes();
+        let objs: Vec<usize> = w.proc(pidx).regions.iter().map(|r| r.obj).collect();
+        let nn = w.machine().nr_nodes();
         let allowed: Vec<bool> = (0..nn)
             .map(|n| {
-                w.machine.nodes[n]
+                w.machine().nodes[n]
                     .cpus
                     .iter()
-                    .any(|c| w.procs[pidx].cpuset_cpus.contains(c))
+                    .any(|c| w.proc(pidx).cpuset_cpus.contains(c))
             })
             .collect();
-        let now = w.now;
+        let now = w.now();
         let period = self.core.tunables().scan_period_ms * MS;
         for &o in &objs {
-            w.objects[o].enable_hinting();
-            let pages = w.objects[o].pages as usize;
+            w.object_mut(o).enable_hinting();
+            let pages = w.object(o).pages as usize;
             let st = &mut *self;
             if st.recs.len() <= o {
                 st.recs.resize(o + 1, Vec::new());
@@ -149,8 +149,8 @@ impl StableNumaKernel {
     /// `join_at = creation`, or with `first_scan` if its process is being profiled
     /// already.
     fn stable_new_task(&mut self, w: &mut World, t: usize, cpu: usize) {
-        let pidx = w.threads[t].proc;
-        let node = w.machine.cpus[cpu].node;
+        let pidx = w.thread(t).proc;
+        let node = w.machine().cpus[cpu].node;
         let st = &mut *self;
         let has_mm = st.mms.get(pidx).is_some_and(|m| m.alive);
         let join = match st.core.tunables().join_at {
@@ -170,15 +170,16 @@ impl StableNumaKernel {
         if self.core.tunables().join_at != JoinAt::FirstScan {
             return;
         }
-        let threads: Vec<usize> = w.procs[pidx]
+        let threads: Vec<usize> = w
+            .proc(pidx)
             .groups
             .iter()
             .flat_map(|g| g.threads.iter().copied())
-            .filter(|&t| w.threads[t].state != TState::Done)
+            .filter(|&t| w.thread(t).state != TState::Done)
             .collect();
         for t in threads {
-            let task = &w.sched.tasks[t];
-            let node = w.machine.cpus[task.cpu.unwrap_or(task.prev_cpu)].node;
+            let task = &w.sched().tasks[t];
+            let node = w.machine().cpus[task.cpu.unwrap_or(task.prev_cpu)].node;
             self.core
                 .join(Pid(pidx as u32 + 1), Tid(t as u32 + 1), node);
         }
@@ -206,7 +207,7 @@ impl StableNumaKernel {
                 *states.entry(r.state().to_string()).or_insert(0) += 1;
             }
             if r.state() == PageState::SYSTEM_SHARED
-                && let Some(n) = w.objects[o].node_of(p as u64)
+                && let Some(n) = w.object(o).node_of(p as u64)
             {
                 self.core.on_page_freed(r, n);
             }
@@ -222,30 +223,31 @@ impl StableNumaKernel {
     /// Every tick: each live process whose next window is due scans, in the context of one
     /// of its running threads (as `task_numa_work` does), which pays for it.
     fn stable_tick(&mut self, w: &mut World) {
-        let nproc = w.procs.len();
+        let nproc = w.nr_procs();
         for pidx in 0..nproc {
             let due = self
                 .mms
                 .get(pidx)
-                .is_some_and(|m| m.alive && w.now >= m.next_scan);
+                .is_some_and(|m| m.alive && w.now() >= m.next_scan);
             if !due {
                 continue;
             }
             // The thread whose tick reaches the deadline first: a random running one.
-            let running: Vec<usize> = w.procs[pidx]
+            let running: Vec<usize> = w
+                .proc(pidx)
                 .groups
                 .iter()
                 .flat_map(|g| g.threads.iter().copied())
                 .filter(|&t| {
-                    w.threads[t].state == TState::Runnable && w.sched.tasks[t].cpu.is_some()
+                    w.thread(t).state == TState::Runnable && w.sched().tasks[t].cpu.is_some()
                 })
                 .collect();
             if running.is_empty() {
                 continue;
             }
-            let t = running[w.rng.random_range(0..running.len())];
+            let t = running[w.rng().random_range(0..running.len())];
             let period = self.core.tunables().scan_period_ms * MS;
-            let now = w.now;
+            let now = w.now();
             self.mms[pidx].next_scan = now + period;
             if !self.mms[pidx].profiling {
                 self.stable_start_profiling(w, pidx);
@@ -253,7 +255,7 @@ impl StableNumaKernel {
             let cost = self.stable_scan_window(w, pidx, t);
             self.scan_ns += cost;
             let node = w.thread_node(t);
-            w.series.scanned(Some(pidx), node, cost);
+            w.record_scan(Some(pidx), node, cost);
             w.charge_kernel(t, cost);
         }
     }
@@ -264,10 +266,10 @@ impl StableNumaKernel {
     /// CPU ns (PTEs visited, plus any migrations the sequence end does).
     fn stable_scan_window(&mut self, w: &mut World, pidx: usize, t: usize) -> f64 {
         let budget = self.core.tunables().scan_size_mb << 8;
-        let pte_ns = w.machine.spec.costs.pte_update_ns;
+        let pte_ns = w.machine().spec.costs.pte_update_ns;
         let (mut ri, mut page) = self.mms[pidx].offset;
         let seq = self.mms[pidx].seq;
-        let nregions = w.procs[pidx].regions.len();
+        let nregions = w.proc(pidx).regions.len();
         let mut visited = 0u64;
         let mut updated = 0u64;
         let mut bypassed = 0u64;
@@ -277,7 +279,7 @@ impl StableNumaKernel {
                 wrapped = true;
                 break;
             }
-            let r = &w.procs[pidx].regions[ri];
+            let r = &w.proc(pidx).regions[ri];
             if r.file_ro || page >= r.pages {
                 ri += 1;
                 page = 0;
@@ -285,7 +287,7 @@ impl StableNumaKernel {
             }
             let obj = r.obj;
             let c = page / CHUNK;
-            let o = &w.objects[obj];
+            let o = w.object(obj);
             let cend = ((c + 1) * CHUNK).min(o.pages);
             if o.chunk_populated(c) == 0 {
                 page = cend;
@@ -293,7 +295,7 @@ impl StableNumaKernel {
             }
             let st = &mut *self;
             let recs = &st.recs[obj];
-            let o = &mut w.objects[obj];
+            let o = w.object_mut(obj);
             if o.is_huge(c) {
                 let head = c * CHUNK;
                 visited += o.chunk_len(c);
@@ -321,7 +323,7 @@ impl StableNumaKernel {
                 page += 1;
             }
         }
-        w.metrics.numa_pte_updates += updated;
+        w.vmstat().numa_pte_updates += updated;
         let st = &mut *self;
         st.stats.scan_windows += 1;
         st.stats.pages_scanned += visited;
@@ -342,15 +344,12 @@ impl StableNumaKernel {
     /// (carried out: the thread, or both threads of a swap, go to their new node with their
     /// thread-private pages) and the system-shared balance. Returns the migrations' CPU ns.
     fn stable_sequence_end(&mut self, w: &mut World, pidx: usize, _t: usize) -> f64 {
-        let live: Vec<bool> = w
-            .threads
-            .iter()
-            .map(|th| th.state != TState::Done)
+        let live: Vec<bool> = (0..w.nr_threads())
+            .map(|t| w.thread(t).state != TState::Done)
             .collect();
         let out = self.core.on_scan_sequence_end(Pid(pidx as u32 + 1), |tid| {
             live.get(tid.idx() - 1).copied().unwrap_or(false)
         });
-        let now = w.now;
         let mut cost = 0.0;
         let mut moved: Vec<(usize, usize)> = Vec::new();
         if let Some(c) = &out.cluster {
@@ -368,7 +367,7 @@ impl StableNumaKernel {
             };
             for (tid, _, to) in c.decision.moves() {
                 let t = tid.idx() - 1;
-                w.sched.policy_move(t as u32, to, cause, now);
+                w.move_task_to_node(t, to, cause);
                 moved.push((t, to));
             }
         }
@@ -385,13 +384,13 @@ impl StableNumaKernel {
     /// `node`.
     fn stable_follow_owner(&mut self, w: &mut World, pidx: usize, t: usize, node: usize) -> f64 {
         let owner = Tid(t as u32 + 1);
-        let mut objs: Vec<usize> = w.procs[pidx].regions.iter().map(|r| r.obj).collect();
+        let mut objs: Vec<usize> = w.proc(pidx).regions.iter().map(|r| r.obj).collect();
         objs.dedup();
         let mut cost = 0.0;
         for obj in objs {
             let pages: Vec<u64> = {
                 let st = &mut *self;
-                let o = &w.objects[obj];
+                let o = w.object(obj);
                 st.recs[obj]
                     .iter()
                     .enumerate()
@@ -408,7 +407,7 @@ impl StableNumaKernel {
                 match w.migrate_page(obj, p, node) {
                     Some(c) => {
                         cost += c;
-                        w.metrics.numa_pages_migrated += nr;
+                        w.vmstat().numa_pages_migrated += nr;
                         self.stats.pages_migrated_follow += nr;
                     }
                     None => self.stats.pages_migrate_failed += nr,
@@ -423,7 +422,7 @@ impl StableNumaKernel {
     fn stable_move_shared(&mut self, w: &mut World, from: usize, to: usize, pages: u64) -> f64 {
         let mut left = pages;
         let mut cost = 0.0;
-        for obj in 0..w.objects.len() {
+        for obj in 0..w.nr_objects() {
             if left == 0 {
                 break;
             }
@@ -432,7 +431,7 @@ impl StableNumaKernel {
                 let Some(recs) = st.recs.get(obj) else {
                     continue;
                 };
-                let o = &w.objects[obj];
+                let o = w.object(obj);
                 recs.iter()
                     .enumerate()
                     .filter(|(p, r)| {
@@ -453,7 +452,7 @@ impl StableNumaKernel {
                         let rec = st.recs[obj][p as usize];
                         st.core.on_page_migrated(&rec, from, to);
                         st.stats.pages_migrated_shared += nr;
-                        w.metrics.numa_pages_migrated += nr;
+                        w.vmstat().numa_pages_migrated += nr;
                     }
                     None => self.stats.pages_migrate_failed += nr,
                 }
@@ -492,17 +491,17 @@ impl StableNumaKernel {
         let mut rec = st.recs[obj][head as usize];
         let tr = st.core.on_hint_fault(&mut rec, f);
         st.recs[obj][head as usize] = rec;
-        let mut cost = w.machine.spec.costs.hint_fault_ns;
+        let mut cost = w.machine().spec.costs.hint_fault_ns;
         if let Placement::Migrate(dst) = tr.placement
             && dst != nid
             && w.alloc_policy_ref(t, ri, head, w.phase_policy(t))
                 .is_none_or(|p| *p == MemPolicy::Default)
-            && w.procs[pidx].cpuset_mems.contains(dst)
+            && w.proc(pidx).cpuset_mems.contains(dst)
         {
             match w.migrate_page(obj, head, dst) {
                 Some(c) => {
                     cost += c;
-                    w.metrics.numa_pages_migrated += nr;
+                    w.vmstat().numa_pages_migrated += nr;
                     let st = &mut *self;
                     st.core.on_page_migrated(&rec, nid, dst);
                     st.stats.pages_migrated_fault += nr;

@@ -91,9 +91,9 @@ impl UserSpace {
         let mut out = std::mem::take(&mut self.actions);
         out.clear();
         self.policy.on_tick(
-            w.machine,
+            w.machine(),
             &Observation {
-                now_ns: w.now,
+                now_ns: w.now(),
                 threads: &threads,
                 processes: &processes,
                 nodes: &nodes,
@@ -105,15 +105,15 @@ impl UserSpace {
         for a in &out {
             if let Action::SetThreadAffinity { tid, cpus } = a {
                 // clone() copies the creator's mask: threads started later get it too.
-                let pidx = w.threads[tid.idx() - 1].proc;
-                w.procs[pidx].inherited_affinity = Some(cpus.clone());
+                let pidx = w.thread(tid.idx() - 1).proc;
+                w.set_inherited_affinity(pidx, cpus.clone());
             }
         }
         self.apply_actions(w, &out)?;
         self.actions = out;
         if let Some(i) = self.policy.tick_interval_ns() {
             if self.daemon.jobs.is_empty() {
-                w.events.push(w.now + i.max(1), EventKind::PolicyTick);
+                w.push_event(w.now() + i.max(1), EventKind::PolicyTick);
             } else {
                 self.daemon.deferred_tick = Some(i.max(1));
             }
@@ -126,7 +126,7 @@ impl UserSpace {
         let pidx = pid.idx() - 1;
         let b = self.daemon.batch.get_or_insert(Batch {
             pid: pid.0,
-            start_ns: w.now,
+            start_ns: w.now(),
             to: Mask::new(),
             pages: 0,
         });
@@ -142,7 +142,7 @@ impl UserSpace {
     /// A decision log line.
     pub(crate) fn policy_log(&mut self, w: &World, pid: Pid, message: &str) {
         self.daemon.log.push(PolicyLogEntry {
-            t_s: w.now as f64 / NS,
+            t_s: w.now() as f64 / NS,
             pid: pid.0,
             message: message.to_string(),
         });
@@ -150,16 +150,16 @@ impl UserSpace {
 
     /// Run queued `migrate_pages` calls for one tick of the daemon's time.
     pub(crate) fn run_migrate_pages(&mut self, w: &mut World) {
-        let mut budget = w.tick_ns as f64;
+        let mut budget = w.tick_ns() as f64;
         while budget > 0.0 {
             let Some(job) = self.daemon.jobs.front().cloned() else {
                 break;
             };
             let (mut r, mut p) = job.at;
             let mut done = true;
-            while r < w.procs[job.pidx].regions.len() {
+            while r < w.proc(job.pidx).regions.len() {
                 let (obj, pages) = {
-                    let reg = &w.procs[job.pidx].regions[r];
+                    let reg = &w.proc(job.pidx).regions[r];
                     (reg.obj, reg.pages)
                 };
                 while p < pages {
@@ -167,7 +167,7 @@ impl UserSpace {
                         done = false;
                         break;
                     }
-                    let o = &w.objects[obj];
+                    let o = &w.object(obj);
                     let (step, nr) = if o.is_huge(p / CHUNK) {
                         (CHUNK - p % CHUNK, o.chunk_len(p / CHUNK))
                     } else {
@@ -182,7 +182,7 @@ impl UserSpace {
                                 }
                             }
                             // The destination is full: the kernel still tried.
-                            None => budget -= w.machine.spec.costs.migrate_page_ns,
+                            None => budget -= w.machine().spec.costs.migrate_page_ns,
                         }
                     }
                     p += step;
@@ -201,7 +201,7 @@ impl UserSpace {
         }
         if self.daemon.jobs.is_empty() {
             if let Some(b) = self.daemon.batch.take() {
-                let secs = (w.now - b.start_ns) as f64 / NS;
+                let secs = (w.now() - b.start_ns) as f64 / NS;
                 let msg = format!(
                     "PID {} moved to node(s) {} in {:.2} seconds ({} pages)",
                     b.pid,
@@ -212,7 +212,7 @@ impl UserSpace {
                 self.policy_log(w, Pid(b.pid), &msg);
             }
             if let Some(i) = self.daemon.deferred_tick.take() {
-                w.events.push(w.now + i, EventKind::PolicyTick);
+                w.push_event(w.now() + i, EventKind::PolicyTick);
             }
         }
     }

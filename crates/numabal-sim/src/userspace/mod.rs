@@ -69,17 +69,17 @@ impl UserSpace {
             match a {
                 Action::SetThreadAffinity { tid, cpus } => {
                     let t = tid.0 as usize - 1;
-                    let cs = &w.procs[w.threads[t].proc].cpuset_cpus;
+                    let cs = &w.proc(w.thread(t).proc).cpuset_cpus;
                     let allowed = cpus.and(cs);
                     if !allowed.is_empty() {
-                        w.sched.set_allowed(t as u32, allowed, w.now);
+                        w.set_affinity(t, allowed);
                     }
                 }
                 Action::SetProcessMempolicy { pid, policy } => {
-                    w.procs[pid.idx() - 1].policy_proc = Some(policy.clone())
+                    w.set_process_mempolicy(pid.idx() - 1, policy.clone())
                 }
                 Action::SetThreadMempolicy { tid, policy } => {
-                    w.threads[tid.idx() - 1].policy_thread = Some(policy.clone())
+                    w.set_thread_mempolicy(tid.idx() - 1, policy.clone())
                 }
                 Action::SetRangeMempolicy {
                     pid,
@@ -88,11 +88,13 @@ impl UserSpace {
                     end_page,
                     policy,
                 } => {
-                    w.procs[pid.idx() - 1].regions[*region].ranges.push((
+                    w.mbind(
+                        pid.idx() - 1,
+                        *region,
                         *first_page,
                         *end_page,
                         policy.clone(),
-                    ));
+                    );
                 }
                 Action::MigratePages {
                     pid,
@@ -101,11 +103,11 @@ impl UserSpace {
                     end_page,
                     node,
                 } => {
-                    let r = &w.procs[pid.idx() - 1].regions[*region];
+                    let r = &w.proc(pid.idx() - 1).regions[*region];
                     let (obj, end) = (r.obj, (*end_page).min(r.pages));
                     let mut p = *first_page;
                     while p < end {
-                        let o = &w.objects[obj];
+                        let o = w.object(obj);
                         let step = if o.is_huge(p / CHUNK) {
                             CHUNK - p % CHUNK
                         } else {
@@ -118,7 +120,7 @@ impl UserSpace {
                     }
                 }
                 Action::MoveThread { tid, node } => {
-                    w.sched.move_to_node(tid.0 - 1, *node, w.now);
+                    w.move_to_node(tid.idx() - 1, *node);
                 }
                 Action::MigrateProcessPages { pid, from, to } => {
                     self.queue_migrate_pages(w, *pid, *from, *to)
@@ -137,10 +139,10 @@ impl UserSpace {
 
 impl UserHooks for UserSpace {
     fn process_start(&mut self, w: &mut World, info: &ProcessInfo) -> Result<(), SimError> {
-        self.act(w, |p, w, out| p.on_process_start(w.machine, info, out))
+        self.act(w, |p, w, out| p.on_process_start(w.machine(), info, out))
     }
     fn thread_start(&mut self, w: &mut World, info: &ThreadInfo) -> Result<(), SimError> {
-        self.act(w, |p, w, out| p.on_thread_start(w.machine, info, out))
+        self.act(w, |p, w, out| p.on_thread_start(w.machine(), info, out))
     }
     fn process_exit(&mut self, _w: &mut World, pid: Pid) {
         self.policy.on_process_exit(pid);

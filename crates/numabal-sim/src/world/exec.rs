@@ -434,3 +434,14 @@ impl World<'_> {
             .ns_per_byte(&self.demand(c, a, smt, 0.0, Vec::new()), tau);
     }
 }
+
+impl World<'_> {
+    /// The scheduler's work at a tick: runqueue rotation, then periodic load balancing,
+    /// asking `ag` before each inter-node move.
+    pub(crate) fn tick_balance(&mut self, ag: &Agents<'_>) {
+        self.sched.rotate();
+        let mut sched = std::mem::take(&mut self.sched);
+        sched.tick_balance(self.now, self.tick_ns, &|c: &LbCtx| ag.can_migrate(self, c));
+        self.sched = sched;
+    }
+}

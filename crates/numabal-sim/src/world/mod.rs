@@ -22,6 +22,7 @@ use records::{Metrics, StallHistogram};
 mod access;
 mod agents;
 mod alloc;
+mod api;
 mod checks;
 mod exec;
 mod lifecycle;
@@ -226,60 +227,60 @@ pub(crate) struct HintAt {
 
 /// The simulated machine and everything running on it.
 pub struct World<'a> {
-    pub(crate) sc: &'a Scenario,
-    pub(crate) machine: &'a Machine,
-    pub(crate) rng: Pcg64Mcg,
-    pub(crate) random_node: usize,
-    pub(crate) now: u64,
-    pub(crate) tick_ns: u64,
-    pub(crate) max_ns: u64,
-    pub(crate) events: EventQueue,
-    pub(crate) sched: Sched,
-    pub(crate) cost: CostModel,
-    pub(crate) objects: Vec<MemObject>,
-    pub(crate) obj_refs: Vec<u32>,
+    sc: &'a Scenario,
+    machine: &'a Machine,
+    rng: Pcg64Mcg,
+    random_node: usize,
+    now: u64,
+    tick_ns: u64,
+    max_ns: u64,
+    events: EventQueue,
+    sched: Sched,
+    cost: CostModel,
+    objects: Vec<MemObject>,
+    obj_refs: Vec<u32>,
     /// Per object: the process whose private mapping it is (`None`: shared memory).
-    pub(crate) obj_owner: Vec<Option<usize>>,
-    pub(crate) shared_objs: Vec<usize>,
-    pub(crate) node_used: Vec<u64>,
-    pub(crate) node_cap: Vec<u64>,
-    pub(crate) procs: Vec<Proc>,
-    pub(crate) threads: Vec<Thread>,
-    pub(crate) pending_starts: usize,
-    pub(crate) metrics: Metrics,
-    pub(crate) local_bytes: f64,
-    pub(crate) remote_bytes: f64,
-    pub(crate) user_ns: f64,
-    pub(crate) sys_ns: f64,
-    pub(crate) migrate_ns: f64,
+    obj_owner: Vec<Option<usize>>,
+    shared_objs: Vec<usize>,
+    node_used: Vec<u64>,
+    node_cap: Vec<u64>,
+    procs: Vec<Proc>,
+    threads: Vec<Thread>,
+    pending_starts: usize,
+    metrics: Metrics,
+    local_bytes: f64,
+    remote_bytes: f64,
+    user_ns: f64,
+    sys_ns: f64,
+    migrate_ns: f64,
     /// Per node: pages a migration must leave free (the kernel's high watermark).
-    pub(crate) wmark_high: Vec<u64>,
-    pub(crate) migrations: [u64; NR_CAUSES],
+    wmark_high: Vec<u64>,
+    migrations: [u64; NR_CAUSES],
     /// Per thread, per node: when the thread last left the node (u64::MAX: not since it
     /// last arrived there), for ping-pong round trips.
-    pub(crate) left_node_at: Vec<Vec<u64>>,
-    pub(crate) ping_pong: records::PingPongHistogram,
-    pub(crate) migrate_shootdowns: u64,
-    pub(crate) thp_enabled: Thp,
-    pub(crate) check: bool,
-    pub(crate) scratch_hist: Vec<u64>,
+    left_node_at: Vec<Vec<u64>>,
+    ping_pong: records::PingPongHistogram,
+    migrate_shootdowns: u64,
+    thp_enabled: Thp,
+    check: bool,
+    scratch_hist: Vec<u64>,
     /// During `advance`: the interval's end.
-    pub(crate) interval_end: Option<u64>,
+    interval_end: Option<u64>,
     /// Threads that become runnable during the current interval.
-    pub(crate) late: Vec<Late>,
+    late: Vec<Late>,
     /// During `advance`: per CPU, the time from which it has nothing to run.
-    pub(crate) cpu_free_from: Vec<Option<u64>>,
-    pub(crate) stalls: StallHistogram,
+    cpu_free_from: Vec<Option<u64>>,
+    stalls: StallHistogram,
     /// `numastat -p` samples (`sim.numastat_at_s`, `sim.numastat_every_s`).
-    pub(crate) numastat: Vec<records::NumastatSample>,
+    numastat: Vec<records::NumastatSample>,
     /// Per `[[process]]`: the next instance to start (`jobs`).
-    pub(crate) next_instance: Vec<u32>,
+    next_instance: Vec<u32>,
     /// Per CPU: time it has run threads, ns (its idle time is the rest).
-    pub(crate) cpu_busy_ns: Vec<f64>,
+    cpu_busy_ns: Vec<f64>,
     /// Per-CPU busy time at whole seconds (the last few), for the node state at the end.
-    pub(crate) busy_snapshots: std::collections::VecDeque<(u64, Vec<f64>)>,
+    busy_snapshots: std::collections::VecDeque<(u64, Vec<f64>)>,
     /// The run's time series (`sim.series_every_s`).
-    pub(crate) series: crate::series::Recorder,
+    series: crate::series::Recorder,
 }
 
 impl<'a> World<'a> {

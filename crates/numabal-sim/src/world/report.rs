@@ -1,8 +1,9 @@
 //! The world's part of a run's result: run-level metrics, thread migrations by cause,
 //! each process at the end.
 
-use super::records::{Metrics, ProcessResult};
+use super::records::{Metrics, NumastatSample, PingPongHistogram, ProcessResult, StallHistogram};
 use super::{NS, World};
+use crate::memory::PAGE_BYTES;
 use crate::sched::Cause;
 use std::collections::BTreeMap;
 
@@ -124,5 +125,33 @@ impl World<'_> {
                 }
             })
             .collect()
+    }
+
+    /// Each node's memory in use at the end, MiB.
+    pub(crate) fn node_used_mb(&self) -> Vec<f64> {
+        self.node_used
+            .iter()
+            .map(|&p| p as f64 * PAGE_BYTES / (1u64 << 20) as f64)
+            .collect()
+    }
+
+    /// Ping-pong round trips of threads between nodes.
+    pub(crate) fn ping_pong(&self) -> &PingPongHistogram {
+        &self.ping_pong
+    }
+
+    /// Stall lengths.
+    pub(crate) fn stalls(&self) -> &StallHistogram {
+        &self.stalls
+    }
+
+    /// `numastat -p` samples.
+    pub(crate) fn numastat(&self) -> &[NumastatSample] {
+        &self.numastat
+    }
+
+    /// The run's time series, finished.
+    pub(crate) fn series(&self) -> crate::series::Series {
+        self.series.finish()
     }
 }

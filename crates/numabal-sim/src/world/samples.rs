@@ -111,4 +111,11 @@ impl World<'_> {
             left[from] = self.now;
         }
     }
+
+    /// A time-series sample if one is due now.
+    pub(crate) fn series_sample_if_due(&mut self) {
+        if self.series.due(self.now) {
+            self.series_sample(false);
+        }
+    }
 }

@@ -27,8 +27,8 @@ impl Linux6 {
             return 0.0;
         };
         let (file_ro, vm_shared) = {
-            let r = &w.procs[pidx].regions[ri];
-            (r.file_ro, r.vm_shared && w.obj_refs[obj] > 1)
+            let r = &w.proc(pidx).regions[ri];
+            (r.file_ro, r.vm_shared && w.obj_refs(obj) > 1)
         };
         let pid = t as u32 + 1;
         let mut flags = 0;
@@ -38,8 +38,8 @@ impl Linux6 {
         if vm_shared {
             flags |= TNF_SHARED;
         }
-        let last = CpuPid(w.objects[obj].cpupid(head));
-        let now = w.now;
+        let last = CpuPid(w.object(obj).cpupid(head));
+        let now = w.now();
         {
             let nb = &mut *self;
             if let Some(Some(v)) = nb.mms[pidx].vmas.get_mut(ri) {
@@ -62,10 +62,10 @@ impl Linux6 {
         if nid != thisnid
             && w.alloc_policy_ref(t, ri, head, w.phase_policy(t))
                 .is_none_or(|p| *p == MemPolicy::Default)
-            && w.procs[pidx].cpuset_mems.contains(thisnid)
+            && w.proc(pidx).cpuset_mems.contains(thisnid)
         {
             let this = CpuPid::new(cpu, pid);
-            w.objects[obj].xchg_cpupid(head, this.0);
+            w.object_mut(obj).xchg_cpupid(head, this.0);
             let nb = &mut *self;
             let tk = &nb.tasks[t];
             let group = tk.group.map(|g| {
@@ -82,10 +82,10 @@ impl Linux6 {
                 preferred_nid: tk.preferred,
                 scan_seq: tk.scan_seq,
                 last,
-                last_node: (!last.pid_unset() && last.cpu() < w.machine.nr_cpus())
-                    .then(|| w.machine.cpus[last.cpu()].node),
+                last_node: (!last.pid_unset() && last.cpu() < w.machine().nr_cpus())
+                    .then(|| w.machine().cpus[last.cpu()].node),
                 dst_nid: thisnid,
-                dst_has_memory: w.node_cap[thisnid] > 0,
+                dst_has_memory: w.node_cap(thisnid) > 0,
                 group,
             };
             if should_migrate(&input).0 {
@@ -93,12 +93,12 @@ impl Linux6 {
             }
         }
         let mut mem_node = nid;
-        let mut cost = w.machine.spec.costs.hint_fault_ns;
+        let mut cost = w.machine().spec.costs.hint_fault_ns;
         if let Some(dst) = target {
             if let Some(c) = w.migrate_page(obj, head, dst) {
                 flags |= TNF_MIGRATED;
                 mem_node = dst;
-                w.metrics.numa_pages_migrated += nr;
+                w.vmstat().numa_pages_migrated += nr;
                 cost += c;
             } else {
                 flags |= TNF_MIGRATE_FAIL;
@@ -121,9 +121,9 @@ impl Linux6 {
         flags: u32,
         now: u64,
     ) {
-        let nn = w.machine.nr_nodes();
+        let nn = w.machine().nr_nodes();
         let pid = t as u32 + 1;
-        let cpu_node = w.machine.cpus[cpu].node;
+        let cpu_node = w.machine().cpus[cpu].node;
         {
             let tk = &mut self.tasks[t];
             if tk.faults.is_none() {
@@ -188,8 +188,8 @@ impl Linux6 {
         last: CpuPid,
         flags: u32,
     ) -> bool {
-        let nn = w.machine.nr_nodes();
-        let pidx = w.threads[t].proc;
+        let nn = w.machine().nr_nodes();
+        let pidx = w.thread(t).proc;
         let nb = &mut *self;
         if nb.tasks[t].group.is_none() {
             let tk = &nb.tasks[t];
@@ -202,8 +202,8 @@ impl Linux6 {
         let my = nb.tasks[t].group.expect("just created");
         // The task running on the recorded CPU now, if its PID matches the record.
         let cpu = last.cpu();
-        let partner = if cpu < w.sched.nr_cpus() {
-            w.sched
+        let partner = if cpu < w.sched().nr_cpus() {
+            w.sched()
                 .rq(cpu)
                 .first()
                 .map(|&x| x as usize)
@@ -212,7 +212,7 @@ impl Linux6 {
             None
         };
         let theirs = partner.and_then(|p| nb.tasks.get(p).and_then(|tk| tk.group));
-        let same_mm = partner.is_some_and(|p| w.threads[p].proc == pidx);
+        let same_mm = partner.is_some_and(|p| w.thread(p).proc == pidx);
         let d = group_decision(
             (my, nb.groups[my].nr_tasks),
             theirs.map(|g| (g, nb.groups[g].nr_tasks)),

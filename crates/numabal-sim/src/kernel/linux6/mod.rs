@@ -124,8 +124,8 @@ pub(crate) struct Linux6 {
 
 impl Linux6 {
     pub fn new(w: &World, tun: Tunables) -> Linux6 {
-        let cpu_nodes: Vec<usize> = w.machine.nodes_with_cpus().iter().collect();
-        let nr_cpus = w.machine.nr_cpus();
+        let cpu_nodes: Vec<usize> = w.machine().nodes_with_cpus().iter().collect();
+        let nr_cpus = w.machine().nr_cpus();
         Linux6 {
             trace: Trace::new(tun.trace),
             tun,
@@ -172,8 +172,8 @@ impl Linux6 {
 impl Linux6 {
     /// `init_numa_balancing` for a new process (`mm_users == 1`).
     fn numab_new_process(&mut self, w: &mut World, pidx: usize) {
-        let now = w.now;
-        let nregions = w.procs[pidx].regions.len();
+        let now = w.now();
+        let nregions = w.proc(pidx).regions.len();
         w.enable_hinting(pidx);
         let nb = &mut *self;
         let delay = nb.tun.scan_delay_ms * MS;
@@ -194,8 +194,8 @@ impl Linux6 {
     /// process's task; later ones are threads of a parent (`parent`) and inherit its
     /// preferred node, with the staggered first trigger.
     fn numab_new_task(&mut self, w: &mut World, t: usize, parent: Option<usize>) {
-        let tick = w.tick_ns;
-        let pidx = w.threads[t].proc;
+        let tick = w.tick_ns();
+        let pidx = w.thread(t).proc;
         let nb = &mut *self;
         let delay = nb.tun.scan_delay_ms;
         let (stamp, preferred) = match parent {
@@ -226,12 +226,12 @@ impl Linux6 {
         let nb = &mut *self;
         debug_assert_eq!(nb.tasks.len(), t);
         nb.tasks.push(tn);
-        w.sched.tasks[t].numa_preferred_nid = preferred;
+        w.set_numa_preferred_nid(t, preferred);
     }
 
     /// `task_numa_free` at exit: leave the group.
     fn numab_task_exit(&mut self, w: &mut World, t: usize) {
-        let nn = w.machine.nr_nodes();
+        let nn = w.machine().nr_nodes();
         let nb = &mut *self;
         let tk = &mut nb.tasks[t];
         if let (Some(g), Some(f)) = (tk.group.take(), tk.faults.as_ref()) {

@@ -8,12 +8,12 @@ impl Linux6 {
     /// `task_numa_placement`: once per pass of the mm, fold the buffers, pick the
     /// preferred node and adapt the scan period.
     pub(super) fn task_numa_placement(&mut self, w: &mut World, t: usize) {
-        let nn = w.machine.nr_nodes();
-        let now = w.now;
-        let pidx = w.threads[t].proc;
+        let nn = w.machine().nr_nodes();
+        let now = w.now();
+        let pidx = w.thread(t).proc;
         let rss = w.mm_rss(pidx);
-        let sum_exec = w.threads[t].sum_exec_ns as u64;
-        let runnable = w.sched.tasks[t].runnable;
+        let sum_exec = w.thread(t).sum_exec_ns as u64;
+        let runnable = w.sched().tasks[t].runnable;
         let nb = &mut *self;
         let seq = nb.mms[pidx].scan_seq;
         if nb.tasks[t].scan_seq == seq || nb.tasks[t].faults.is_none() {
@@ -58,7 +58,7 @@ impl Linux6 {
         // preferred_group_nid: the argmax unchanged on NUMA_DIRECT topologies.
         if pl.max_faults > 0 && pl.max_nid != tk.preferred {
             tk.preferred = pl.max_nid;
-            w.sched.tasks[t].numa_preferred_nid = pl.max_nid;
+            w.set_numa_preferred_nid(t, pl.max_nid);
         }
         let nb = &mut *self;
         let gs = nb.group_share(nb.tasks[t].group, nn);
@@ -100,9 +100,9 @@ impl Linux6 {
 
     /// `numa_migrate_preferred`.
     pub(super) fn numa_migrate_preferred(&mut self, w: &mut World, t: usize) {
-        let tick = w.tick_ns;
-        let now = w.now;
-        let Some(cpu) = w.sched.tasks[t].cpu else {
+        let tick = w.tick_ns();
+        let now = w.now();
+        let Some(cpu) = w.sched().tasks[t].cpu else {
             return;
         };
         let nb = &mut *self;
@@ -117,7 +117,7 @@ impl Linux6 {
         let hz = NS as u64 / tick;
         let jiffies = (tk.scan_period * MS / tick / 16).min(hz);
         tk.migrate_retry = now + jiffies * tick;
-        if w.machine.cpus[cpu].node == pref {
+        if w.machine().cpus[cpu].node == pref {
             return;
         }
         self.task_numa_migrate(w, t, cpu, pref);
@@ -141,27 +141,27 @@ impl Linux6 {
     fn numa_stats(&self, w: &World, t: usize, nid: usize, find_idle: bool) -> NumaStats {
         let mut ns = NumaStats::default();
         let mut idle_core = None;
-        for c in w.machine.nodes[nid].cpus.iter() {
-            let (nr, _, _) = w.sched.fbq_counts(c);
-            ns.load += w.sched.cpu_load(c);
-            ns.runnable += w.sched.cpu_load(c);
-            ns.util += w.sched.cpu_util(c);
+        for c in w.machine().nodes[nid].cpus.iter() {
+            let (nr, _, _) = w.sched().fbq_counts(c);
+            ns.load += w.sched().cpu_load(c);
+            ns.runnable += w.sched().cpu_load(c);
+            ns.util += w.sched().cpu_util(c);
             ns.nr_running += nr as i64;
             ns.capacity += 1024.0;
             ns.weight += 1;
             if find_idle && idle_core.is_none() && nr == 0 {
-                if !w.sched.tasks[t].allowed.contains(c) {
+                if !w.sched().tasks[t].allowed.contains(c) {
                     continue;
                 }
                 if ns.idle_cpu.is_none() {
                     ns.idle_cpu = Some(c);
                 }
                 // numa_idle_core: a CPU whose SMT siblings are all idle.
-                let core = w.machine.cpus[c].core;
-                if w.machine.cores[core]
+                let core = w.machine().cpus[c].core;
+                if w.machine().cores[core]
                     .cpus
                     .iter()
-                    .all(|&s| w.sched.is_idle(s))
+                    .all(|&s| w.sched().is_idle(s))
                 {
                     idle_core = Some(c);
                 }
@@ -181,10 +181,10 @@ impl Linux6 {
         src_cpu: usize,
         pref: usize,
     ) {
-        let src_nid = w.machine.cpus[src_cpu].node;
-        let pidx = w.threads[t].proc;
+        let src_nid = w.machine().cpus[src_cpu].node;
+        let pidx = w.thread(t).proc;
         let imbalance_pct = 100.0 + (117.0 - 100.0) / 2.0; // sd_numa 117 -> 108
-        let imb_numa_nr = w.sched.imb_numa_nr().unwrap_or(1) as i64;
+        let imb_numa_nr = w.sched().imb_numa_nr().unwrap_or(1) as i64;
         let in_group = self.tasks[t].group.is_some();
         let tw_src = self.task_weight_of(t, src_nid);
         let gw_src = self.group_weight_of(t, src_nid);
@@ -227,13 +227,13 @@ impl Linux6 {
             }
         }
         if in_group {
-            let nid = env.best_cpu.map_or(src_nid, |c| w.machine.cpus[c].node);
+            let nid = env.best_cpu.map_or(src_nid, |c| w.machine().cpus[c].node);
             if Some(nid) != self.tasks[t].preferred {
                 self.tasks[t].preferred = Some(nid);
-                w.sched.tasks[t].numa_preferred_nid = Some(nid);
+                w.set_numa_preferred_nid(t, Some(nid));
             }
         }
-        let now = w.now;
+        let now = w.now();
         let Some(best_cpu) = env.best_cpu else {
             let nb = &mut *self;
             nb.stats.numa_stick += 1;
@@ -246,12 +246,11 @@ impl Linux6 {
             );
             return;
         };
-        let dst_nid = w.machine.cpus[best_cpu].node;
+        let dst_nid = w.machine().cpus[best_cpu].node;
         match env.best_task {
             None => {
-                w.sched
-                    .migrate(t as u32, src_cpu, best_cpu, Cause::NumaMove, now);
-                w.metrics.numa_task_migrated += 1;
+                w.migrate_task(t, src_cpu, best_cpu, Cause::NumaMove);
+                w.vmstat().numa_task_migrated += 1;
                 let nb = &mut *self;
                 nb.trace.task(
                     now,
@@ -264,12 +263,10 @@ impl Linux6 {
                 );
             }
             Some(cur) => {
-                w.sched
-                    .migrate(t as u32, src_cpu, best_cpu, Cause::NumaSwap, now);
-                w.sched
-                    .migrate(cur as u32, best_cpu, src_cpu, Cause::NumaSwap, now);
-                w.metrics.numa_task_swapped += 2;
-                let cur_pid = w.threads[cur].proc;
+                w.migrate_task(t, src_cpu, best_cpu, Cause::NumaSwap);
+                w.migrate_task(cur, best_cpu, src_cpu, Cause::NumaSwap);
+                w.vmstat().numa_task_swapped += 2;
+                let cur_pid = w.thread(cur).proc;
                 let nb = &mut *self;
                 nb.trace.task(
                     now,
@@ -307,11 +304,11 @@ impl Linux6 {
                 }
             }
         } else {
-            let load = w.sched.tasks[env.t].runnable;
+            let load = w.sched().tasks[env.t].runnable;
             maymove = !env.load_too_imbalanced(env.src.load - load, env.dst.load + load);
         }
-        for c in w.machine.nodes[env.dst_nid].cpus.iter() {
-            if !w.sched.tasks[env.t].allowed.contains(c) {
+        for c in w.machine().nodes[env.dst_nid].cpus.iter() {
+            if !w.sched().tasks[env.t].allowed.contains(c) {
                 continue;
             }
             if self.task_numa_compare(w, env, c, taskimp, groupimp, maymove) {
@@ -334,7 +331,7 @@ impl Linux6 {
         let p_ng = nb.tasks[env.t].group;
         let mut imp = if p_ng.is_some() { groupimp } else { taskimp };
         let moveimp = imp;
-        let cur = w.sched.rq(dst_cpu).first().map(|&x| x as usize);
+        let cur = w.sched().rq(dst_cpu).first().map(|&x| x as usize);
         if cur == Some(env.t) {
             return true;
         }
@@ -349,7 +346,7 @@ impl Linux6 {
                 }
             }
             Some(cur) => {
-                if !w.sched.tasks[cur].allowed.contains(env.src_cpu) {
+                if !w.sched().tasks[cur].allowed.contains(env.src_cpu) {
                     return false;
                 }
                 if let Some(bt) = env.best_task
@@ -394,7 +391,7 @@ impl Linux6 {
                     if imp < SMALLIMP || imp <= env.best_imp + SMALLIMP / 2 {
                         return false;
                     }
-                    let load = w.sched.tasks[env.t].runnable - w.sched.tasks[cur].runnable;
+                    let load = w.sched().tasks[env.t].runnable - w.sched().tasks[cur].runnable;
                     if load != 0.0
                         && env.load_too_imbalanced(env.src.load - load, env.dst.load + load)
                     {
@@ -410,9 +407,9 @@ impl Linux6 {
         let mut cpu = dst_cpu;
         if cur.is_none() {
             cpu = env.dst.idle_cpu.unwrap_or(dst_cpu);
-            if !w.sched.is_idle(cpu)
+            if !w.sched().is_idle(cpu)
                 && let Some(b) = env.best_cpu
-                && w.sched.is_idle(b)
+                && w.sched().is_idle(b)
             {
                 cpu = b;
             }
@@ -420,7 +417,7 @@ impl Linux6 {
         env.best_cpu = Some(cpu);
         env.best_task = cur;
         env.best_imp = imp;
-        if maymove && cur.is_none() && w.sched.is_idle(cpu) {
+        if maymove && cur.is_none() && w.sched().is_idle(cpu) {
             return true;
         }
         if !maymove

@@ -9,22 +9,22 @@ impl Linux6 {
     pub(super) fn numab_tick(&mut self, w: &mut World) {
         // CPUs' ticks are not synchronised: which thread of an mm reaches
         // `numa_next_scan` first varies, so the walk starts at a random thread.
-        let n = w.threads.len();
+        let n = w.nr_threads();
         if n == 0 {
             return;
         }
         let first = {
             use rand::RngExt;
-            w.rng.random_range(0..n)
+            w.rng().random_range(0..n)
         };
         for k in 0..n {
             let t = (first + k) % n;
-            if w.threads[t].state != TState::Runnable || w.sched.tasks[t].cpu.is_none() {
+            if w.thread(t).state != TState::Runnable || w.sched().tasks[t].cpu.is_none() {
                 continue;
             }
-            let now_exec = w.threads[t].sum_exec_ns as u64;
-            let now = w.now;
-            let pidx = w.threads[t].proc;
+            let now_exec = w.thread(t).sum_exec_ns as u64;
+            let now = w.now();
+            let pidx = w.thread(t).proc;
             let nb = &mut *self;
             let tk = &nb.tasks[t];
             let period = tk.scan_period * MS;
@@ -34,7 +34,7 @@ impl Linux6 {
             // The first trigger sets the period from the RSS (`period` above keeps the
             // fork-time value, as in the kernel).
             let start = (tk.node_stamp == 0).then(|| {
-                let gs = nb.group_share(tk.group, w.machine.nr_nodes());
+                let gs = nb.group_share(tk.group, w.machine().nr_nodes());
                 task_scan_start(w.mm_rss(pidx), &nb.tun, gs)
             });
             let nb = &mut *self;
@@ -49,7 +49,7 @@ impl Linux6 {
                     self.scan_ns += cost;
                     // An async worker runs on the task's node too (scan_async_worker).
                     let node = w.thread_node(t);
-                    w.series.scanned(Some(pidx), node, cost);
+                    w.record_scan(Some(pidx), node, cost);
                     if self.tun.scan_async {
                         self.scan_async_worker(w, t, cost);
                     } else {
@@ -72,22 +72,22 @@ impl Linux6 {
     /// the 32x overhead cap count it, and on a contended CPU the task, not the others, gives
     /// up the CPU time (as a vruntime charge would, over time).
     pub(super) fn scan_async_worker(&mut self, w: &mut World, t: usize, cost: f64) {
-        let Some(cpu) = w.sched.tasks[t].cpu else {
+        let Some(cpu) = w.sched().tasks[t].cpu else {
             return;
         };
         let backcharge = self.tun.scan_async_backcharge;
         // The task runs on `cpu`, so it shares it with at least the task unless the
         // worker found an idle CPU.
-        let (wcpu, shared_with) = self.kthreads.cpu(w, cpu, w.machine.cpus[cpu].node);
+        let (wcpu, shared_with) = self.kthreads.cpu(w, cpu, w.machine().cpus[cpu].node);
         let idle = shared_with == 0;
-        let outside = !w.procs[w.threads[t].proc].cpuset_cpus.contains(wcpu);
+        let outside = !w.proc(w.thread(t).proc).cpuset_cpus.contains(wcpu);
         let nb = &mut *self;
         nb.stats.async_scans += 1;
         nb.stats.async_scans_idle_cpu += idle as u64;
         nb.stats.async_scans_outside_cpuset += outside as u64;
         if backcharge {
             nb.tasks[t].node_stamp += 32 * cost as u64;
-            w.sys_ns += cost;
+            w.charge_sys(cost);
         } else {
             nb.scan_hidden_ns += cost;
         }
@@ -95,11 +95,11 @@ impl Linux6 {
             // The task, not its neighbours, gives the time up: paid like kernel work of
             // its own (it adds to its CPU time); the preempted thread still stalls.
             self.kthreads.hold(w, wcpu, cost);
-            w.threads[t].debt_ns += cost;
+            w.add_debt(t, cost);
             w.stall(cost);
         } else {
             if backcharge {
-                w.threads[t].sum_exec_ns += cost;
+                w.add_exec(t, cost);
             }
             // On an idle CPU nobody loses anything; otherwise the worker preempts the
             // CPU's current thread and every runnable thread there loses its share.
@@ -109,7 +109,7 @@ impl Linux6 {
 
     /// Whether the VMA `ri` of process `pidx` may be scanned for task `t`, or why not.
     pub(super) fn vma_unsuitable(&self, w: &World, t: usize, ri: usize) -> Option<SkipReason> {
-        let p = &w.procs[w.threads[t].proc];
+        let p = &w.proc(w.thread(t).proc);
         let r = &p.regions[ri];
         if r.file_ro {
             return Some(SkipReason::SharedRo);
@@ -129,10 +129,10 @@ impl Linux6 {
     /// the cpuset allows one memory node) and `numa_next_scan`; when a scan is due, the
     /// next one is set a scan period later. False: no scan now.
     fn scan_due(&mut self, w: &World, t: usize) -> bool {
-        let now = w.now;
-        let pidx = w.threads[t].proc;
-        let single_mem = w.procs[pidx].cpuset_mems.count() == 1;
-        let tick = w.tick_ns;
+        let now = w.now();
+        let pidx = w.thread(t).proc;
+        let single_mem = w.proc(pidx).cpuset_mems.count() == 1;
+        let tick = w.tick_ns();
         let nb = self;
         if nb.tun.cpuset_skip && single_mem {
             nb.stats.cpuset_skips += 1;
@@ -171,10 +171,10 @@ impl Linux6 {
 
     /// `task_numa_work`: returns the CPU ns the scan took.
     pub(super) fn task_numa_work(&mut self, w: &mut World, t: usize) -> f64 {
-        let now = w.now;
-        let pidx = w.threads[t].proc;
+        let now = w.now();
+        let pidx = w.thread(t).proc;
         let pid = t as u32 + 1;
-        let nthreads = w.procs[pidx].live as u64;
+        let nthreads = w.proc(pidx).live as u64;
         if !self.scan_due(w, t) {
             return 0.0;
         }
@@ -185,10 +185,12 @@ impl Linux6 {
         let pid_filter = nb.tun.vma_pid_filter;
         let scan_window = nb.tun.scan_window;
 
-        let nregions = w.procs[pidx].regions.len();
-        let single_thread = w.procs[pidx].live == 1;
-        let cpu_node = w.sched.tasks[t].cpu.map_or(0, |c| w.machine.cpus[c].node);
-        let k = &w.machine.spec.costs;
+        let nregions = w.proc(pidx).regions.len();
+        let single_thread = w.proc(pidx).live == 1;
+        let cpu_node = w.sched().tasks[t]
+            .cpu
+            .map_or(0, |c| w.machine().cpus[c].node);
+        let k = &w.machine().spec.costs;
         let (pte_ns, tlb_ns) = (k.pte_update_ns, k.tlb_shootdown_ns);
         let mut cost = 0.0;
         let mut forced = false;
@@ -203,7 +205,7 @@ impl Linux6 {
         'retry: loop {
             let (mut ri, mut off) = self.mms[pidx].scan_offset;
             while ri < nregions {
-                let rpages = w.procs[pidx].regions[ri].pages;
+                let rpages = w.proc(pidx).regions[ri].pages;
                 if off >= rpages {
                     ri += 1;
                     off = 0;
@@ -248,8 +250,8 @@ impl Linux6 {
                 } else {
                     (0, rpages)
                 };
-                let vm_shared = w.procs[pidx].regions[ri].vm_shared;
-                let obj = w.procs[pidx].regions[ri].obj;
+                let vm_shared = w.proc(pidx).regions[ri].vm_shared;
+                let obj = w.proc(pidx).regions[ri].obj;
                 // change_pte_range's single-threaded optimisation: folios already on the
                 // scanning CPU's node are not protected.
                 let skip_node = (single_thread && !vm_shared).then_some(cpu_node);
@@ -265,8 +267,8 @@ impl Linux6 {
                     if n > 0 {
                         cost += c + tlb_ns;
                         pages -= (end - start) as i64;
-                        w.metrics.numa_pte_updates += n;
-                        w.metrics.numa_huge_pte_updates += huge;
+                        w.vmstat().numa_pte_updates += n;
+                        w.vmstat().numa_huge_pte_updates += huge;
                     } else {
                         cost += c;
                     }
@@ -338,7 +340,7 @@ impl Linux6 {
         skip_node: Option<usize>,
         pte_ns: f64,
     ) -> (u64, u64, f64) {
-        let o = &mut w.objects[obj];
+        let o = w.object_mut(obj);
         let mut p = a;
         let mut changed = 0;
         let mut huge = 0;
