@@ -24,6 +24,10 @@ pub const MACHINES: &[(&str, &str)] = &[
         include_str!("../../../presets/machines/tiny-2n4.toml"),
     ),
     (
+        "qemu-guest-4n8",
+        include_str!("../../../presets/machines/qemu-guest-4n8.toml"),
+    ),
+    (
         "stable-a",
         include_str!("../../../presets/machines/stable-a.toml"),
     ),
