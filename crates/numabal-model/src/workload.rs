@@ -876,3 +876,414 @@ pub fn thread_slice(pages: u64, i: u64, n: u64) -> (u64, u64) {
     let end = (pages as u128 * (i + 1) as u128 / n as u128) as u64;
     (start, end)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::MachineSpec;
+
+    /// tiny-2n4: 4 CPUs (node 0: 0-1, node 1: 2-3), 2 nodes, 4 GiB usable.
+    fn tiny() -> Machine {
+        let text = crate::presets::machine("tiny-2n4").unwrap();
+        let spec: MachineSpec = toml::from_str(text).unwrap();
+        Machine::from_spec(spec, "tiny-2n4").unwrap()
+    }
+
+    /// One process `p` with region `buf` (1 MiB) and group `w` of 2 threads sweeping it
+    /// once; `process`, `region`, `group` and `phase` add keys to those tables, `more`
+    /// appends tables.
+    fn text(process: &str, region: &str, group: &str, phase: &str, more: &str) -> String {
+        format!(
+            "name = \"t\"\n[[process]]\nname = \"p\"\n{process}\n\
+             [[process.region]]\nname = \"buf\"\n{region}\n\
+             [[process.group]]\nname = \"w\"\n{group}\n\
+             [[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\n{phase}\n{more}"
+        )
+    }
+
+    fn resolve(text: &str) -> Result<Workload, InputError> {
+        let spec: WorkloadSpec = toml::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        Workload::resolve(spec, &tiny(), "w.toml")
+    }
+
+    fn error(text: &str) -> String {
+        match resolve(text) {
+            Ok(_) => panic!("resolved:\n{text}"),
+            Err(e) => {
+                assert_eq!(e.source, "w.toml");
+                format!("{}: {}", e.field, e.message)
+            }
+        }
+    }
+
+    const SIZE: &str = "size = \"1MiB\"";
+    const T2: &str = "threads = 2";
+    const ONCE: &str = "passes = 1";
+
+    #[test]
+    fn a_good_workload_resolves() {
+        let w = resolve(&text(
+            "instances = 2\naffinity = \"1-3\"\ncpuset_cpus = \"1-3\"\ncpuset_mems = \"1\"",
+            SIZE,
+            "threads = \"cpus/2\"\naffinity = \"2\"",
+            ONCE,
+            "",
+        ))
+        .unwrap();
+        assert_eq!(w.threads, vec![vec![2]]);
+        assert_eq!(w.cpuset_cpus, vec![Mask::from_ids([1, 2, 3])]);
+        assert_eq!(w.cpuset_mems, vec![Mask::single(1)]);
+        assert_eq!(w.affinity, vec![Some(Mask::from_ids([1, 2, 3]))]);
+        assert_eq!(w.group_affinity, vec![vec![Some(Mask::single(2))]]);
+        assert_eq!(w.mapped_bytes, 2 << 20);
+        assert_eq!(w.name(), "t");
+    }
+
+    /// Every refusal of `resolve`, field and message, in the order they are checked.
+    #[test]
+    fn every_refusal_names_its_field() {
+        let spawn =
+            |g: &str| format!("[[process.group.phase]]\nkind = \"spawn\"\ngroup = \"{g}\"\n");
+        let join = |g: &str| format!("[[process.group.phase]]\nkind = \"join\"\ngroup = \"{g}\"\n");
+        let group = |name: &str, phases: &str| {
+            format!("[[process.group]]\nname = \"{name}\"\nthreads = 1\n{phases}")
+        };
+        let sweep = "[[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\npasses = 1\n";
+        let cases: Vec<(String, &str)> = vec![
+            (
+                "name = \"t\"\n".into(),
+                "process: the workload has no processes",
+            ),
+            (
+                text("daemon = true", SIZE, T2, ONCE, ""),
+                "process.daemon: every process is a daemon (allowed: at least one process with daemon = false)",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"s\"\nsize = 0\n",
+                    text("", SIZE, T2, ONCE, "")
+                ),
+                "shared[0].size: must be > 0",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"s\"\nsize = 1\n[[shared]]\nname = \"s\"\nsize = 1\n",
+                    text("", SIZE, T2, ONCE, "")
+                ),
+                "shared[1].name: `s` is defined twice",
+            ),
+            (
+                text("instances = 0", SIZE, T2, ONCE, ""),
+                "process[0].instances: is 0 (allowed: 1-4096)",
+            ),
+            (
+                text("instances = 2\njobs = 3", SIZE, T2, ONCE, ""),
+                "process[0].jobs: is 3 (allowed: 1-2, the instances)",
+            ),
+            (
+                text("start_s = -1.0", SIZE, T2, ONCE, ""),
+                "process[0].start_s: must be a finite number >= 0",
+            ),
+            (
+                text("cpuset_cpus = \"x\"", SIZE, T2, ONCE, ""),
+                "process[0].cpuset_cpus: `x` is not a list item (expected N or N-M, e.g. 0-3,8)",
+            ),
+            (
+                text("cpuset_cpus = \"7\"", SIZE, T2, ONCE, ""),
+                "process[0].cpuset_cpus: `7` must name CPUs of the machine (0-3)",
+            ),
+            (
+                text("cpuset_mems = \"2\"", SIZE, T2, ONCE, ""),
+                "process[0].cpuset_mems: `2` must name nodes of the machine (0-1)",
+            ),
+            (
+                text("cpuset_mems = \"a\"", SIZE, T2, ONCE, ""),
+                "process[0].cpuset_mems: `a` is not a list item (expected N or N-M, e.g. 0-3,8)",
+            ),
+            (
+                text("affinity = \"4\"", SIZE, T2, ONCE, ""),
+                "process[0].affinity: `4` must name CPUs of the machine (0-3)",
+            ),
+            (
+                text(
+                    "cpuset_cpus = \"2-3\"\naffinity = \"0\"",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    "",
+                ),
+                "process[0].affinity: shares no CPU with the process's cpuset",
+            ),
+            (
+                text("mempolicy = \"bind:5\"", SIZE, T2, ONCE, ""),
+                "process[0].mempolicy: node 5 does not exist (the machine has nodes 0-1)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, "").replace(
+                    "[[process.group]]",
+                    "[[process.region]]\nname = \"buf\"\nsize = 1\n[[process.group]]",
+                ),
+                "process[0].region[1].name: `buf` is defined twice in this process",
+            ),
+            (
+                text("", "size = 0", T2, ONCE, ""),
+                "process[0].region[0].size: must be > 0",
+            ),
+            (
+                text("", "shared = \"s\"", T2, ONCE, ""),
+                "process[0].region[0].shared: no [[shared]] region `s` (defined: none)",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"a\"\nsize = 1\n[[shared]]\nname = \"b\"\nsize = 1\n",
+                    text("", "shared = \"c\"", T2, ONCE, "")
+                ),
+                "process[0].region[0].shared: no [[shared]] region `c` (defined: a, b)",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"s\"\nsize = 1\n",
+                    text("", "size = 1\nshared = \"s\"", T2, ONCE, "")
+                ),
+                "process[0].region[0].size: give exactly one of `size` (a private region) or `shared` (a [[shared]] region)",
+            ),
+            (
+                text("", "", T2, ONCE, ""),
+                "process[0].region[0].size: give exactly one of `size` (a private region) or `shared` (a [[shared]] region)",
+            ),
+            (
+                text("", "size = 1\nmempolicy = \"interleave:3\"", T2, ONCE, ""),
+                "process[0].region[0].mempolicy: node 3 does not exist (the machine has nodes 0-1)",
+            ),
+            (
+                "name = \"t\"\n[[process]]\nname = \"p\"\ngroup = []\n".into(),
+                "process[0].group: a process needs at least one [[process.group]]",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &group("w", sweep)),
+                "process[0].group[1].name: `w` is defined twice in this process",
+            ),
+            (
+                text("", SIZE, "threads = \"cpus*9223372036854775807\"", ONCE, ""),
+                "process[0].group[0].threads: `cpus*9223372036854775807` is too large",
+            ),
+            (
+                text("", SIZE, "threads = 0", ONCE, ""),
+                "process[0].group[0].threads: evaluates to 0 (allowed: 1-65536)",
+            ),
+            (
+                text("", SIZE, "threads = 70000", ONCE, ""),
+                "process[0].group[0].threads: evaluates to 70000 (allowed: 1-65536)",
+            ),
+            (
+                text("", SIZE, "threads = 1\nwork_per_iteration = -1.0", ONCE, ""),
+                "process[0].group[0].work_per_iteration: is -1 (allowed: a finite number >= 0)",
+            ),
+            (
+                text("", SIZE, "threads = 1\niterations = 0", ONCE, ""),
+                "process[0].group[0].iterations: must be >= 1",
+            ),
+            (
+                text("", SIZE, "threads = 1\nstagger_s = -1.0", ONCE, ""),
+                "process[0].group[0].stagger_s: must be a finite number >= 0",
+            ),
+            (
+                text("", SIZE, "threads = 1\nstart_s = nan", ONCE, ""),
+                "process[0].group[0].start_s: must be a finite number >= 0",
+            ),
+            (
+                text("", SIZE, "threads = 1\naffinity = \"9\"", ONCE, ""),
+                "process[0].group[0].affinity: `9` must name CPUs of the machine (0-3)",
+            ),
+            (
+                text(
+                    "cpuset_cpus = \"0-1\"",
+                    SIZE,
+                    "threads = 1\naffinity = \"3\"",
+                    ONCE,
+                    "",
+                ),
+                "process[0].group[0].affinity: shares no CPU with the process's cpuset (0-1)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, "").replace(
+                    "[[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\npasses = 1\n",
+                    "phase = []\n",
+                ),
+                "process[0].group[0].phase: a group needs at least one [[process.group.phase]]",
+            ),
+            (
+                text("", SIZE, T2, ONCE, "")
+                    .replace("region = \"buf\"\npasses", "region = \"nope\"\npasses"),
+                "process[0].group[0].phase[0].region: no region `nope` in this process (defined: buf)",
+            ),
+            (
+                text("", SIZE, T2, "", ""),
+                "process[0].group[0].phase[0].passes: give exactly one of `passes`, `bytes` or `seconds`",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nseconds = 1", ""),
+                "process[0].group[0].phase[0].passes: give exactly one of `passes`, `bytes` or `seconds`",
+            ),
+            (
+                text("", SIZE, T2, "passes = 0", ""),
+                "process[0].group[0].phase[0].passes: is 0e0 (allowed: > 0 and <= 1e9)",
+            ),
+            (
+                text("", SIZE, T2, "seconds = 2e7", ""),
+                "process[0].group[0].phase[0].seconds: is 2e7 (allowed: > 0 and <= 1e7)",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nwrite = 1.5", ""),
+                "process[0].group[0].phase[0].write: is 1.5 (allowed: 0 to 1)",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\ncache_hit = 1.0", ""),
+                "process[0].group[0].phase[0].cache_hit: is 1 (allowed: 0 to <1)",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nns_per_byte = inf", ""),
+                "process[0].group[0].phase[0].ns_per_byte: must be a finite number >= 0",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nmlp = 0.25", ""),
+                "process[0].group[0].phase[0].mlp: is 0.25 (allowed: 0.5 to 1000)",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    "passes = 1\npattern = \"zipf\"\nzipf_s = 6.0",
+                    "",
+                ),
+                "process[0].group[0].phase[0].zipf_s: is 6 (allowed: 0 to 5)",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    "passes = 1\npattern = \"hot\"\nhot_fraction = 1.0",
+                    "",
+                ),
+                "process[0].group[0].phase[0].hot_fraction: is 1 (allowed: between 0 and 1)",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    "passes = 1\npattern = \"hot\"\nhot_weight = 1.5",
+                    "",
+                ),
+                "process[0].group[0].phase[0].hot_weight: is 1.5 (allowed: 0 to 1)",
+            ),
+            (
+                text("", "size = 4096", T2, "passes = 1\nslice = \"thread\"", ""),
+                "process[0].group[0].phase[0].slice: region `buf` has 1 pages, fewer than the group's 2 threads",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nmempolicy = \"preferred:2\"", ""),
+                "process[0].group[0].phase[0].mempolicy: node 2 does not exist (the machine has nodes 0-1)",
+            ),
+            (
+                text("", "size = 1\nkind = \"file\"", T2, ONCE, ""),
+                "process[0].group[0].phase[0].write: region `buf` is a read-only file mapping: write must be 0",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"lib\"\nsize = 1\nkind = \"file\"\n",
+                    text("", "shared = \"lib\"", T2, "passes = 1\nwrite = 0.5", "")
+                ),
+                "process[0].group[0].phase[0].write: region `buf` is a read-only file mapping: write must be 0",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    "[[process.group.phase]]\nkind = \"compute\"\nseconds = -1.0\n",
+                ),
+                "process[0].group[0].phase[1].seconds: must be a finite number >= 0",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    "[[process.group.phase]]\nkind = \"sleep\"\nseconds = 1.0\njitter = 2.0\n",
+                ),
+                "process[0].group[0].phase[1].jitter: is 2 (allowed: 0 to 1)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &spawn("x")),
+                "process[0].group[0].phase[1].group: no group `x` in this process (defined: w)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &spawn("w")),
+                "process[0].group[0].phase[1].group: a group cannot spawn itself",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    &format!("{}{}{}", spawn("v"), spawn("v"), group("v", sweep)),
+                ),
+                "process[0].group[0].phase[2].group: group `v` is spawned twice",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &join("x")),
+                "process[0].group[0].phase[1].group: no group `x` in this process (defined: w)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &join("w")),
+                "process[0].group[0].phase[1].group: a group cannot join itself",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    &format!(
+                        "{}{}",
+                        spawn("v"),
+                        group("v", &format!("{sweep}{}", spawn("w")))
+                    ),
+                ),
+                "process[0].group: every group is spawned by another: none can start",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    &format!(
+                        "{}{}",
+                        group("a", &format!("{sweep}{}", spawn("b"))),
+                        group("b", &format!("{sweep}{}", spawn("a")))
+                    ),
+                ),
+                "process[0].group[1]: group `a` is spawned only by groups that never start (a spawn cycle)",
+            ),
+            (
+                text("instances = 2", "size = \"3GiB\"", T2, ONCE, ""),
+                "process: the workload maps 6GiB but machine `tiny-2n4` has 4GiB of usable memory",
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (t, want) in &cases {
+            let got = error(t);
+            if got != *want {
+                wrong.push(format!("want {want}\n got {got}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+}
