@@ -378,150 +378,148 @@ impl Report {
         }
     }
 
-    /// Every figure with data, in the table's order.
+    /// Every figure with data, in the table's order; the names and captions of those left
+    /// out.
     pub fn figures(&self) -> (Vec<Figure>, Vec<String>) {
-        let mut figs = Vec::new();
-        let mut left_out = Vec::new();
-        let mut add = |name: &str, caption: String, svg: Option<String>| match svg {
-            Some(svg) => figs.push(Figure {
-                name: name.to_string(),
-                caption,
-                svg,
-            }),
-            None => left_out.push(format!("{name}: {caption}")),
-        };
+        let mut d = Drawn::default();
         let first = self.first_runs();
-        let one = self.policies.len() == 1;
-        let wl = self.series_workload();
-        let only_first = if self.workloads().len() > 1 {
+        for (p, e, s) in &first {
+            d.add(self.memory_figure(p, e, s));
+        }
+        if !first.is_empty() {
+            d.add(self.locality_figure(&first));
+            d.add(self.activity_figure(&first));
+        }
+        let scope = self.scope();
+        d.add(self.runtime_figure(&scope));
+        d.add(self.counters_figure(&scope));
+        d.add(self.stalls_figure(&scope));
+        d.add(self.ping_pong_figure(&scope));
+        d.add(self.throughput_figure(&scope));
+        (d.figs, d.left_out)
+    }
+
+    /// What the captions of the time series add when the runs have several workloads.
+    fn only_first(&self) -> &'static str {
+        if self.workloads().len() > 1 {
             " Only the first workload is drawn over time; every workload's series is in the saved result."
         } else {
             ""
+        }
+    }
+
+    /// `memory` (`memory-POLICY`): each process's memory per node over one policy's first
+    /// run.
+    fn memory_figure(&self, p: &str, e: &Entry, s: &Series) -> Drawing {
+        let name = if self.policies.len() == 1 {
+            "memory".to_string()
+        } else {
+            format!("memory-{p}")
         };
-        for (p, e, s) in &first {
-            let name = if one {
-                "memory".to_string()
-            } else {
-                format!("memory-{p}")
-            };
-            let title = format!("{wl} under {p}, seed {}: memory per node over time", e.seed);
-            add(
-                &name,
-                format!(
-                    "Each process's resident memory on each node (numastat -p) over the run, one panel per process (at most {}); every {} s.{only_first}",
-                    svg::MAX_PANELS,
-                    s.interval_s
-                ),
-                memory_svg(s, &title),
-            );
+        let title = format!(
+            "{} under {p}, seed {}: memory per node over time",
+            self.series_workload(),
+            e.seed
+        );
+        Drawing {
+            name,
+            caption: format!(
+                "Each process's resident memory on each node (numastat -p) over the run, one panel per process (at most {}); every {} s.{}",
+                svg::MAX_PANELS,
+                s.interval_s,
+                self.only_first()
+            ),
+            svg: memory_svg(s, &title),
         }
-        if !first.is_empty() {
-            let seeds: Vec<u64> = first.iter().map(|(_, e, _)| e.seed).collect();
-            let wl = format!("{wl}, {}", seeds_text(&seeds));
-            add(
-                "locality",
-                format!(
-                    "Of the bytes accessed in each interval, the share on the accessing CPU's node; each policy's run with the lowest seed.{only_first}"
-                ),
-                svg::lines_svg(
-                    &format!("{wl}: local access ratio over time"),
-                    &[Panel {
-                        title: "local access ratio".into(),
-                        x_desc: "simulated time (s)".into(),
-                        y_desc: "local / all".into(),
-                        lines: first
-                            .iter()
-                            .map(|(p, _, s)| Line {
-                                label: p.to_string(),
-                                points: s
-                                    .t_s
-                                    .iter()
-                                    .copied()
-                                    .zip(s.local_access_ratio.iter().copied())
-                                    .collect(),
-                            })
-                            .collect(),
-                        y_min_top: 1.0,
-                        ..Default::default()
-                    }],
-                ),
-            );
-            let rate = |f: fn(&numabal_sim::series::NodeSeries) -> &Vec<u64>,
-                        s: &Series|
-             -> Vec<(f64, Option<f64>)> {
-                let tot: Vec<u64> = (0..s.t_s.len())
-                    .map(|k| s.nodes.iter().map(|n| f(n)[k]).sum())
-                    .collect();
-                (0..s.t_s.len())
-                    .map(|k| {
-                        let (t0, c0) = if k == 0 {
-                            (0.0, 0)
-                        } else {
-                            (s.t_s[k - 1], tot[k - 1])
-                        };
-                        let dt = s.t_s[k] - t0;
-                        (s.t_s[k], (dt > 0.0).then(|| (tot[k] - c0) as f64 / dt))
-                    })
-                    .collect()
-            };
-            let panel =
-                |title: &str, y: &str, f: fn(&numabal_sim::series::NodeSeries) -> &Vec<u64>| {
-                    Panel {
-                        title: title.into(),
-                        x_desc: "simulated time (s)".into(),
-                        y_desc: y.into(),
-                        lines: first
-                            .iter()
-                            .map(|(p, _, s)| Line {
-                                label: p.to_string(),
-                                points: rate(f, s),
-                            })
-                            .collect(),
-                        log_y: true,
-                        ..Default::default()
-                    }
-                };
-            add(
-                "activity",
-                format!(
-                    "NUMA hinting faults, base pages migrated and inter-node thread migrations per simulated second in each interval (log scale; intervals without any are gaps); each policy's run with the lowest seed.{only_first}"
-                ),
-                svg::lines_svg(
-                    &format!("{wl}: balancing activity over time"),
-                    &[
-                        panel("numa_hint_faults per second", "faults/s", |n| {
-                            &n.numa_hint_faults
-                        }),
-                        panel("pages migrated per second", "pages/s", |n| {
-                            &n.pages_migrated
-                        }),
-                        panel(
-                            "thread migrations (inter-node) per second",
-                            "moves/s",
-                            |n| &n.thread_migrations,
-                        ),
-                    ],
-                ),
-            );
+    }
+
+    /// The workload and seeds of the time-series figures drawn from every policy's first
+    /// run.
+    fn first_runs_scope(&self, first: &[(&str, &Entry, &Series)]) -> String {
+        let seeds: Vec<u64> = first.iter().map(|(_, e, _)| e.seed).collect();
+        format!("{}, {}", self.series_workload(), seeds_text(&seeds))
+    }
+
+    /// `locality`: the local access ratio over time, one line per policy.
+    fn locality_figure(&self, first: &[(&str, &Entry, &Series)]) -> Drawing {
+        let wl = self.first_runs_scope(first);
+        Drawing {
+            name: "locality".into(),
+            caption: format!(
+                "Of the bytes accessed in each interval, the share on the accessing CPU's node; each policy's run with the lowest seed.{}",
+                self.only_first()
+            ),
+            svg: svg::lines_svg(
+                &format!("{wl}: local access ratio over time"),
+                &[Panel {
+                    title: "local access ratio".into(),
+                    x_desc: "simulated time (s)".into(),
+                    y_desc: "local / all".into(),
+                    lines: first
+                        .iter()
+                        .map(|(p, _, s)| Line {
+                            label: p.to_string(),
+                            points: s
+                                .t_s
+                                .iter()
+                                .copied()
+                                .zip(s.local_access_ratio.iter().copied())
+                                .collect(),
+                        })
+                        .collect(),
+                    y_min_top: 1.0,
+                    ..Default::default()
+                }],
+            ),
         }
-        // Runtime normalised within each cell to the baseline's median.
-        let base = self.policies.first().cloned().unwrap_or_default();
+    }
+
+    /// `activity`: hinting faults, pages migrated and thread migrations per second over
+    /// time, one line per policy.
+    fn activity_figure(&self, first: &[(&str, &Entry, &Series)]) -> Drawing {
+        let wl = self.first_runs_scope(first);
+        Drawing {
+            name: "activity".into(),
+            caption: format!(
+                "NUMA hinting faults, base pages migrated and inter-node thread migrations per simulated second in each interval (log scale; intervals without any are gaps); each policy's run with the lowest seed.{}",
+                self.only_first()
+            ),
+            svg: svg::lines_svg(
+                &format!("{wl}: balancing activity over time"),
+                &[
+                    rate_panel(first, "numa_hint_faults per second", "faults/s", |n| {
+                        &n.numa_hint_faults
+                    }),
+                    rate_panel(first, "pages migrated per second", "pages/s", |n| {
+                        &n.pages_migrated
+                    }),
+                    rate_panel(
+                        first,
+                        "thread migrations (inter-node) per second",
+                        "moves/s",
+                        |n| &n.thread_migrations,
+                    ),
+                ],
+            ),
+        }
+    }
+
+    /// Each policy's runtimes divided by the median runtime of the baseline (the first
+    /// policy) in the same cell.
+    fn normalised_runtimes(&self, base: &str) -> Vec<(String, Vec<f64>)> {
+        let mut by_cell: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for e in self.of_policy(base) {
+            by_cell
+                .entry(e.cell())
+                .or_default()
+                .push(e.metrics.runtime_s);
+        }
         let mut base_median: BTreeMap<String, f64> = BTreeMap::new();
-        {
-            let mut by_cell: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            for e in self.of_policy(&base) {
-                by_cell
-                    .entry(e.cell())
-                    .or_default()
-                    .push(e.metrics.runtime_s);
-            }
-            for (c, mut v) in by_cell {
-                v.sort_by(f64::total_cmp);
-                base_median.insert(c, svg::quantile(&v, 0.5));
-            }
+        for (c, mut v) in by_cell {
+            v.sort_by(f64::total_cmp);
+            base_median.insert(c, svg::quantile(&v, 0.5));
         }
-        let normalised: Vec<(String, Vec<f64>)> = self
-            .policies
+        self.policies
             .iter()
             .map(|p| {
                 let v = self
@@ -530,13 +528,19 @@ impl Report {
                     .collect();
                 (p.clone(), v)
             })
-            .collect();
+            .collect()
+    }
+
+    /// `runtime`: box plots of the runtimes normalised to the baseline's median; drawn when
+    /// some policy has two runs or more.
+    fn runtime_figure(&self, scope: &str) -> Drawing {
+        let base = self.policies.first().cloned().unwrap_or_default();
+        let normalised = self.normalised_runtimes(&base);
         let several = normalised.iter().any(|(_, v)| v.len() >= 2);
-        let scope = self.scope();
         let title = format!("{scope}: runtime normalised to {base}");
-        add(
-            "runtime",
-            format!(
+        Drawing {
+            name: "runtime".into(),
+            caption: format!(
                 "Each run's runtime divided by the median runtime of {base} (the baseline) in the same workload{}; boxes: quartiles, whiskers: 1.5 box lengths, points beyond them: outliers; the line at 1 is the baseline.",
                 if self.kind == "sweep" {
                     " and grid point"
@@ -544,7 +548,7 @@ impl Report {
                     ""
                 }
             ),
-            if several {
+            svg: if several {
                 svg::box_svg(
                     &title,
                     &format!("runtime / median of {base}"),
@@ -554,32 +558,40 @@ impl Report {
             } else {
                 None
             },
-        );
-        let bar_panel = |title: &str, f: fn(&Metrics) -> f64| {
-            let bars: Vec<Bar> = self
-                .policies
-                .iter()
-                .map(|p| {
-                    let v: Vec<f64> = self.of_policy(p).map(|e| f(&e.metrics)).collect();
-                    let n = v.len().max(1) as f64;
-                    Bar {
-                        value: v.iter().sum::<f64>() / n,
-                        min: v.iter().copied().fold(f64::INFINITY, f64::min),
-                        max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                    }
-                })
-                .collect();
-            BarPanel {
-                title: title.into(),
-                y_desc: "mean per run".into(),
-                categories: self.policies.clone(),
-                series: if bars.iter().all(|b| b.value == 0.0) {
-                    Vec::new()
-                } else {
-                    vec![("mean over runs".into(), bars)]
-                },
-            }
-        };
+        }
+    }
+
+    /// Per policy the mean of a metric over its runs, whiskers from the smallest to the
+    /// largest run; no bars when it is zero under every policy.
+    fn mean_bar_panel(&self, title: &str, f: fn(&Metrics) -> f64) -> BarPanel {
+        let bars: Vec<Bar> = self
+            .policies
+            .iter()
+            .map(|p| {
+                let v: Vec<f64> = self.of_policy(p).map(|e| f(&e.metrics)).collect();
+                let n = v.len().max(1) as f64;
+                Bar {
+                    value: v.iter().sum::<f64>() / n,
+                    min: v.iter().copied().fold(f64::INFINITY, f64::min),
+                    max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                }
+            })
+            .collect();
+        BarPanel {
+            title: title.into(),
+            y_desc: "mean per run".into(),
+            categories: self.policies.clone(),
+            series: if bars.iter().all(|b| b.value == 0.0) {
+                Vec::new()
+            } else {
+                vec![("mean over runs".into(), bars)]
+            },
+        }
+    }
+
+    /// `counters`: per-policy bars of hinting faults, pages migrated and thread migrations
+    /// (a suite's: the summary's geometric means over the workloads).
+    fn counters_figure(&self, scope: &str) -> Drawing {
         let title = format!("{scope}: faults, migrations and thread migrations per policy");
         let (caption, panels) = match &self.geomean_bars {
             Some(g) => (
@@ -589,24 +601,32 @@ impl Report {
             None => (
                 "Mean per run of numa_hint_faults, pgmigrate_success (base pages migrated, by any cause) and inter-node thread migrations (all causes); whiskers from the smallest to the largest run. A counter that is zero under every policy is left out.",
                 vec![
-                    bar_panel("numa_hint_faults", |m| m.numa_hint_faults as f64),
-                    bar_panel("pages migrated (pgmigrate_success)", |m| {
+                    self.mean_bar_panel("numa_hint_faults", |m| m.numa_hint_faults as f64),
+                    self.mean_bar_panel("pages migrated (pgmigrate_success)", |m| {
                         m.pgmigrate_success as f64
                     }),
-                    bar_panel("thread migrations (inter-node)", |m| {
+                    self.mean_bar_panel("thread migrations (inter-node)", |m| {
                         m.thread_migrations_internode as f64
                     }),
                 ],
             ),
         };
-        add("counters", caption.into(), svg::bars_svg(&title, &panels));
+        Drawing {
+            name: "counters".into(),
+            caption: caption.into(),
+            svg: svg::bars_svg(&title, &panels),
+        }
+    }
+
+    /// `stalls`: the stall-length histogram, stalls per run by bucket, one line per policy.
+    fn stalls_figure(&self, scope: &str) -> Drawing {
         let buckets = numabal_sim::result::STALL_BUCKETS_MS;
         let stall_labels: Vec<String> = buckets.iter().map(|b| format!("≥{b} ms")).collect();
         let title = format!("{scope}: stall lengths");
-        add(
-            "stalls",
-            "Per bucket of stall length (time a thread could not run for NUMA balancing's own work: scanning, migrating, faults), the number of stalls per run, mean over runs (log scale).".into(),
-            svg::lines_svg(
+        Drawing {
+            name: "stalls".into(),
+            caption: "Per bucket of stall length (time a thread could not run for NUMA balancing's own work: scanning, migrating, faults), the number of stalls per run, mean over runs (log scale).".into(),
+            svg: svg::lines_svg(
                 &title,
                 &[Panel {
                     title: "stalls per run by length".into(),
@@ -634,21 +654,14 @@ impl Report {
                     ..Default::default()
                 }],
             ),
-        );
+        }
+    }
+
+    /// Per policy the cumulative share of its round trips shorter than each ping-pong
+    /// bound (its total in the label; no points without round trips).
+    fn ping_pong_lines(&self) -> Vec<Line> {
         let pp_bounds = numabal_sim::result::PING_PONG_BUCKETS_S;
-        let pp_labels: Vec<String> = pp_bounds[1..]
-            .iter()
-            .map(|b| {
-                if *b < 1.0 {
-                    format!("<{} ms", b * 1000.0)
-                } else {
-                    format!("<{b} s")
-                }
-            })
-            .chain(std::iter::once("all".to_string()))
-            .collect();
-        let pp_lines: Vec<Line> = self
-            .policies
+        self.policies
             .iter()
             .map(|p| {
                 let mut c = vec![0u64; pp_bounds.len()];
@@ -673,31 +686,73 @@ impl Report {
                         .collect(),
                 }
             })
+            .collect()
+    }
+
+    /// `ping-pong`: the CDF of thread round-trip intervals, one line per policy.
+    fn ping_pong_figure(&self, scope: &str) -> Drawing {
+        let pp_bounds = numabal_sim::result::PING_PONG_BUCKETS_S;
+        let pp_labels: Vec<String> = pp_bounds[1..]
+            .iter()
+            .map(|b| {
+                if *b < 1.0 {
+                    format!("<{} ms", b * 1000.0)
+                } else {
+                    format!("<{b} s")
+                }
+            })
+            .chain(std::iter::once("all".to_string()))
             .collect();
         let title = format!("{scope}: thread ping-pong intervals (CDF)");
-        add(
-            "ping-pong",
-            "Cumulative share of round trips (a thread back on a node it had left) that took less than each bound, from leaving the node to coming back; policies without round trips are left out.".into(),
-            svg::lines_svg(
+        Drawing {
+            name: "ping-pong".into(),
+            caption: "Cumulative share of round trips (a thread back on a node it had left) that took less than each bound, from leaving the node to coming back; policies without round trips are left out.".into(),
+            svg: svg::lines_svg(
                 &title,
                 &[Panel {
                     title: "round trips shorter than".into(),
                     x_desc: "interval from leaving a node to returning".into(),
                     y_desc: "share of round trips".into(),
-                    lines: pp_lines,
+                    lines: self.ping_pong_lines(),
                     x_labels: Some(pp_labels),
                     y_min_top: 1.0,
                     ..Default::default()
                 }],
             ),
-        );
-        // Throughput against each varied numeric field.
+        }
+    }
+
+    /// Per policy its mean throughput at each value of the varied field `f`, in order of
+    /// the values.
+    fn throughput_line(&self, p: &str, f: &str) -> Line {
+        let mut at: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
+        for e in self.of_policy(p) {
+            if let Some(x) = e.vary.get(f).and_then(|v| v.parse::<f64>().ok()) {
+                let s = at.entry(format!("{x:020.6}")).or_insert((x, 0.0, 0));
+                s.1 += e.metrics.throughput_per_s;
+                s.2 += 1;
+            }
+        }
+        let mut pts: Vec<(f64, Option<f64>)> = at
+            .values()
+            .map(|(x, sum, n)| (*x, Some(sum / *n as f64)))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Line {
+            label: p.to_string(),
+            points: pts,
+        }
+    }
+
+    /// A panel of throughput against each varied numeric field with two points or more
+    /// and some work done.
+    fn throughput_panels(&self) -> Vec<Panel> {
         let fields: std::collections::BTreeSet<String> = self
             .entries
             .iter()
             .flat_map(|e| e.vary.keys().cloned())
             .collect();
-        let panels: Vec<Panel> = fields
+        fields
             .iter()
             .filter(|f| {
                 self.entries
@@ -711,25 +766,7 @@ impl Report {
                 lines: self
                     .policies
                     .iter()
-                    .map(|p| {
-                        let mut at: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
-                        for e in self.of_policy(p) {
-                            if let Some(x) = e.vary.get(f).and_then(|v| v.parse::<f64>().ok()) {
-                                let s = at.entry(format!("{x:020.6}")).or_insert((x, 0.0, 0));
-                                s.1 += e.metrics.throughput_per_s;
-                                s.2 += 1;
-                            }
-                        }
-                        let mut pts: Vec<(f64, Option<f64>)> = at
-                            .values()
-                            .map(|(x, sum, n)| (*x, Some(sum / *n as f64)))
-                            .collect();
-                        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                        Line {
-                            label: p.clone(),
-                            points: pts,
-                        }
-                    })
+                    .map(|p| self.throughput_line(p, f))
                     .collect(),
                 ..Default::default()
             })
@@ -740,11 +777,16 @@ impl Report {
                     .iter()
                     .any(|l| l.points.iter().any(|(_, y)| y.is_some_and(|y| y > 0.0)))
             })
-            .collect();
-        add(
-            "throughput",
-            "Work done per simulated second (throughput_per_s), mean over seeds and the other varied fields, against each varied numeric field of a sweep (e.g. a workload's thread count: the RHEL 7 memory brief's throughput against warehouses).".into(),
-            svg::lines_svg(
+            .collect()
+    }
+
+    /// `throughput`: throughput against each varied numeric field of a sweep.
+    fn throughput_figure(&self, scope: &str) -> Drawing {
+        let panels = self.throughput_panels();
+        Drawing {
+            name: "throughput".into(),
+            caption: "Work done per simulated second (throughput_per_s), mean over seeds and the other varied fields, against each varied numeric field of a sweep (e.g. a workload's thread count: the RHEL 7 memory brief's throughput against warehouses).".into(),
+            svg: svg::lines_svg(
                 &format!(
                     "{scope}: {}",
                     match panels.as_slice() {
@@ -754,8 +796,7 @@ impl Report {
                 ),
                 &panels,
             ),
-        );
-        (figs, left_out)
+        }
     }
 
     /// The whole report as one HTML document.
@@ -956,6 +997,78 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}\n\
             );
         }
         Ok(())
+    }
+}
+
+/// A figure as its function draws it: `svg` is `None` when there is nothing to draw.
+struct Drawing {
+    name: String,
+    caption: String,
+    svg: Option<String>,
+}
+
+/// The figures of a report so far, and the names and captions of those left out.
+#[derive(Default)]
+struct Drawn {
+    figs: Vec<Figure>,
+    left_out: Vec<String>,
+}
+
+impl Drawn {
+    fn add(&mut self, d: Drawing) {
+        match d.svg {
+            Some(svg) => self.figs.push(Figure {
+                name: d.name,
+                caption: d.caption,
+                svg,
+            }),
+            None => self.left_out.push(format!("{}: {}", d.name, d.caption)),
+        }
+    }
+}
+
+/// A node counter of a series (`f`) summed over the nodes, as a rate per second in each
+/// interval (`None` for an interval of no length).
+fn per_second(
+    f: fn(&numabal_sim::series::NodeSeries) -> &Vec<u64>,
+    s: &Series,
+) -> Vec<(f64, Option<f64>)> {
+    let tot: Vec<u64> = (0..s.t_s.len())
+        .map(|k| s.nodes.iter().map(|n| f(n)[k]).sum())
+        .collect();
+    (0..s.t_s.len())
+        .map(|k| {
+            let (t0, c0) = if k == 0 {
+                (0.0, 0)
+            } else {
+                (s.t_s[k - 1], tot[k - 1])
+            };
+            let dt = s.t_s[k] - t0;
+            (s.t_s[k], (dt > 0.0).then(|| (tot[k] - c0) as f64 / dt))
+        })
+        .collect()
+}
+
+/// A log-scale panel of a node counter's rate over time, one line per policy's first run.
+fn rate_panel(
+    first: &[(&str, &Entry, &Series)],
+    title: &str,
+    y: &str,
+    f: fn(&numabal_sim::series::NodeSeries) -> &Vec<u64>,
+) -> Panel {
+    Panel {
+        title: title.into(),
+        x_desc: "simulated time (s)".into(),
+        y_desc: y.into(),
+        lines: first
+            .iter()
+            .map(|(p, _, s)| Line {
+                label: p.to_string(),
+                points: per_second(f, s),
+            })
+            .collect(),
+        log_y: true,
+        ..Default::default()
     }
 }
 

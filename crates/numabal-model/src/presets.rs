@@ -24,6 +24,10 @@ pub const MACHINES: &[(&str, &str)] = &[
         include_str!("../../../presets/machines/tiny-2n4.toml"),
     ),
     (
+        "qemu-guest-4n8",
+        include_str!("../../../presets/machines/qemu-guest-4n8.toml"),
+    ),
+    (
         "stable-a",
         include_str!("../../../presets/machines/stable-a.toml"),
     ),
@@ -137,6 +141,18 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         include_str!("../../../presets/workloads/graph500.toml"),
     ),
     ("hpl", include_str!("../../../presets/workloads/hpl.toml")),
+    (
+        "numa01-like",
+        include_str!("../../../presets/workloads/numa01-like.toml"),
+    ),
+    (
+        "numa02-like",
+        include_str!("../../../presets/workloads/numa02-like.toml"),
+    ),
+    (
+        "perf-bench-numa-mem",
+        include_str!("../../../presets/workloads/perf-bench-numa-mem.toml"),
+    ),
 ];
 
 /// (name, TOML text) of every suite preset (`numabal suite NAME`).

@@ -15,7 +15,7 @@ use crate::error::InputError;
 use crate::machine::Machine;
 use crate::mask::Mask;
 use crate::mempolicy::MemPolicySpec;
-use crate::units::{Bytes, Count};
+use crate::units::{Bytes, Count, CountContext};
 use serde::{Deserialize, Serialize};
 
 fn one_u32() -> u32 {
@@ -400,41 +400,24 @@ pub struct Workload {
 
 impl Workload {
     /// Check a flattened spec against a machine. `src` names where it came from.
+    ///
+    /// Section by section, in this order (the first refusal is the one reported): the
+    /// process list, `[[shared]]`, then each `[[process]]` (its own keys, its regions, its
+    /// groups, their phases, which groups can start), then whether it all fits the machine.
     pub fn resolve(
         spec: WorkloadSpec,
         machine: &Machine,
         src: &str,
     ) -> Result<Workload, InputError> {
-        let err = |field: String, msg: String| InputError::new(src, field, msg);
-        if spec.processes.is_empty() {
-            return Err(err(
-                "process".into(),
-                "the workload has no processes".into(),
-            ));
-        }
-        if spec.processes.iter().all(|p| p.daemon) {
-            return Err(err(
-                "process.daemon".into(),
-                "every process is a daemon (allowed: at least one process with daemon = false)"
-                    .into(),
-            ));
-        }
-        let ctx = machine.count_context();
-        let nr_cpus = machine.nr_cpus();
-        let nr_nodes = machine.nr_nodes();
-        let mut shared_bytes = 0u64;
-        for (si, s) in spec.shared.iter().enumerate() {
-            if s.size.0 == 0 {
-                return Err(err(format!("shared[{si}].size"), "must be > 0".into()));
-            }
-            if spec.shared[..si].iter().any(|o| o.name == s.name) {
-                return Err(err(
-                    format!("shared[{si}].name"),
-                    format!("`{}` is defined twice", s.name),
-                ));
-            }
-            shared_bytes += s.size.0;
-        }
+        let r = Resolving {
+            spec: &spec,
+            src,
+            counts: machine.count_context(),
+            nr_cpus: machine.nr_cpus(),
+            nr_nodes: machine.nr_nodes(),
+        };
+        r.process_list()?;
+        let shared_bytes = r.shared_regions()?;
         let mut threads = Vec::new();
         let mut cpuset_cpus = Vec::new();
         let mut cpuset_mems = Vec::new();
@@ -442,407 +425,16 @@ impl Workload {
         let mut group_affinity = Vec::new();
         let mut private_bytes = 0u64;
         for (pi, p) in spec.processes.iter().enumerate() {
-            let pf = |f: &str| format!("process[{pi}].{f}");
-            if p.instances == 0 || p.instances > 4096 {
-                return Err(err(
-                    pf("instances"),
-                    format!("is {} (allowed: 1-4096)", p.instances),
-                ));
-            }
-            if let Some(j) = p.jobs
-                && !(1..=p.instances).contains(&j)
-            {
-                return Err(err(
-                    pf("jobs"),
-                    format!("is {j} (allowed: 1-{}, the instances)", p.instances),
-                ));
-            }
-            // Instances alive at once.
-            let alive = p.jobs.unwrap_or(p.instances) as u64;
-            if !(p.start_s >= 0.0 && p.start_s.is_finite()) {
-                return Err(err(pf("start_s"), "must be a finite number >= 0".into()));
-            }
-            let cpus_all = Mask::full(nr_cpus);
-            let parse_cpus = |f: &str, s: &Option<String>| -> Result<Option<Mask>, InputError> {
-                match s {
-                    None => Ok(None),
-                    Some(s) => {
-                        let m = Mask::parse_list(s, Some(nr_cpus)).map_err(|e| err(pf(f), e))?;
-                        if m.is_empty() || !m.is_subset(&cpus_all) {
-                            return Err(err(
-                                pf(f),
-                                format!("`{s}` must name CPUs of the machine (0-{})", nr_cpus - 1),
-                            ));
-                        }
-                        Ok(Some(m))
-                    }
-                }
-            };
-            let cs_cpus =
-                parse_cpus("cpuset_cpus", &p.cpuset_cpus)?.unwrap_or_else(|| cpus_all.clone());
-            let cs_mems = match &p.cpuset_mems {
-                None => Mask::full(nr_nodes),
-                Some(s) => {
-                    let m = Mask::parse_list(s, Some(nr_nodes))
-                        .map_err(|e| err(pf("cpuset_mems"), e))?;
-                    if m.is_empty() || !m.is_subset(&Mask::full(nr_nodes)) {
-                        return Err(err(
-                            pf("cpuset_mems"),
-                            format!("`{s}` must name nodes of the machine (0-{})", nr_nodes - 1),
-                        ));
-                    }
-                    m
-                }
-            };
-            let aff = parse_cpus("affinity", &p.affinity)?;
-            if let Some(a) = &aff
-                && !a.intersects(&cs_cpus)
-            {
-                return Err(err(
-                    pf("affinity"),
-                    "shares no CPU with the process's cpuset".into(),
-                ));
-            }
-            if let Some(mp) = &p.mempolicy {
-                mp.resolve(nr_nodes, 0)
-                    .map_err(|e| err(pf("mempolicy"), e))?;
-            }
-            // Regions.
-            let mut region_pages = Vec::new();
-            for (ri, r) in p.regions.iter().enumerate() {
-                let rf = |f: &str| pf(&format!("region[{ri}].{f}"));
-                if p.regions[..ri].iter().any(|o| o.name == r.name) {
-                    return Err(err(
-                        rf("name"),
-                        format!("`{}` is defined twice in this process", r.name),
-                    ));
-                }
-                let bytes = match (&r.size, &r.shared) {
-                    (Some(sz), None) => {
-                        if sz.0 == 0 {
-                            return Err(err(rf("size"), "must be > 0".into()));
-                        }
-                        private_bytes += sz.0 * alive;
-                        sz.0
-                    }
-                    (None, Some(name)) => match spec.shared.iter().find(|s| &s.name == name) {
-                        Some(s) => s.size.0,
-                        None => {
-                            let names: Vec<&str> =
-                                spec.shared.iter().map(|s| s.name.as_str()).collect();
-                            return Err(err(
-                                rf("shared"),
-                                format!(
-                                    "no [[shared]] region `{name}` (defined: {})",
-                                    list_or_none(&names)
-                                ),
-                            ));
-                        }
-                    },
-                    _ => {
-                        return Err(err(
-                            rf("size"),
-                            "give exactly one of `size` (a private region) or `shared` (a [[shared]] region)"
-                                .into(),
-                        ));
-                    }
-                };
-                if let Some(mp) = &r.mempolicy {
-                    mp.resolve(nr_nodes, 0)
-                        .map_err(|e| err(rf("mempolicy"), e))?;
-                }
-                region_pages.push(bytes.div_ceil(crate::PAGE_SIZE));
-            }
-            // Groups.
-            if p.groups.is_empty() {
-                return Err(err(
-                    pf("group"),
-                    "a process needs at least one [[process.group]]".into(),
-                ));
-            }
-            let mut tcounts = Vec::new();
-            let mut gaff = Vec::new();
-            let mut spawned = vec![false; p.groups.len()];
-            for (gi, g) in p.groups.iter().enumerate() {
-                let gf = |f: &str| pf(&format!("group[{gi}].{f}"));
-                if p.groups[..gi].iter().any(|o| o.name == g.name) {
-                    return Err(err(
-                        gf("name"),
-                        format!("`{}` is defined twice in this process", g.name),
-                    ));
-                }
-                let n = g.threads.eval(&ctx).map_err(|e| err(gf("threads"), e))?;
-                if n == 0 || n > 65536 {
-                    return Err(err(
-                        gf("threads"),
-                        format!("evaluates to {n} (allowed: 1-65536)"),
-                    ));
-                }
-                tcounts.push(n as u32);
-                if !(g.work_per_iteration >= 0.0 && g.work_per_iteration.is_finite()) {
-                    return Err(err(
-                        gf("work_per_iteration"),
-                        format!(
-                            "is {} (allowed: a finite number >= 0)",
-                            g.work_per_iteration
-                        ),
-                    ));
-                }
-                if g.iterations == 0 {
-                    return Err(err(gf("iterations"), "must be >= 1".into()));
-                }
-                if !(g.stagger_s >= 0.0 && g.stagger_s.is_finite()) {
-                    return Err(err(gf("stagger_s"), "must be a finite number >= 0".into()));
-                }
-                if !(g.start_s >= 0.0 && g.start_s.is_finite()) {
-                    return Err(err(gf("start_s"), "must be a finite number >= 0".into()));
-                }
-                let ga = parse_cpus(&format!("group[{gi}].affinity"), &g.affinity)?;
-                if let Some(a) = &ga
-                    && !a.intersects(&cs_cpus)
-                {
-                    return Err(err(
-                        gf("affinity"),
-                        format!("shares no CPU with the process's cpuset ({cs_cpus})"),
-                    ));
-                }
-                gaff.push(ga);
-                if g.phases.is_empty() {
-                    return Err(err(
-                        gf("phase"),
-                        "a group needs at least one [[process.group.phase]]".into(),
-                    ));
-                }
-            }
-            for (gi, g) in p.groups.iter().enumerate() {
-                for (phi, ph) in g.phases.iter().enumerate() {
-                    let f = |x: &str| pf(&format!("group[{gi}].phase[{phi}].{x}"));
-                    let group_idx = |name: &str, field: &str| -> Result<usize, InputError> {
-                        p.groups.iter().position(|o| o.name == name).ok_or_else(|| {
-                            let names: Vec<&str> =
-                                p.groups.iter().map(|o| o.name.as_str()).collect();
-                            err(
-                                f(field),
-                                format!(
-                                    "no group `{name}` in this process (defined: {})",
-                                    names.join(", ")
-                                ),
-                            )
-                        })
-                    };
-                    match ph {
-                        PhaseSpec::Access(a) => {
-                            let Some(ri) = p.regions.iter().position(|r| r.name == a.region) else {
-                                let names: Vec<&str> =
-                                    p.regions.iter().map(|r| r.name.as_str()).collect();
-                                return Err(err(
-                                    f("region"),
-                                    format!(
-                                        "no region `{}` in this process (defined: {})",
-                                        a.region,
-                                        list_or_none(&names)
-                                    ),
-                                ));
-                            };
-                            let amounts =
-                                [a.passes.is_some(), a.bytes.is_some(), a.seconds.is_some()];
-                            if amounts.iter().filter(|&&x| x).count() != 1 {
-                                return Err(err(
-                                    f("passes"),
-                                    "give exactly one of `passes`, `bytes` or `seconds`".into(),
-                                ));
-                            }
-                            for (name, v, max) in
-                                [("passes", a.passes, 1e9), ("seconds", a.seconds, 1e7)]
-                            {
-                                if let Some(v) = v
-                                    && !(v > 0.0 && v <= max)
-                                {
-                                    return Err(err(
-                                        f(name),
-                                        format!("is {v:e} (allowed: > 0 and <= {max:e})"),
-                                    ));
-                                }
-                            }
-                            if !(0.0..=1.0).contains(&a.write) {
-                                return Err(err(
-                                    f("write"),
-                                    format!("is {} (allowed: 0 to 1)", a.write),
-                                ));
-                            }
-                            if !(0.0..1.0).contains(&a.cache_hit) {
-                                return Err(err(
-                                    f("cache_hit"),
-                                    format!("is {} (allowed: 0 to <1)", a.cache_hit),
-                                ));
-                            }
-                            if !(a.ns_per_byte >= 0.0 && a.ns_per_byte.is_finite()) {
-                                return Err(err(
-                                    f("ns_per_byte"),
-                                    "must be a finite number >= 0".into(),
-                                ));
-                            }
-                            if let Some(m) = a.mlp
-                                && !(0.5..=1000.0).contains(&m)
-                            {
-                                return Err(err(
-                                    f("mlp"),
-                                    format!("is {m} (allowed: 0.5 to 1000)"),
-                                ));
-                            }
-                            match a.pattern {
-                                Pattern::Zipf => {
-                                    let s = a.zipf_s.unwrap_or(1.0);
-                                    if !(0.0..=5.0).contains(&s) {
-                                        return Err(err(
-                                            f("zipf_s"),
-                                            format!("is {s} (allowed: 0 to 5)"),
-                                        ));
-                                    }
-                                }
-                                Pattern::Hot => {
-                                    let hf = a.hot_fraction.unwrap_or(0.1);
-                                    let hw = a.hot_weight.unwrap_or(0.9);
-                                    if !(hf > 0.0 && hf < 1.0) {
-                                        return Err(err(
-                                            f("hot_fraction"),
-                                            format!("is {hf} (allowed: between 0 and 1)"),
-                                        ));
-                                    }
-                                    if !(0.0..=1.0).contains(&hw) {
-                                        return Err(err(
-                                            f("hot_weight"),
-                                            format!("is {hw} (allowed: 0 to 1)"),
-                                        ));
-                                    }
-                                }
-                                _ => {}
-                            }
-                            if a.slice == Slice::Thread && region_pages[ri] < tcounts[gi] as u64 {
-                                return Err(err(
-                                    f("slice"),
-                                    format!(
-                                        "region `{}` has {} pages, fewer than the group's {} threads",
-                                        a.region, region_pages[ri], tcounts[gi]
-                                    ),
-                                ));
-                            }
-                            if let Some(mp) = &a.mempolicy {
-                                mp.resolve(nr_nodes, 0)
-                                    .map_err(|e| err(f("mempolicy"), e))?;
-                            }
-                            let r = &p.regions[ri];
-                            let read_only = r.kind == RegionKind::File
-                                || r.shared.as_ref().is_some_and(|n| {
-                                    spec.shared
-                                        .iter()
-                                        .any(|s| &s.name == n && s.kind == SharedKind::File)
-                                });
-                            if read_only && a.write > 0.0 {
-                                return Err(err(
-                                    f("write"),
-                                    format!(
-                                        "region `{}` is a read-only file mapping: write must be 0",
-                                        a.region
-                                    ),
-                                ));
-                            }
-                        }
-                        PhaseSpec::Compute(ComputePhase { seconds, jitter })
-                        | PhaseSpec::Sleep(SleepPhase { seconds, jitter }) => {
-                            if !(*seconds >= 0.0 && seconds.is_finite()) {
-                                return Err(err(
-                                    f("seconds"),
-                                    "must be a finite number >= 0".into(),
-                                ));
-                            }
-                            if !(0.0..=1.0).contains(jitter) {
-                                return Err(err(
-                                    f("jitter"),
-                                    format!("is {jitter} (allowed: 0 to 1)"),
-                                ));
-                            }
-                        }
-                        PhaseSpec::Spawn(r) => {
-                            let t = group_idx(&r.group, "group")?;
-                            if t == gi {
-                                return Err(err(f("group"), "a group cannot spawn itself".into()));
-                            }
-                            if spawned[t] {
-                                return Err(err(
-                                    f("group"),
-                                    format!("group `{}` is spawned twice", r.group),
-                                ));
-                            }
-                            spawned[t] = true;
-                        }
-                        PhaseSpec::Join(r) => {
-                            let t = group_idx(&r.group, "group")?;
-                            if t == gi {
-                                return Err(err(f("group"), "a group cannot join itself".into()));
-                            }
-                        }
-                        PhaseSpec::Barrier(_) => {}
-                    }
-                }
-            }
-            if spawned.iter().all(|&s| s) {
-                return Err(err(
-                    pf("group"),
-                    "every group is spawned by another: none can start".into(),
-                ));
-            }
-            // Every spawned group must be reachable from a group that starts by itself;
-            // a spawn cycle would never start and the run would end without it.
-            let mut started: Vec<bool> = spawned.iter().map(|&s| !s).collect();
-            loop {
-                let mut grew = false;
-                for (gi, g) in p.groups.iter().enumerate() {
-                    if !started[gi] {
-                        continue;
-                    }
-                    for ph in &g.phases {
-                        if let PhaseSpec::Spawn(r) = ph
-                            && let Some(t) = p.groups.iter().position(|o| o.name == r.group)
-                            && !started[t]
-                        {
-                            started[t] = true;
-                            grew = true;
-                        }
-                    }
-                }
-                if !grew {
-                    break;
-                }
-            }
-            if let Some(gi) = started.iter().position(|&s| !s) {
-                return Err(err(
-                    pf(&format!("group[{gi}]")),
-                    format!(
-                        "group `{}` is spawned only by groups that never start (a spawn cycle)",
-                        p.groups[gi].name
-                    ),
-                ));
-            }
-            threads.push(tcounts);
-            cpuset_cpus.push(cs_cpus);
-            cpuset_mems.push(cs_mems);
-            affinity.push(aff);
-            group_affinity.push(gaff);
+            let rp = r.process(pi, p)?;
+            threads.push(rp.threads);
+            cpuset_cpus.push(rp.cpuset_cpus);
+            cpuset_mems.push(rp.cpuset_mems);
+            affinity.push(rp.affinity);
+            group_affinity.push(rp.group_affinity);
+            private_bytes += rp.private_bytes;
         }
         let mapped_bytes = private_bytes + shared_bytes;
-        let usable = machine.usable_bytes();
-        if mapped_bytes > usable {
-            return Err(err(
-                "process".into(),
-                format!(
-                    "the workload maps {} but machine `{}` has {} of usable memory",
-                    Bytes(mapped_bytes),
-                    machine.name(),
-                    Bytes(usable)
-                ),
-            ));
-        }
+        r.fits(machine, mapped_bytes)?;
         Ok(Workload {
             spec,
             threads,
@@ -857,6 +449,588 @@ impl Workload {
     /// Name of the workload.
     pub fn name(&self) -> &str {
         &self.spec.name
+    }
+}
+
+/// What [`Workload::resolve`] checks a spec with.
+struct Resolving<'a> {
+    spec: &'a WorkloadSpec,
+    /// Where the spec came from (errors name it).
+    src: &'a str,
+    counts: CountContext,
+    nr_cpus: usize,
+    nr_nodes: usize,
+}
+
+/// One `[[process]]` checked: its entries in [`Workload`] and the private memory its
+/// instances alive at once map.
+struct ResolvedProcess {
+    threads: Vec<u32>,
+    cpuset_cpus: Mask,
+    cpuset_mems: Mask,
+    affinity: Option<Mask>,
+    group_affinity: Vec<Option<Mask>>,
+    private_bytes: u64,
+}
+
+/// `process[pi].field`, as errors name a key of a process.
+fn process_field(pi: usize, field: &str) -> String {
+    format!("process[{pi}].{field}")
+}
+
+impl Resolving<'_> {
+    fn err(&self, field: String, msg: impl Into<String>) -> InputError {
+        InputError::new(self.src, field, msg.into())
+    }
+
+    /// At least one process, and one that is not a daemon.
+    fn process_list(&self) -> Result<(), InputError> {
+        if self.spec.processes.is_empty() {
+            return Err(self.err("process".into(), "the workload has no processes"));
+        }
+        if self.spec.processes.iter().all(|p| p.daemon) {
+            return Err(self.err(
+                "process.daemon".into(),
+                "every process is a daemon (allowed: at least one process with daemon = false)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[[shared]]`: sizes and names; the bytes they map.
+    fn shared_regions(&self) -> Result<u64, InputError> {
+        let shared = &self.spec.shared;
+        let mut bytes = 0u64;
+        for (si, s) in shared.iter().enumerate() {
+            if s.size.0 == 0 {
+                return Err(self.err(format!("shared[{si}].size"), "must be > 0"));
+            }
+            if shared[..si].iter().any(|o| o.name == s.name) {
+                return Err(self.err(
+                    format!("shared[{si}].name"),
+                    format!("`{}` is defined twice", s.name),
+                ));
+            }
+            bytes += s.size.0;
+        }
+        Ok(bytes)
+    }
+
+    /// One `[[process]]`, section by section.
+    fn process(&self, pi: usize, p: &ProcessSpec) -> Result<ResolvedProcess, InputError> {
+        let alive = self.instances(pi, p)?;
+        let (cpuset_cpus, cpuset_mems, affinity) = self.placement(pi, p)?;
+        let (region_pages, private_bytes) = self.regions(pi, p, alive)?;
+        let (threads, group_affinity) = self.groups(pi, p, &cpuset_cpus)?;
+        let spawned = self.phases(pi, p, &region_pages, &threads)?;
+        self.every_group_starts(pi, p, &spawned)?;
+        Ok(ResolvedProcess {
+            threads,
+            cpuset_cpus,
+            cpuset_mems,
+            affinity,
+            group_affinity,
+            private_bytes,
+        })
+    }
+
+    /// `instances`, `jobs`, `start_s`; the instances alive at once.
+    fn instances(&self, pi: usize, p: &ProcessSpec) -> Result<u64, InputError> {
+        if p.instances == 0 || p.instances > 4096 {
+            return Err(self.err(
+                process_field(pi, "instances"),
+                format!("is {} (allowed: 1-4096)", p.instances),
+            ));
+        }
+        if let Some(j) = p.jobs
+            && !(1..=p.instances).contains(&j)
+        {
+            return Err(self.err(
+                process_field(pi, "jobs"),
+                format!("is {j} (allowed: 1-{}, the instances)", p.instances),
+            ));
+        }
+        if !(p.start_s >= 0.0 && p.start_s.is_finite()) {
+            return Err(self.err(process_field(pi, "start_s"), "must be a finite number >= 0"));
+        }
+        Ok(p.jobs.unwrap_or(p.instances) as u64)
+    }
+
+    /// A cpulist of the process (`field` under `process[pi]`) naming CPUs of the machine.
+    fn cpus(&self, pi: usize, field: &str, s: &Option<String>) -> Result<Option<Mask>, InputError> {
+        let Some(s) = s else {
+            return Ok(None);
+        };
+        let m = Mask::parse_list(s, Some(self.nr_cpus))
+            .map_err(|e| self.err(process_field(pi, field), e))?;
+        if m.is_empty() || !m.is_subset(&Mask::full(self.nr_cpus)) {
+            return Err(self.err(
+                process_field(pi, field),
+                format!(
+                    "`{s}` must name CPUs of the machine (0-{})",
+                    self.nr_cpus - 1
+                ),
+            ));
+        }
+        Ok(Some(m))
+    }
+
+    /// `cpuset_cpus`, `cpuset_mems`, `affinity` (within the cpuset) and `mempolicy`.
+    fn placement(
+        &self,
+        pi: usize,
+        p: &ProcessSpec,
+    ) -> Result<(Mask, Mask, Option<Mask>), InputError> {
+        let nr_nodes = self.nr_nodes;
+        let cs_cpus = self
+            .cpus(pi, "cpuset_cpus", &p.cpuset_cpus)?
+            .unwrap_or_else(|| Mask::full(self.nr_cpus));
+        let cs_mems = match &p.cpuset_mems {
+            None => Mask::full(nr_nodes),
+            Some(s) => {
+                let m = Mask::parse_list(s, Some(nr_nodes))
+                    .map_err(|e| self.err(process_field(pi, "cpuset_mems"), e))?;
+                if m.is_empty() || !m.is_subset(&Mask::full(nr_nodes)) {
+                    return Err(self.err(
+                        process_field(pi, "cpuset_mems"),
+                        format!("`{s}` must name nodes of the machine (0-{})", nr_nodes - 1),
+                    ));
+                }
+                m
+            }
+        };
+        let aff = self.cpus(pi, "affinity", &p.affinity)?;
+        if let Some(a) = &aff
+            && !a.intersects(&cs_cpus)
+        {
+            return Err(self.err(
+                process_field(pi, "affinity"),
+                "shares no CPU with the process's cpuset",
+            ));
+        }
+        if let Some(mp) = &p.mempolicy {
+            mp.resolve(nr_nodes, 0)
+                .map_err(|e| self.err(process_field(pi, "mempolicy"), e))?;
+        }
+        Ok((cs_cpus, cs_mems, aff))
+    }
+
+    /// `[[process.region]]`: names, sizes or shared regions, memory policies. Pages per
+    /// region, and the private bytes of the instances alive at once.
+    fn regions(
+        &self,
+        pi: usize,
+        p: &ProcessSpec,
+        alive: u64,
+    ) -> Result<(Vec<u64>, u64), InputError> {
+        let mut pages = Vec::new();
+        let mut private_bytes = 0u64;
+        for (ri, r) in p.regions.iter().enumerate() {
+            let rf = |f: &str| process_field(pi, &format!("region[{ri}].{f}"));
+            if p.regions[..ri].iter().any(|o| o.name == r.name) {
+                return Err(self.err(
+                    rf("name"),
+                    format!("`{}` is defined twice in this process", r.name),
+                ));
+            }
+            let bytes = self.region_bytes(r, &rf)?;
+            if r.shared.is_none() {
+                private_bytes += bytes * alive;
+            }
+            if let Some(mp) = &r.mempolicy {
+                mp.resolve(self.nr_nodes, 0)
+                    .map_err(|e| self.err(rf("mempolicy"), e))?;
+            }
+            pages.push(bytes.div_ceil(crate::PAGE_SIZE));
+        }
+        Ok((pages, private_bytes))
+    }
+
+    /// A region's size: its own (`size`) or its `[[shared]]` region's.
+    fn region_bytes(&self, r: &RegionSpec, rf: &dyn Fn(&str) -> String) -> Result<u64, InputError> {
+        match (&r.size, &r.shared) {
+            (Some(sz), None) if sz.0 == 0 => Err(self.err(rf("size"), "must be > 0")),
+            (Some(sz), None) => Ok(sz.0),
+            (None, Some(name)) => match self.spec.shared.iter().find(|s| &s.name == name) {
+                Some(s) => Ok(s.size.0),
+                None => {
+                    let names: Vec<&str> =
+                        self.spec.shared.iter().map(|s| s.name.as_str()).collect();
+                    Err(self.err(
+                        rf("shared"),
+                        format!(
+                            "no [[shared]] region `{name}` (defined: {})",
+                            list_or_none(&names)
+                        ),
+                    ))
+                }
+            },
+            _ => Err(self.err(
+                rf("size"),
+                "give exactly one of `size` (a private region) or `shared` (a [[shared]] region)",
+            )),
+        }
+    }
+
+    /// `[[process.group]]`: at least one; per group its thread count and affinity.
+    fn groups(
+        &self,
+        pi: usize,
+        p: &ProcessSpec,
+        cs_cpus: &Mask,
+    ) -> Result<(Vec<u32>, Vec<Option<Mask>>), InputError> {
+        if p.groups.is_empty() {
+            return Err(self.err(
+                process_field(pi, "group"),
+                "a process needs at least one [[process.group]]",
+            ));
+        }
+        let mut counts = Vec::new();
+        let mut affinity = Vec::new();
+        for (gi, g) in p.groups.iter().enumerate() {
+            if p.groups[..gi].iter().any(|o| o.name == g.name) {
+                return Err(self.err(
+                    process_field(pi, &format!("group[{gi}].name")),
+                    format!("`{}` is defined twice in this process", g.name),
+                ));
+            }
+            let (n, a) = self.group(pi, gi, g, cs_cpus)?;
+            counts.push(n);
+            affinity.push(a);
+        }
+        Ok((counts, affinity))
+    }
+
+    /// One group's keys: `threads`, `work_per_iteration`, `iterations`, `stagger_s`,
+    /// `start_s`, `affinity` (within the cpuset), and a phase list.
+    fn group(
+        &self,
+        pi: usize,
+        gi: usize,
+        g: &GroupSpec,
+        cs_cpus: &Mask,
+    ) -> Result<(u32, Option<Mask>), InputError> {
+        let gf = |f: &str| process_field(pi, &format!("group[{gi}].{f}"));
+        let n = g
+            .threads
+            .eval(&self.counts)
+            .map_err(|e| self.err(gf("threads"), e))?;
+        if n == 0 || n > 65536 {
+            return Err(self.err(
+                gf("threads"),
+                format!("evaluates to {n} (allowed: 1-65536)"),
+            ));
+        }
+        if !(g.work_per_iteration >= 0.0 && g.work_per_iteration.is_finite()) {
+            return Err(self.err(
+                gf("work_per_iteration"),
+                format!(
+                    "is {} (allowed: a finite number >= 0)",
+                    g.work_per_iteration
+                ),
+            ));
+        }
+        if g.iterations == 0 {
+            return Err(self.err(gf("iterations"), "must be >= 1"));
+        }
+        for (key, v) in [("stagger_s", g.stagger_s), ("start_s", g.start_s)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(self.err(gf(key), "must be a finite number >= 0"));
+            }
+        }
+        let ga = self.cpus(pi, &format!("group[{gi}].affinity"), &g.affinity)?;
+        if let Some(a) = &ga
+            && !a.intersects(cs_cpus)
+        {
+            return Err(self.err(
+                gf("affinity"),
+                format!("shares no CPU with the process's cpuset ({cs_cpus})"),
+            ));
+        }
+        if g.phases.is_empty() {
+            return Err(self.err(
+                gf("phase"),
+                "a group needs at least one [[process.group.phase]]",
+            ));
+        }
+        Ok((n as u32, ga))
+    }
+
+    /// `[[process.group.phase]]` of every group; which groups another one spawns.
+    fn phases(
+        &self,
+        pi: usize,
+        p: &ProcessSpec,
+        region_pages: &[u64],
+        threads: &[u32],
+    ) -> Result<Vec<bool>, InputError> {
+        let mut spawned = vec![false; p.groups.len()];
+        for (gi, g) in p.groups.iter().enumerate() {
+            for (phi, ph) in g.phases.iter().enumerate() {
+                let at = process_field(pi, &format!("group[{gi}].phase[{phi}]"));
+                let f = |x: &str| format!("{at}.{x}");
+                match ph {
+                    PhaseSpec::Access(a) => {
+                        self.access_phase(&f, p, a, region_pages, threads[gi])?;
+                    }
+                    PhaseSpec::Compute(ComputePhase { seconds, jitter })
+                    | PhaseSpec::Sleep(SleepPhase { seconds, jitter }) => {
+                        self.timed_phase(&f, *seconds, *jitter)?;
+                    }
+                    PhaseSpec::Spawn(r) => {
+                        let t = self.other_group(&f, p, gi, &r.group, "spawn")?;
+                        if spawned[t] {
+                            return Err(self
+                                .err(f("group"), format!("group `{}` is spawned twice", r.group)));
+                        }
+                        spawned[t] = true;
+                    }
+                    PhaseSpec::Join(r) => {
+                        self.other_group(&f, p, gi, &r.group, "join")?;
+                    }
+                    PhaseSpec::Barrier(_) => {}
+                }
+            }
+        }
+        Ok(spawned)
+    }
+
+    /// The group a `spawn` or `join` (`verb`) of group `gi` names: another of its process.
+    fn other_group(
+        &self,
+        f: &dyn Fn(&str) -> String,
+        p: &ProcessSpec,
+        gi: usize,
+        name: &str,
+        verb: &str,
+    ) -> Result<usize, InputError> {
+        let Some(t) = p.groups.iter().position(|o| o.name == name) else {
+            let names: Vec<&str> = p.groups.iter().map(|o| o.name.as_str()).collect();
+            return Err(self.err(
+                f("group"),
+                format!(
+                    "no group `{name}` in this process (defined: {})",
+                    names.join(", ")
+                ),
+            ));
+        };
+        if t == gi {
+            return Err(self.err(f("group"), format!("a group cannot {verb} itself")));
+        }
+        Ok(t)
+    }
+
+    /// A `compute` or `sleep` phase.
+    fn timed_phase(
+        &self,
+        f: &dyn Fn(&str) -> String,
+        seconds: f64,
+        jitter: f64,
+    ) -> Result<(), InputError> {
+        if !(seconds >= 0.0 && seconds.is_finite()) {
+            return Err(self.err(f("seconds"), "must be a finite number >= 0"));
+        }
+        if !(0.0..=1.0).contains(&jitter) {
+            return Err(self.err(f("jitter"), format!("is {jitter} (allowed: 0 to 1)")));
+        }
+        Ok(())
+    }
+
+    /// An `access` phase of a group of `threads` threads: its region, amount, numbers,
+    /// pattern, slice, memory policy, and no writes to a read-only mapping.
+    fn access_phase(
+        &self,
+        f: &dyn Fn(&str) -> String,
+        p: &ProcessSpec,
+        a: &AccessPhase,
+        region_pages: &[u64],
+        threads: u32,
+    ) -> Result<(), InputError> {
+        let Some(ri) = p.regions.iter().position(|r| r.name == a.region) else {
+            let names: Vec<&str> = p.regions.iter().map(|r| r.name.as_str()).collect();
+            return Err(self.err(
+                f("region"),
+                format!(
+                    "no region `{}` in this process (defined: {})",
+                    a.region,
+                    list_or_none(&names)
+                ),
+            ));
+        };
+        self.access_amount(f, a)?;
+        self.access_numbers(f, a)?;
+        self.access_pattern(f, a)?;
+        if a.slice == Slice::Thread && region_pages[ri] < threads as u64 {
+            return Err(self.err(
+                f("slice"),
+                format!(
+                    "region `{}` has {} pages, fewer than the group's {threads} threads",
+                    a.region, region_pages[ri]
+                ),
+            ));
+        }
+        if let Some(mp) = &a.mempolicy {
+            mp.resolve(self.nr_nodes, 0)
+                .map_err(|e| self.err(f("mempolicy"), e))?;
+        }
+        let r = &p.regions[ri];
+        let read_only = r.kind == RegionKind::File
+            || r.shared.as_ref().is_some_and(|n| {
+                self.spec
+                    .shared
+                    .iter()
+                    .any(|s| &s.name == n && s.kind == SharedKind::File)
+            });
+        if read_only && a.write > 0.0 {
+            return Err(self.err(
+                f("write"),
+                format!(
+                    "region `{}` is a read-only file mapping: write must be 0",
+                    a.region
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Exactly one of `passes`, `bytes`, `seconds`, within bounds.
+    fn access_amount(&self, f: &dyn Fn(&str) -> String, a: &AccessPhase) -> Result<(), InputError> {
+        let amounts = [a.passes.is_some(), a.bytes.is_some(), a.seconds.is_some()];
+        if amounts.iter().filter(|&&x| x).count() != 1 {
+            return Err(self.err(
+                f("passes"),
+                "give exactly one of `passes`, `bytes` or `seconds`",
+            ));
+        }
+        for (name, v, max) in [("passes", a.passes, 1e9), ("seconds", a.seconds, 1e7)] {
+            if let Some(v) = v
+                && !(v > 0.0 && v <= max)
+            {
+                return Err(self.err(f(name), format!("is {v:e} (allowed: > 0 and <= {max:e})")));
+            }
+        }
+        Ok(())
+    }
+
+    /// `write`, `cache_hit`, `ns_per_byte`, `mlp`.
+    fn access_numbers(
+        &self,
+        f: &dyn Fn(&str) -> String,
+        a: &AccessPhase,
+    ) -> Result<(), InputError> {
+        if !(0.0..=1.0).contains(&a.write) {
+            return Err(self.err(f("write"), format!("is {} (allowed: 0 to 1)", a.write)));
+        }
+        if !(0.0..1.0).contains(&a.cache_hit) {
+            return Err(self.err(
+                f("cache_hit"),
+                format!("is {} (allowed: 0 to <1)", a.cache_hit),
+            ));
+        }
+        if !(a.ns_per_byte >= 0.0 && a.ns_per_byte.is_finite()) {
+            return Err(self.err(f("ns_per_byte"), "must be a finite number >= 0"));
+        }
+        if let Some(m) = a.mlp
+            && !(0.5..=1000.0).contains(&m)
+        {
+            return Err(self.err(f("mlp"), format!("is {m} (allowed: 0.5 to 1000)")));
+        }
+        Ok(())
+    }
+
+    /// The pattern's own keys: `zipf_s`; `hot_fraction`, `hot_weight`.
+    fn access_pattern(
+        &self,
+        f: &dyn Fn(&str) -> String,
+        a: &AccessPhase,
+    ) -> Result<(), InputError> {
+        match a.pattern {
+            Pattern::Zipf => {
+                let s = a.zipf_s.unwrap_or(1.0);
+                if !(0.0..=5.0).contains(&s) {
+                    return Err(self.err(f("zipf_s"), format!("is {s} (allowed: 0 to 5)")));
+                }
+            }
+            Pattern::Hot => {
+                let hf = a.hot_fraction.unwrap_or(0.1);
+                let hw = a.hot_weight.unwrap_or(0.9);
+                if !(hf > 0.0 && hf < 1.0) {
+                    return Err(self.err(
+                        f("hot_fraction"),
+                        format!("is {hf} (allowed: between 0 and 1)"),
+                    ));
+                }
+                if !(0.0..=1.0).contains(&hw) {
+                    return Err(self.err(f("hot_weight"), format!("is {hw} (allowed: 0 to 1)")));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Some group starts by itself, and every spawned group is reachable from one: a spawn
+    /// cycle would never start and the run would end without it.
+    fn every_group_starts(
+        &self,
+        pi: usize,
+        p: &ProcessSpec,
+        spawned: &[bool],
+    ) -> Result<(), InputError> {
+        if spawned.iter().all(|&s| s) {
+            return Err(self.err(
+                process_field(pi, "group"),
+                "every group is spawned by another: none can start",
+            ));
+        }
+        let mut started: Vec<bool> = spawned.iter().map(|&s| !s).collect();
+        loop {
+            let mut grew = false;
+            for (gi, g) in p.groups.iter().enumerate() {
+                if !started[gi] {
+                    continue;
+                }
+                for ph in &g.phases {
+                    if let PhaseSpec::Spawn(r) = ph
+                        && let Some(t) = p.groups.iter().position(|o| o.name == r.group)
+                        && !started[t]
+                    {
+                        started[t] = true;
+                        grew = true;
+                    }
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        if let Some(gi) = started.iter().position(|&s| !s) {
+            return Err(self.err(
+                process_field(pi, &format!("group[{gi}]")),
+                format!(
+                    "group `{}` is spawned only by groups that never start (a spawn cycle)",
+                    p.groups[gi].name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The memory the workload maps fits the machine's usable memory.
+    fn fits(&self, machine: &Machine, mapped_bytes: u64) -> Result<(), InputError> {
+        let usable = machine.usable_bytes();
+        if mapped_bytes > usable {
+            return Err(self.err(
+                "process".into(),
+                format!(
+                    "the workload maps {} but machine `{}` has {} of usable memory",
+                    Bytes(mapped_bytes),
+                    machine.name(),
+                    Bytes(usable)
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -875,4 +1049,415 @@ pub fn thread_slice(pages: u64, i: u64, n: u64) -> (u64, u64) {
     let start = (pages as u128 * i as u128 / n as u128) as u64;
     let end = (pages as u128 * (i + 1) as u128 / n as u128) as u64;
     (start, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::MachineSpec;
+
+    /// tiny-2n4: 4 CPUs (node 0: 0-1, node 1: 2-3), 2 nodes, 4 GiB usable.
+    fn tiny() -> Machine {
+        let text = crate::presets::machine("tiny-2n4").unwrap();
+        let spec: MachineSpec = toml::from_str(text).unwrap();
+        Machine::from_spec(spec, "tiny-2n4").unwrap()
+    }
+
+    /// One process `p` with region `buf` (1 MiB) and group `w` of 2 threads sweeping it
+    /// once; `process`, `region`, `group` and `phase` add keys to those tables, `more`
+    /// appends tables.
+    fn text(process: &str, region: &str, group: &str, phase: &str, more: &str) -> String {
+        format!(
+            "name = \"t\"\n[[process]]\nname = \"p\"\n{process}\n\
+             [[process.region]]\nname = \"buf\"\n{region}\n\
+             [[process.group]]\nname = \"w\"\n{group}\n\
+             [[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\n{phase}\n{more}"
+        )
+    }
+
+    fn resolve(text: &str) -> Result<Workload, InputError> {
+        let spec: WorkloadSpec = toml::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        Workload::resolve(spec, &tiny(), "w.toml")
+    }
+
+    fn error(text: &str) -> String {
+        match resolve(text) {
+            Ok(_) => panic!("resolved:\n{text}"),
+            Err(e) => {
+                assert_eq!(e.source, "w.toml");
+                format!("{}: {}", e.field, e.message)
+            }
+        }
+    }
+
+    const SIZE: &str = "size = \"1MiB\"";
+    const T2: &str = "threads = 2";
+    const ONCE: &str = "passes = 1";
+
+    #[test]
+    fn a_good_workload_resolves() {
+        let w = resolve(&text(
+            "instances = 2\naffinity = \"1-3\"\ncpuset_cpus = \"1-3\"\ncpuset_mems = \"1\"",
+            SIZE,
+            "threads = \"cpus/2\"\naffinity = \"2\"",
+            ONCE,
+            "",
+        ))
+        .unwrap();
+        assert_eq!(w.threads, vec![vec![2]]);
+        assert_eq!(w.cpuset_cpus, vec![Mask::from_ids([1, 2, 3])]);
+        assert_eq!(w.cpuset_mems, vec![Mask::single(1)]);
+        assert_eq!(w.affinity, vec![Some(Mask::from_ids([1, 2, 3]))]);
+        assert_eq!(w.group_affinity, vec![vec![Some(Mask::single(2))]]);
+        assert_eq!(w.mapped_bytes, 2 << 20);
+        assert_eq!(w.name(), "t");
+    }
+
+    /// Every refusal of `resolve`, field and message, in the order they are checked.
+    #[test]
+    fn every_refusal_names_its_field() {
+        let spawn =
+            |g: &str| format!("[[process.group.phase]]\nkind = \"spawn\"\ngroup = \"{g}\"\n");
+        let join = |g: &str| format!("[[process.group.phase]]\nkind = \"join\"\ngroup = \"{g}\"\n");
+        let group = |name: &str, phases: &str| {
+            format!("[[process.group]]\nname = \"{name}\"\nthreads = 1\n{phases}")
+        };
+        let sweep = "[[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\npasses = 1\n";
+        let cases: Vec<(String, &str)> = vec![
+            (
+                "name = \"t\"\n".into(),
+                "process: the workload has no processes",
+            ),
+            (
+                text("daemon = true", SIZE, T2, ONCE, ""),
+                "process.daemon: every process is a daemon (allowed: at least one process with daemon = false)",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"s\"\nsize = 0\n",
+                    text("", SIZE, T2, ONCE, "")
+                ),
+                "shared[0].size: must be > 0",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"s\"\nsize = 1\n[[shared]]\nname = \"s\"\nsize = 1\n",
+                    text("", SIZE, T2, ONCE, "")
+                ),
+                "shared[1].name: `s` is defined twice",
+            ),
+            (
+                text("instances = 0", SIZE, T2, ONCE, ""),
+                "process[0].instances: is 0 (allowed: 1-4096)",
+            ),
+            (
+                text("instances = 2\njobs = 3", SIZE, T2, ONCE, ""),
+                "process[0].jobs: is 3 (allowed: 1-2, the instances)",
+            ),
+            (
+                text("start_s = -1.0", SIZE, T2, ONCE, ""),
+                "process[0].start_s: must be a finite number >= 0",
+            ),
+            (
+                text("cpuset_cpus = \"x\"", SIZE, T2, ONCE, ""),
+                "process[0].cpuset_cpus: `x` is not a list item (expected N or N-M, e.g. 0-3,8)",
+            ),
+            (
+                text("cpuset_cpus = \"7\"", SIZE, T2, ONCE, ""),
+                "process[0].cpuset_cpus: `7` must name CPUs of the machine (0-3)",
+            ),
+            (
+                text("cpuset_mems = \"2\"", SIZE, T2, ONCE, ""),
+                "process[0].cpuset_mems: `2` must name nodes of the machine (0-1)",
+            ),
+            (
+                text("cpuset_mems = \"a\"", SIZE, T2, ONCE, ""),
+                "process[0].cpuset_mems: `a` is not a list item (expected N or N-M, e.g. 0-3,8)",
+            ),
+            (
+                text("affinity = \"4\"", SIZE, T2, ONCE, ""),
+                "process[0].affinity: `4` must name CPUs of the machine (0-3)",
+            ),
+            (
+                text(
+                    "cpuset_cpus = \"2-3\"\naffinity = \"0\"",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    "",
+                ),
+                "process[0].affinity: shares no CPU with the process's cpuset",
+            ),
+            (
+                text("mempolicy = \"bind:5\"", SIZE, T2, ONCE, ""),
+                "process[0].mempolicy: node 5 does not exist (the machine has nodes 0-1)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, "").replace(
+                    "[[process.group]]",
+                    "[[process.region]]\nname = \"buf\"\nsize = 1\n[[process.group]]",
+                ),
+                "process[0].region[1].name: `buf` is defined twice in this process",
+            ),
+            (
+                text("", "size = 0", T2, ONCE, ""),
+                "process[0].region[0].size: must be > 0",
+            ),
+            (
+                text("", "shared = \"s\"", T2, ONCE, ""),
+                "process[0].region[0].shared: no [[shared]] region `s` (defined: none)",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"a\"\nsize = 1\n[[shared]]\nname = \"b\"\nsize = 1\n",
+                    text("", "shared = \"c\"", T2, ONCE, "")
+                ),
+                "process[0].region[0].shared: no [[shared]] region `c` (defined: a, b)",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"s\"\nsize = 1\n",
+                    text("", "size = 1\nshared = \"s\"", T2, ONCE, "")
+                ),
+                "process[0].region[0].size: give exactly one of `size` (a private region) or `shared` (a [[shared]] region)",
+            ),
+            (
+                text("", "", T2, ONCE, ""),
+                "process[0].region[0].size: give exactly one of `size` (a private region) or `shared` (a [[shared]] region)",
+            ),
+            (
+                text("", "size = 1\nmempolicy = \"interleave:3\"", T2, ONCE, ""),
+                "process[0].region[0].mempolicy: node 3 does not exist (the machine has nodes 0-1)",
+            ),
+            (
+                "name = \"t\"\n[[process]]\nname = \"p\"\ngroup = []\n".into(),
+                "process[0].group: a process needs at least one [[process.group]]",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &group("w", sweep)),
+                "process[0].group[1].name: `w` is defined twice in this process",
+            ),
+            (
+                text("", SIZE, "threads = \"cpus*9223372036854775807\"", ONCE, ""),
+                "process[0].group[0].threads: `cpus*9223372036854775807` is too large",
+            ),
+            (
+                text("", SIZE, "threads = 0", ONCE, ""),
+                "process[0].group[0].threads: evaluates to 0 (allowed: 1-65536)",
+            ),
+            (
+                text("", SIZE, "threads = 70000", ONCE, ""),
+                "process[0].group[0].threads: evaluates to 70000 (allowed: 1-65536)",
+            ),
+            (
+                text("", SIZE, "threads = 1\nwork_per_iteration = -1.0", ONCE, ""),
+                "process[0].group[0].work_per_iteration: is -1 (allowed: a finite number >= 0)",
+            ),
+            (
+                text("", SIZE, "threads = 1\niterations = 0", ONCE, ""),
+                "process[0].group[0].iterations: must be >= 1",
+            ),
+            (
+                text("", SIZE, "threads = 1\nstagger_s = -1.0", ONCE, ""),
+                "process[0].group[0].stagger_s: must be a finite number >= 0",
+            ),
+            (
+                text("", SIZE, "threads = 1\nstart_s = nan", ONCE, ""),
+                "process[0].group[0].start_s: must be a finite number >= 0",
+            ),
+            (
+                text("", SIZE, "threads = 1\naffinity = \"9\"", ONCE, ""),
+                "process[0].group[0].affinity: `9` must name CPUs of the machine (0-3)",
+            ),
+            (
+                text(
+                    "cpuset_cpus = \"0-1\"",
+                    SIZE,
+                    "threads = 1\naffinity = \"3\"",
+                    ONCE,
+                    "",
+                ),
+                "process[0].group[0].affinity: shares no CPU with the process's cpuset (0-1)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, "").replace(
+                    "[[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\npasses = 1\n",
+                    "phase = []\n",
+                ),
+                "process[0].group[0].phase: a group needs at least one [[process.group.phase]]",
+            ),
+            (
+                text("", SIZE, T2, ONCE, "")
+                    .replace("region = \"buf\"\npasses", "region = \"nope\"\npasses"),
+                "process[0].group[0].phase[0].region: no region `nope` in this process (defined: buf)",
+            ),
+            (
+                text("", SIZE, T2, "", ""),
+                "process[0].group[0].phase[0].passes: give exactly one of `passes`, `bytes` or `seconds`",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nseconds = 1", ""),
+                "process[0].group[0].phase[0].passes: give exactly one of `passes`, `bytes` or `seconds`",
+            ),
+            (
+                text("", SIZE, T2, "passes = 0", ""),
+                "process[0].group[0].phase[0].passes: is 0e0 (allowed: > 0 and <= 1e9)",
+            ),
+            (
+                text("", SIZE, T2, "seconds = 2e7", ""),
+                "process[0].group[0].phase[0].seconds: is 2e7 (allowed: > 0 and <= 1e7)",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nwrite = 1.5", ""),
+                "process[0].group[0].phase[0].write: is 1.5 (allowed: 0 to 1)",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\ncache_hit = 1.0", ""),
+                "process[0].group[0].phase[0].cache_hit: is 1 (allowed: 0 to <1)",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nns_per_byte = inf", ""),
+                "process[0].group[0].phase[0].ns_per_byte: must be a finite number >= 0",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nmlp = 0.25", ""),
+                "process[0].group[0].phase[0].mlp: is 0.25 (allowed: 0.5 to 1000)",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    "passes = 1\npattern = \"zipf\"\nzipf_s = 6.0",
+                    "",
+                ),
+                "process[0].group[0].phase[0].zipf_s: is 6 (allowed: 0 to 5)",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    "passes = 1\npattern = \"hot\"\nhot_fraction = 1.0",
+                    "",
+                ),
+                "process[0].group[0].phase[0].hot_fraction: is 1 (allowed: between 0 and 1)",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    "passes = 1\npattern = \"hot\"\nhot_weight = 1.5",
+                    "",
+                ),
+                "process[0].group[0].phase[0].hot_weight: is 1.5 (allowed: 0 to 1)",
+            ),
+            (
+                text("", "size = 4096", T2, "passes = 1\nslice = \"thread\"", ""),
+                "process[0].group[0].phase[0].slice: region `buf` has 1 pages, fewer than the group's 2 threads",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nmempolicy = \"preferred:2\"", ""),
+                "process[0].group[0].phase[0].mempolicy: node 2 does not exist (the machine has nodes 0-1)",
+            ),
+            (
+                text("", "size = 1\nkind = \"file\"", T2, ONCE, ""),
+                "process[0].group[0].phase[0].write: region `buf` is a read-only file mapping: write must be 0",
+            ),
+            (
+                format!(
+                    "{}\n[[shared]]\nname = \"lib\"\nsize = 1\nkind = \"file\"\n",
+                    text("", "shared = \"lib\"", T2, "passes = 1\nwrite = 0.5", "")
+                ),
+                "process[0].group[0].phase[0].write: region `buf` is a read-only file mapping: write must be 0",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    "[[process.group.phase]]\nkind = \"compute\"\nseconds = -1.0\n",
+                ),
+                "process[0].group[0].phase[1].seconds: must be a finite number >= 0",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    "[[process.group.phase]]\nkind = \"sleep\"\nseconds = 1.0\njitter = 2.0\n",
+                ),
+                "process[0].group[0].phase[1].jitter: is 2 (allowed: 0 to 1)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &spawn("x")),
+                "process[0].group[0].phase[1].group: no group `x` in this process (defined: w)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &spawn("w")),
+                "process[0].group[0].phase[1].group: a group cannot spawn itself",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    &format!("{}{}{}", spawn("v"), spawn("v"), group("v", sweep)),
+                ),
+                "process[0].group[0].phase[2].group: group `v` is spawned twice",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &join("x")),
+                "process[0].group[0].phase[1].group: no group `x` in this process (defined: w)",
+            ),
+            (
+                text("", SIZE, T2, ONCE, &join("w")),
+                "process[0].group[0].phase[1].group: a group cannot join itself",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    &format!(
+                        "{}{}",
+                        spawn("v"),
+                        group("v", &format!("{sweep}{}", spawn("w")))
+                    ),
+                ),
+                "process[0].group: every group is spawned by another: none can start",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    &format!(
+                        "{}{}",
+                        group("a", &format!("{sweep}{}", spawn("b"))),
+                        group("b", &format!("{sweep}{}", spawn("a")))
+                    ),
+                ),
+                "process[0].group[1]: group `a` is spawned only by groups that never start (a spawn cycle)",
+            ),
+            (
+                text("instances = 2", "size = \"3GiB\"", T2, ONCE, ""),
+                "process: the workload maps 6GiB but machine `tiny-2n4` has 4GiB of usable memory",
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (t, want) in &cases {
+            let got = error(t);
+            if got != *want {
+                wrong.push(format!("want {want}\n got {got}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
 }

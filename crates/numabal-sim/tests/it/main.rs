@@ -4,6 +4,7 @@ mod autonuma;
 mod autonuma2012;
 mod calibration;
 mod determinism;
+mod guest;
 mod hpc;
 mod invariants;
 mod mechanisms;

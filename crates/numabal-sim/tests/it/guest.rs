@@ -1,0 +1,90 @@
+//! The QEMU test guest's twins (issue 16): the machine `qemu-guest-4n8` is the guest that
+//! `scripts/vm/run.sh --nodes 4` boots, and the guest's test programs run on it as
+//! workloads `numa01-like`, `numa02-like` and `perf-bench-numa-mem`.
+
+use crate::util::{Inline, run, scenario_with};
+
+const WORKLOADS: [&str; 3] = ["numa01-like", "numa02-like", "perf-bench-numa-mem"];
+
+/// A few simulated seconds with every invariant checked at every tick.
+const SHORT: [&str; 2] = ["sim.max_time_s=4", "sim.check_invariants=true"];
+
+#[test]
+fn the_guest_machine_is_run_sh_with_four_nodes() {
+    let sc = scenario_with(
+        &Inline(Vec::new()),
+        "qemu-guest-4n8",
+        "numa02-like",
+        "none",
+        1,
+        &[],
+    );
+    let m = &sc.machine;
+    assert_eq!((m.nr_nodes(), m.nr_cpus()), (4, 8));
+    // -numa node,nodeid=N,cpus=2N-2N+1; -smp 8,sockets=4,cores=2,threads=1.
+    for (n, node) in m.nodes.iter().enumerate() {
+        assert_eq!(node.cpus.iter().collect::<Vec<_>>(), vec![2 * n, 2 * n + 1]);
+        assert_eq!(node.memory_bytes, 1 << 30);
+    }
+    assert_eq!(m.spec.topology.threads_per_core, 1);
+    // --dist flat: every remote distance 20.
+    for (a, row) in m.distance.iter().enumerate() {
+        for (b, &d) in row.iter().enumerate() {
+            assert_eq!(d, if a == b { 10 } else { 20 }, "{a}-{b}");
+        }
+    }
+}
+
+/// The programs' sizes on the guest: numa01-like's threads are node 0's CPUs, numa02-like
+/// has one per CPU, perf bench one per process; every main thread is one thread.
+#[test]
+fn the_guest_workloads_are_sized_for_the_guest() {
+    let threads = |w: &str| {
+        scenario_with(&Inline(Vec::new()), "qemu-guest-4n8", w, "none", 1, &[])
+            .workload
+            .threads
+    };
+    assert_eq!(threads("numa01-like"), vec![vec![1, 2]]);
+    assert_eq!(threads("numa02-like"), vec![vec![1, 8]]);
+    assert_eq!(threads("perf-bench-numa-mem"), vec![vec![1, 1]]);
+}
+
+/// Each workload runs under `none` and `autonuma` for a few simulated seconds without an
+/// error or a broken invariant; without balancing every process's memory stays on node 0,
+/// where the program first-touches it; the kernel model scans and migrates.
+#[test]
+fn the_guest_workloads_run_under_none_and_autonuma() {
+    for w in WORKLOADS {
+        for p in ["none", "autonuma"] {
+            let sc = scenario_with(&Inline(Vec::new()), "qemu-guest-4n8", w, p, 1, &SHORT);
+            let r = run(&sc);
+            // Every one runs for a fixed time, longer than 4 s.
+            assert!(!r.finished, "{w}/{p}");
+            assert!(
+                r.metrics.runtime_s >= 3.99,
+                "{w}/{p}: {}",
+                r.metrics.runtime_s
+            );
+            let mib: f64 = r.processes.iter().flat_map(|x| x.node_mb.iter()).sum();
+            let want = match w {
+                "numa01-like" => 2.0 * 128.0,
+                "numa02-like" => 128.0,
+                // The shared 1 MiB counts in each of the four processes.
+                _ => 4.0 * 161.0,
+            };
+            assert!((mib - want).abs() < 1e-9, "{w}/{p}: {mib} MiB");
+            match p {
+                "none" => {
+                    for x in &r.processes {
+                        assert_eq!(x.node_mb[1..], [0.0, 0.0, 0.0], "{w}: {:?}", x.node_mb);
+                    }
+                    assert_eq!(r.metrics.numa_hint_faults, 0, "{w}");
+                }
+                _ => {
+                    assert!(r.metrics.numa_hint_faults > 0, "{w}");
+                    assert!(r.metrics.numa_pages_migrated > 0, "{w}");
+                }
+            }
+        }
+    }
+}
