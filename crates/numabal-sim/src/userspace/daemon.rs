@@ -14,6 +14,8 @@
 //!                               call after another, at the cost of a kernel migration per
 //!                               page (migrate_page_ns + the copy + a TLB shootdown), a tick's
 //!                               worth of copying per tick
+//!      MovePages                queued like migrate_pages: move_pages(2) of the sampled
+//!                               addresses (world/procfs.rs maps them to pages)
 //!      Log                      the run's policy_log
 //!    next PolicyTick: the policy's interval after the last queued call returns (numad's
 //!    loop is synchronous: it sleeps after bind_process_and_migrate_memory returns)
@@ -44,6 +46,24 @@ struct MigJob {
     at: (usize, u64),
 }
 
+/// One `move_pages(pid, pages, node)` call in progress.
+#[derive(Debug, Clone)]
+struct MoveJob {
+    pidx: usize,
+    /// (region, page) of each address given, in the order given.
+    pages: Vec<(usize, u64)>,
+    to: usize,
+    /// The next of `pages` to move.
+    next: usize,
+}
+
+/// A system call of the daemon's, run in its context one after another.
+#[derive(Debug, Clone)]
+enum Call {
+    MigratePages(MigJob),
+    MovePages(MoveJob),
+}
+
 /// The calls of one policy callback, for the "moved" log line.
 #[derive(Debug, Clone)]
 struct Batch {
@@ -67,7 +87,7 @@ pub struct PolicyLogEntry {
 /// The daemon mechanism's state.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DaemonRt {
-    jobs: VecDeque<MigJob>,
+    jobs: VecDeque<Call>,
     batch: Option<Batch>,
     /// The policy's next interval, waiting for the queued calls to return.
     deferred_tick: Option<u64>,
@@ -131,12 +151,68 @@ impl UserSpace {
             pages: 0,
         });
         b.to.insert(to);
-        self.daemon.jobs.push_back(MigJob {
+        self.daemon.jobs.push_back(Call::MigratePages(MigJob {
             pidx,
             from,
             to,
             at: (0, 0),
-        });
+        }));
+    }
+
+    /// Queue a `move_pages` call: the pages at `addrs` of process `pid` to `node`.
+    /// Addresses outside the process's mappings are skipped (`-EFAULT` for that page), and
+    /// so is the whole call when `node` is outside its cpuset's memory nodes (`-EACCES`).
+    pub(crate) fn queue_move_pages(&mut self, w: &World, pid: Pid, addrs: &[u64], node: usize) {
+        let pidx = pid.idx() - 1;
+        if !w.proc(pidx).cpuset_mems.contains(node) {
+            return;
+        }
+        let pages = addrs.iter().filter_map(|&a| w.page_at(pidx, a)).collect();
+        self.daemon.jobs.push_back(Call::MovePages(MoveJob {
+            pidx,
+            pages,
+            to: node,
+            next: 0,
+        }));
+    }
+
+    /// `migrate_pages` of `job` within `budget` ns of the daemon's time; true when done.
+    fn migrate_pages_step(&mut self, w: &mut World, job: &mut MigJob, budget: &mut f64) -> bool {
+        let (mut r, mut p) = job.at;
+        while r < w.proc(job.pidx).regions.len() {
+            let (obj, pages) = {
+                let reg = &w.proc(job.pidx).regions[r];
+                (reg.obj, reg.pages)
+            };
+            while p < pages {
+                if *budget <= 0.0 {
+                    job.at = (r, p);
+                    return false;
+                }
+                let o = w.object(obj);
+                let (step, nr) = if o.is_huge(p / CHUNK) {
+                    (CHUNK - p % CHUNK, o.chunk_len(p / CHUNK))
+                } else {
+                    (1, 1)
+                };
+                if o.node_of(p) == Some(job.from) {
+                    match w.migrate_page(obj, p, job.to) {
+                        Some(cost) => {
+                            *budget -= cost;
+                            if let Some(b) = self.daemon.batch.as_mut() {
+                                b.pages += nr;
+                            }
+                        }
+                        // The destination is full: the kernel still tried.
+                        None => *budget -= w.machine().spec.costs.migrate_page_ns,
+                    }
+                }
+                p += step;
+            }
+            r += 1;
+            p = 0;
+        }
+        true
     }
 
     /// A decision log line.
@@ -148,55 +224,19 @@ impl UserSpace {
         });
     }
 
-    /// Run queued `migrate_pages` calls for one tick of the daemon's time.
+    /// Run queued `migrate_pages` and `move_pages` calls for one tick of the daemon's time.
     pub(crate) fn run_migrate_pages(&mut self, w: &mut World) {
         let mut budget = w.tick_ns() as f64;
         while budget > 0.0 {
-            let Some(job) = self.daemon.jobs.front().cloned() else {
+            let Some(mut job) = self.daemon.jobs.pop_front() else {
                 break;
             };
-            let (mut r, mut p) = job.at;
-            let mut done = true;
-            while r < w.proc(job.pidx).regions.len() {
-                let (obj, pages) = {
-                    let reg = &w.proc(job.pidx).regions[r];
-                    (reg.obj, reg.pages)
-                };
-                while p < pages {
-                    if budget <= 0.0 {
-                        done = false;
-                        break;
-                    }
-                    let o = &w.object(obj);
-                    let (step, nr) = if o.is_huge(p / CHUNK) {
-                        (CHUNK - p % CHUNK, o.chunk_len(p / CHUNK))
-                    } else {
-                        (1, 1)
-                    };
-                    if o.node_of(p) == Some(job.from) {
-                        match w.migrate_page(obj, p, job.to) {
-                            Some(cost) => {
-                                budget -= cost;
-                                if let Some(b) = self.daemon.batch.as_mut() {
-                                    b.pages += nr;
-                                }
-                            }
-                            // The destination is full: the kernel still tried.
-                            None => budget -= w.machine().spec.costs.migrate_page_ns,
-                        }
-                    }
-                    p += step;
-                }
-                if !done {
-                    break;
-                }
-                r += 1;
-                p = 0;
-            }
-            if done {
-                self.daemon.jobs.pop_front();
-            } else {
-                self.daemon.jobs[0].at = (r, p);
+            let done = match &mut job {
+                Call::MigratePages(j) => self.migrate_pages_step(w, j, &mut budget),
+                Call::MovePages(j) => move_pages_step(w, j, &mut budget),
+            };
+            if !done {
+                self.daemon.jobs.push_front(job);
             }
         }
         if self.daemon.jobs.is_empty() {
@@ -216,4 +256,24 @@ impl UserSpace {
             }
         }
     }
+}
+
+/// `move_pages` of `job` within `budget` ns of the daemon's time; true when done. A page
+/// already on the node, or not present, costs nothing; a THP moves whole.
+fn move_pages_step(w: &mut World, job: &mut MoveJob, budget: &mut f64) -> bool {
+    while job.next < job.pages.len() {
+        if *budget <= 0.0 {
+            return false;
+        }
+        let (ri, page) = job.pages[job.next];
+        job.next += 1;
+        let obj = w.proc(job.pidx).regions[ri].obj;
+        if w.object(obj).node_of(page).is_some_and(|n| n != job.to) {
+            match w.migrate_page(obj, page, job.to) {
+                Some(cost) => *budget -= cost,
+                None => *budget -= w.machine().spec.costs.migrate_page_ns,
+            }
+        }
+    }
+    true
 }

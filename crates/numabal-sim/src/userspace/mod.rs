@@ -128,8 +128,8 @@ impl UserSpace {
                 Action::Log { pid, message } => self.policy_log(w, *pid, message),
                 // Addresses mean nothing here: simulated policies name pages by region
                 // and index (MigratePages).
-                Action::MovePages { pid, .. } => {
-                    self.policy_log(w, *pid, "MovePages by address is a live action; ignored")
+                Action::MovePages { pid, addrs, node } => {
+                    self.queue_move_pages(w, *pid, addrs, *node)
                 }
             }
         }

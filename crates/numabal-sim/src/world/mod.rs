@@ -27,6 +27,7 @@ mod checks;
 mod exec;
 mod lifecycle;
 mod procfs;
+pub use procfs::{REGION_SPAN, page_addr};
 pub mod records;
 mod report;
 mod samples;

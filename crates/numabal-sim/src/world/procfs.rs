@@ -143,4 +143,26 @@ impl World<'_> {
             })
             .collect()
     }
+
+    /// The page at `addr` in process `pidx`'s simulated address space: (region, page).
+    /// Each mapping starts at its own [`REGION_SPAN`] boundary ([`page_addr`]).
+    pub(crate) fn page_at(&self, pidx: usize, addr: u64) -> Option<(usize, u64)> {
+        let ri = (addr / REGION_SPAN).checked_sub(1)? as usize;
+        let page = (addr % REGION_SPAN) / PAGE_SIZE;
+        let r = self.procs[pidx].regions.get(ri)?;
+        (page < r.pages).then_some((ri, page))
+    }
+}
+
+/// Bytes of a base page.
+const PAGE_SIZE: u64 = 4096;
+
+/// The address space of a simulated process: region `ri` is mapped at `(ri + 1) *
+/// REGION_SPAN` (1 TiB apart, room for any region), so addresses name pages the way a
+/// live daemon's samples do.
+pub const REGION_SPAN: u64 = 1 << 40;
+
+/// The address of page `page` of region `ri` in a simulated process.
+pub fn page_addr(ri: usize, page: u64) -> u64 {
+    (ri as u64 + 1) * REGION_SPAN + page * PAGE_SIZE
 }
