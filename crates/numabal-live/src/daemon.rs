@@ -22,12 +22,14 @@ use crate::observe::{Snapshot, observe_processes};
 use crate::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
 use crate::safety::{Rules, check, limits_of};
 use crate::sensor::{FaultSampler, RawSample, SensorKind, choose, clear_soft_dirty};
-use crate::topology::{LiveError, err};
-use crate::{machine_of, read_topology};
-use numabal_model::{Mask, Pid, Tid};
-use numabal_policy::{AccessSample, Policy};
+use crate::topology::{LiveError, LiveTopology, err};
+use crate::{Process, machine_of, read_topology};
+use numabal_model::{Machine, Mask, Pid, Tid};
+use numabal_policy::{AccessSample, Action, Policy};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -258,117 +260,226 @@ fn serve_metrics(port: u16, text: Arc<Mutex<String>>) -> Result<u16, LiveError> 
 /// thread should unpark it, or the stop is seen when the next pass is due.
 pub fn run(
     cfg: &Config,
-    mut policy: Box<dyn Policy>,
+    policy: Box<dyn Policy>,
     stop: &AtomicBool,
     log: &mut dyn FnMut(Value),
 ) -> Result<Summary, LiveError> {
-    // The summary's wall time and CPU time both count from here.
-    let start = Instant::now();
-    let cpu_at_start = own_cpu_s();
-    let cpu_s = || own_cpu_s() - cpu_at_start;
-    let root = &cfg.root;
-    let topo = read_topology(root)?;
-    let machine = machine_of(root, &topo)?;
-    let (sensor, why) = choose(root, cfg.sensor)?;
-    let (interval_min_ns, interval_max_ns, interval_set_by) = interval_range_ns(cfg, &*policy);
-    let node_cpus: Vec<Mask> = machine.nodes.iter().map(|n| n.cpus.clone()).collect();
-    let host_cpus = node_cpus.iter().fold(Mask::new(), |m, c| m.or(c));
-    let host_nodes = Mask::from_ids(topo.nodes.iter().map(|n| n.id));
-    let cpu_nodes = topo.cpu_nodes();
-    let metrics = Arc::new(Mutex::new(String::new()));
-    let metrics_port = cfg
-        .metrics_port
-        .map(|p| serve_metrics(p, metrics.clone()))
-        .transpose()?;
-    log(json!({
-        "start": env!("CARGO_PKG_VERSION"), "policy": policy.name(), "sensor": sensor.name(),
-        "sensor_why": why, "sensor_blind_spots": sensor.blind_spots(), "dry_run": cfg.dry_run,
-        "interval_min_ms": interval_min_ns / MS, "interval_max_ms": interval_max_ns / MS,
-        "interval_set_by": interval_set_by, "idle_interval_ms": cfg.idle_interval_ms,
-        "migrate_mb_s": cfg.migrate_mb_s,
-        "metrics": metrics_port.map(|p| format!("http://127.0.0.1:{p}/metrics")),
-    }));
-    let mut recording = match &cfg.record {
-        Some(path) => {
-            let io = |e: std::io::Error| err(path, format!("cannot write: {e}"));
-            let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-            let header = RecordHeader {
-                numabal_record: RECORD_VERSION,
-                numabal_version: env!("CARGO_PKG_VERSION").to_string(),
-                topology: topo.clone(),
-            };
-            write_line(&mut f, &header).map_err(io)?;
-            Some((path.clone(), f))
-        }
-        None => None,
-    };
-    let mut sampler = sensor
-        .samples()
-        .then(|| FaultSampler::new(cfg.sample_period, 8));
-    let mut actuator = Actuator::new(cfg.dry_run, cfg.migrate_mb_s);
-    let mut skipped: BTreeMap<u32, String> = BTreeMap::new();
-    let mut was_managed: BTreeMap<u32, String> = BTreeMap::new();
-    let mut watch_errors: BTreeSet<u32> = BTreeSet::new();
-    // softdirty: when each process's bits are cleared next, and samples since the last clear.
-    let mut next_clear: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut since_clear: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut raw: Vec<RawSample> = Vec::new();
-    let mut actions = Vec::new();
-    let mut pass = 0u64;
-    let mut managed_count = 0;
+    let mut d = Daemon::start(cfg, policy, log)?;
     while !stop.load(Ordering::Relaxed) {
-        let now = start.elapsed().as_nanos() as u64;
-        let (mut snap, procs) = observe_processes(root, &topo, cfg.min_rss_mb * 1024 * 1024)?;
-        // Which processes the daemon may touch this pass.
+        let now = d.start.elapsed().as_nanos() as u64;
+        let (mut snap, procs) =
+            observe_processes(&cfg.root, &d.topo, cfg.min_rss_mb * 1024 * 1024)?;
+        let managed = d.judge(&snap, &procs, now, log);
+        let live_tids = d.keep_managed(&mut snap, &managed, now, log);
+        d.sample(&mut snap, &managed, &live_tids, now, log);
+        d.actions.clear();
+        d.policy
+            .on_tick(&d.machine, &snap.observation(now), &mut d.actions);
+        d.record(&snap, now)?;
+        d.act(&snap, now, log);
+        d.pass += 1;
+        d.publish_metrics();
+        if cfg.passes.is_some_and(|n| d.pass >= n) {
+            break;
+        }
+        d.wait(now, stop);
+    }
+    Ok(d.stop(log))
+}
+
+/// The daemon between [`run`]'s steps: what it read of the host at start, its sensor,
+/// actuator and record, and what it remembers from pass to pass.
+struct Daemon<'a> {
+    cfg: &'a Config,
+    policy: Box<dyn Policy>,
+    /// When [`run`] started.
+    start: Instant,
+    cpu_at_start: f64,
+    topo: LiveTopology,
+    machine: Machine,
+    sensor: SensorKind,
+    interval_min_ns: u64,
+    node_cpus: Vec<Mask>,
+    host_cpus: Mask,
+    host_nodes: Mask,
+    cpu_nodes: Vec<Option<usize>>,
+    metrics: Arc<Mutex<String>>,
+    metrics_port: Option<u16>,
+    /// `--record`: the file and its writer.
+    recording: Option<(PathBuf, BufWriter<File>)>,
+    sampler: Option<FaultSampler>,
+    actuator: Actuator,
+    /// Processes not managed, with why (logged when the reason changes).
+    skipped: BTreeMap<u32, String>,
+    /// Processes managed by the last pass, with their command names.
+    was_managed: BTreeMap<u32, String>,
+    /// Threads the sensor could not watch (logged once).
+    watch_errors: BTreeSet<u32>,
+    // softdirty: when each process's bits are cleared next, and samples since the last clear.
+    next_clear: BTreeMap<u32, u64>,
+    since_clear: BTreeMap<u32, u64>,
+    raw: Vec<RawSample>,
+    actions: Vec<Action>,
+    pass: u64,
+    managed_count: usize,
+}
+
+impl<'a> Daemon<'a> {
+    /// Read the host, choose the sensor, start the metrics server, log the start, open the
+    /// record.
+    fn start(
+        cfg: &'a Config,
+        policy: Box<dyn Policy>,
+        log: &mut dyn FnMut(Value),
+    ) -> Result<Daemon<'a>, LiveError> {
+        // The summary's wall time and CPU time both count from here.
+        let start = Instant::now();
+        let cpu_at_start = own_cpu_s();
+        let root = &cfg.root;
+        let topo = read_topology(root)?;
+        let machine = machine_of(root, &topo)?;
+        let (sensor, why) = choose(root, cfg.sensor)?;
+        let (interval_min_ns, interval_max_ns, interval_set_by) = interval_range_ns(cfg, &*policy);
+        let node_cpus: Vec<Mask> = machine.nodes.iter().map(|n| n.cpus.clone()).collect();
+        let host_cpus = node_cpus.iter().fold(Mask::new(), |m, c| m.or(c));
+        let host_nodes = Mask::from_ids(topo.nodes.iter().map(|n| n.id));
+        let cpu_nodes = topo.cpu_nodes();
+        let metrics = Arc::new(Mutex::new(String::new()));
+        let metrics_port = cfg
+            .metrics_port
+            .map(|p| serve_metrics(p, metrics.clone()))
+            .transpose()?;
+        log(json!({
+            "start": env!("CARGO_PKG_VERSION"), "policy": policy.name(), "sensor": sensor.name(),
+            "sensor_why": why, "sensor_blind_spots": sensor.blind_spots(), "dry_run": cfg.dry_run,
+            "interval_min_ms": interval_min_ns / MS, "interval_max_ms": interval_max_ns / MS,
+            "interval_set_by": interval_set_by, "idle_interval_ms": cfg.idle_interval_ms,
+            "migrate_mb_s": cfg.migrate_mb_s,
+            "metrics": metrics_port.map(|p| format!("http://127.0.0.1:{p}/metrics")),
+        }));
+        let recording = cfg
+            .record
+            .as_ref()
+            .map(|path| open_record(path, &topo))
+            .transpose()?;
+        let sampler = sensor
+            .samples()
+            .then(|| FaultSampler::new(cfg.sample_period, 8));
+        Ok(Daemon {
+            cfg,
+            policy,
+            start,
+            cpu_at_start,
+            topo,
+            machine,
+            sensor,
+            interval_min_ns,
+            node_cpus,
+            host_cpus,
+            host_nodes,
+            cpu_nodes,
+            metrics,
+            metrics_port,
+            recording,
+            sampler,
+            actuator: Actuator::new(cfg.dry_run, cfg.migrate_mb_s),
+            skipped: BTreeMap::new(),
+            was_managed: BTreeMap::new(),
+            watch_errors: BTreeSet::new(),
+            next_clear: BTreeMap::new(),
+            since_clear: BTreeMap::new(),
+            raw: Vec::new(),
+            actions: Vec::new(),
+            pass: 0,
+            managed_count: 0,
+        })
+    }
+
+    /// The daemon's CPU time since the start, s.
+    fn cpu_s(&self) -> f64 {
+        own_cpu_s() - self.cpu_at_start
+    }
+
+    /// Which processes the daemon may touch this pass; a process skipped is logged when
+    /// first skipped and when the reason changes.
+    fn judge(
+        &mut self,
+        snap: &Snapshot,
+        procs: &BTreeMap<u32, Process>,
+        now: u64,
+        log: &mut dyn FnMut(Value),
+    ) -> BTreeSet<u32> {
         let mut managed: BTreeSet<u32> = BTreeSet::new();
         for p in &snap.processes {
             let pid = p.pid.0;
             if pid == std::process::id() {
                 continue;
             }
-            let verdict = match procs
-                .get(&pid)
-                .map(|p| (p, limits_of(root, pid, &p.status)))
-            {
-                Some((proc_, Ok(mut limits))) => {
-                    // An affinity the daemon narrowed is its own doing: judge the thread's
-                    // original one.
-                    if let Some(orig) = actuator.original(Tid(pid))
-                        && actuator.is_ours(Tid(pid), &limits.cpus_allowed)
-                    {
-                        limits.cpus_allowed = orig.clone();
-                    }
-                    check(proc_, &limits, &host_cpus, &host_nodes, &cfg.rules)
-                        .map_err(|s| s.to_string())
-                }
-                None => Err("gone while being read".to_string()),
-                Some((_, Err(e))) => Err(format!("cannot be judged: {e}")),
-            };
-            match verdict {
+            match self.verdict(pid, procs) {
                 Ok(()) => {
                     managed.insert(pid);
-                    skipped.remove(&pid);
+                    self.skipped.remove(&pid);
                 }
                 Err(why) => {
-                    if skipped.get(&pid) != Some(&why) {
+                    if self.skipped.get(&pid) != Some(&why) {
                         log(
                             json!({"t_s": now as f64 / 1e9, "pid": pid, "comm": p.comm, "skip": why}),
                         );
-                        skipped.insert(pid, why);
+                        self.skipped.insert(pid, why);
                     }
                 }
             }
         }
+        managed
+    }
+
+    /// One process judged by the safety rules, or why it may not be managed.
+    fn verdict(&self, pid: u32, procs: &BTreeMap<u32, Process>) -> Result<(), String> {
+        match procs
+            .get(&pid)
+            .map(|p| (p, limits_of(&self.cfg.root, pid, &p.status)))
+        {
+            Some((proc_, Ok(mut limits))) => {
+                // An affinity the daemon narrowed is its own doing: judge the thread's
+                // original one.
+                if let Some(orig) = self.actuator.original(Tid(pid))
+                    && self.actuator.is_ours(Tid(pid), &limits.cpus_allowed)
+                {
+                    limits.cpus_allowed = orig.clone();
+                }
+                check(
+                    proc_,
+                    &limits,
+                    &self.host_cpus,
+                    &self.host_nodes,
+                    &self.cfg.rules,
+                )
+                .map_err(|s| s.to_string())
+            }
+            None => Err("gone while being read".to_string()),
+            Some((_, Err(e))) => Err(format!("cannot be judged: {e}")),
+        }
+    }
+
+    /// Keep only the managed processes and their threads in `snap`, log the managed ones
+    /// that exited, forget what is gone; returns the managed threads.
+    fn keep_managed(
+        &mut self,
+        snap: &mut Snapshot,
+        managed: &BTreeSet<u32>,
+        now: u64,
+        log: &mut dyn FnMut(Value),
+    ) -> BTreeSet<Tid> {
         let live: BTreeSet<u32> = snap.processes.iter().map(|p| p.pid.0).collect();
-        skipped.retain(|p, _| live.contains(p));
+        self.skipped.retain(|p, _| live.contains(p));
         // Managed processes that exited since the last pass (mid-operation or not): logged,
         // not an error.
-        for (pid, comm) in std::mem::take(&mut was_managed) {
+        for (pid, comm) in std::mem::take(&mut self.was_managed) {
             if !live.contains(&pid) {
                 log(json!({"t_s": now as f64 / 1e9, "pid": pid, "comm": comm, "exited": true}));
             }
         }
-        was_managed = snap
+        self.was_managed = snap
             .processes
             .iter()
             .filter(|p| managed.contains(&p.pid.0))
@@ -377,50 +488,76 @@ pub fn run(
         snap.processes.retain(|p| managed.contains(&p.pid.0));
         snap.threads.retain(|t| managed.contains(&t.pid.0));
         let live_tids: BTreeSet<Tid> = snap.threads.iter().map(|t| t.tid).collect();
-        actuator.forget(|t| live_tids.contains(&t));
-        managed_count = managed.len();
+        self.actuator.forget(|t| live_tids.contains(&t));
+        self.managed_count = managed.len();
+        live_tids
+    }
 
-        if let Some(s) = sampler.as_mut() {
-            s.retain(|tid| live_tids.contains(&Tid(tid)));
-            for t in &snap.threads {
-                if let Err(e) = s.watch(t.pid.0, t.tid.0)
-                    && watch_errors.insert(t.tid.0)
-                {
-                    log(
-                        json!({"t_s": now as f64 / 1e9, "tid": t.tid.0, "pid": t.pid.0,
-                        "sensor_error": format!("perf_event_open: {e}")}),
-                    );
-                }
-            }
-            s.drain(&mut raw);
-            snap.samples = resolve(&raw, &managed, &cpu_nodes);
-            for r in &raw {
-                *since_clear.entry(r.pid).or_default() += cfg.sample_period;
-            }
-            raw.clear();
-            if sensor == SensorKind::SoftDirty {
-                next_clear.retain(|p, _| managed.contains(p));
-                for &pid in &managed {
-                    if now < next_clear.get(&pid).copied().unwrap_or(0) {
-                        continue;
-                    }
-                    // The faults the last clear caused, at their cost, spread over enough
-                    // time to stay within the budget.
-                    let faults = since_clear.remove(&pid).unwrap_or(0);
-                    let cost_ns = faults as f64 * cfg.fault_cost_ns as f64;
-                    let wait = (cost_ns * 100.0 / cfg.softdirty_budget_pct) as u64;
-                    next_clear.insert(pid, now + wait.max(interval_min_ns));
-                    if let Err(e) = clear_soft_dirty(root, pid) {
-                        log(json!({"t_s": now as f64 / 1e9, "pid": pid,
-                            "sensor_error": format!("clear_refs: {e}")}));
-                    }
-                }
+    /// With a sampling sensor: watch the managed threads, drain the samples since the last
+    /// pass into `snap` with their page nodes ([`resolve`]), and with softdirty clear the
+    /// bits the budget allows.
+    fn sample(
+        &mut self,
+        snap: &mut Snapshot,
+        managed: &BTreeSet<u32>,
+        live_tids: &BTreeSet<Tid>,
+        now: u64,
+        log: &mut dyn FnMut(Value),
+    ) {
+        let Some(s) = self.sampler.as_mut() else {
+            return;
+        };
+        s.retain(|tid| live_tids.contains(&Tid(tid)));
+        for t in &snap.threads {
+            if let Err(e) = s.watch(t.pid.0, t.tid.0)
+                && self.watch_errors.insert(t.tid.0)
+            {
+                log(
+                    json!({"t_s": now as f64 / 1e9, "tid": t.tid.0, "pid": t.pid.0,
+                    "sensor_error": format!("perf_event_open: {e}")}),
+                );
             }
         }
+        s.drain(&mut self.raw);
+        snap.samples = resolve(&self.raw, managed, &self.cpu_nodes);
+        for r in &self.raw {
+            *self.since_clear.entry(r.pid).or_default() += self.cfg.sample_period;
+        }
+        self.raw.clear();
+        if self.sensor == SensorKind::SoftDirty {
+            self.clear_soft_dirty_bits(managed, now, log);
+        }
+    }
 
-        actions.clear();
-        policy.on_tick(&machine, &snap.observation(now), &mut actions);
-        if let Some((path, f)) = recording.as_mut() {
+    /// softdirty: clear the bits of each managed process whose turn has come.
+    fn clear_soft_dirty_bits(
+        &mut self,
+        managed: &BTreeSet<u32>,
+        now: u64,
+        log: &mut dyn FnMut(Value),
+    ) {
+        self.next_clear.retain(|p, _| managed.contains(p));
+        for &pid in managed {
+            if now < self.next_clear.get(&pid).copied().unwrap_or(0) {
+                continue;
+            }
+            // The faults the last clear caused, at their cost, spread over enough
+            // time to stay within the budget.
+            let faults = self.since_clear.remove(&pid).unwrap_or(0);
+            let cost_ns = faults as f64 * self.cfg.fault_cost_ns as f64;
+            let wait = (cost_ns * 100.0 / self.cfg.softdirty_budget_pct) as u64;
+            self.next_clear
+                .insert(pid, now + wait.max(self.interval_min_ns));
+            if let Err(e) = clear_soft_dirty(&self.cfg.root, pid) {
+                log(json!({"t_s": now as f64 / 1e9, "pid": pid,
+                    "sensor_error": format!("clear_refs: {e}")}));
+            }
+        }
+    }
+
+    /// `--record`: this pass's observation.
+    fn record(&mut self, snap: &Snapshot, now: u64) -> Result<(), LiveError> {
+        if let Some((path, f)) = self.recording.as_mut() {
             write_line(
                 f,
                 &RecordPass {
@@ -430,71 +567,103 @@ pub fn run(
             )
             .map_err(|e| err(path, format!("cannot write: {e}")))?;
         }
+        Ok(())
+    }
+
+    /// Carry out the policy's actions, logging each outcome.
+    fn act(&mut self, snap: &Snapshot, now: u64, log: &mut dyn FnMut(Value)) {
         let pid_of: BTreeMap<Tid, Pid> = snap.threads.iter().map(|t| (t.tid, t.pid)).collect();
-        for a in &actions {
-            for line in actuator.apply(
+        for a in &self.actions {
+            for line in self.actuator.apply(
                 a,
                 now,
                 |t| pid_of.get(&t).copied(),
-                |p| target_of(&snap, p),
-                &node_cpus,
+                |p| target_of(snap, p),
+                &self.node_cpus,
             ) {
                 log(line);
             }
         }
-        pass += 1;
+    }
+
+    /// Refresh the metrics text.
+    fn publish_metrics(&self) {
         // The metrics text (and its clock_gettime of our CPU time) only when someone can ask.
-        if metrics_port.is_some()
-            && let Ok(mut m) = metrics.lock()
+        if self.metrics_port.is_some()
+            && let Ok(mut m) = self.metrics.lock()
         {
-            let samples = sampler.as_ref().map_or(0, |s| s.samples);
-            *m = metrics_text(&actuator, pass, managed_count, samples, cpu_s());
+            let samples = self.sampler.as_ref().map_or(0, |s| s.samples);
+            *m = metrics_text(
+                &self.actuator,
+                self.pass,
+                self.managed_count,
+                samples,
+                self.cpu_s(),
+            );
         }
-        if cfg.passes.is_some_and(|n| pass >= n) {
-            break;
-        }
+    }
+
+    /// Park until the next pass is due or `stop` is set, draining the sensor's rings.
+    fn wait(&mut self, now: u64, stop: &AtomicBool) {
         // Wait for the next pass, asking the policy again: its interval may have changed.
         // While the sensor watches threads, wake every 100 ms to drain its rings (they never
         // overflow); otherwise sleep until the pass is due: an idle host costs no wake-ups.
         // Whoever sets `stop` unparks this thread (the CLI's signal thread does), so a stop
         // is seen at once either way.
-        let next = now + pass_gap_ns(cfg, &*policy, managed_count);
-        let watching = sampler.as_ref().is_some_and(|s| s.watched() > 0);
+        let next = now + pass_gap_ns(self.cfg, &*self.policy, self.managed_count);
+        let watching = self.sampler.as_ref().is_some_and(|s| s.watched() > 0);
         let slice = if watching { 100 * MS } else { u64::MAX };
         while !stop.load(Ordering::Relaxed) {
-            let t = start.elapsed().as_nanos() as u64;
+            let t = self.start.elapsed().as_nanos() as u64;
             if t >= next {
                 break;
             }
             std::thread::park_timeout(Duration::from_nanos((next - t).min(slice)));
-            if let Some(s) = sampler.as_mut() {
-                s.drain(&mut raw);
+            if let Some(s) = self.sampler.as_mut() {
+                s.drain(&mut self.raw);
             }
         }
     }
-    let placement = crate::actuate::placement(
-        actuator.changed().values().map(|c| (c.pid, &c.ours)),
-        &node_cpus,
-    );
-    for line in actuator.restore() {
-        log(line);
+
+    /// On stop: give every changed affinity back and log the summary.
+    fn stop(mut self, log: &mut dyn FnMut(Value)) -> Summary {
+        let placement = crate::actuate::placement(
+            self.actuator.changed().values().map(|c| (c.pid, &c.ours)),
+            &self.node_cpus,
+        );
+        for line in self.actuator.restore() {
+            log(line);
+        }
+        let summary = Summary {
+            passes: self.pass,
+            wall_s: self.start.elapsed().as_secs_f64(),
+            cpu_s: self.cpu_s(),
+            samples: self.sampler.as_ref().map_or(0, |s| s.samples),
+        };
+        let c = &self.actuator.counts;
+        log(json!({"stop": {
+            "passes": summary.passes, "wall_s": summary.wall_s, "cpu_s": summary.cpu_s,
+            "cpu_pct_of_one_cpu": 100.0 * summary.cpu_s / summary.wall_s.max(1e-9),
+            "samples": summary.samples, "managed_last_pass": self.managed_count,
+            "affinity_changes": c.affinity_changes, "pages_moved": c.pages_moved,
+            "pages_deferred": c.pages_deferred, "pages_failed": c.pages_failed,
+            "errors": c.errors, "gone": c.gone, "placement": placement,
+        }}));
+        summary
     }
-    let summary = Summary {
-        passes: pass,
-        wall_s: start.elapsed().as_secs_f64(),
-        cpu_s: cpu_s(),
-        samples: sampler.as_ref().map_or(0, |s| s.samples),
+}
+
+/// Create the `--record` file and write its header.
+fn open_record(path: &Path, topo: &LiveTopology) -> Result<(PathBuf, BufWriter<File>), LiveError> {
+    let io = |e: std::io::Error| err(path, format!("cannot write: {e}"));
+    let mut f = BufWriter::new(File::create(path).map_err(io)?);
+    let header = RecordHeader {
+        numabal_record: RECORD_VERSION,
+        numabal_version: env!("CARGO_PKG_VERSION").to_string(),
+        topology: topo.clone(),
     };
-    let c = &actuator.counts;
-    log(json!({"stop": {
-        "passes": summary.passes, "wall_s": summary.wall_s, "cpu_s": summary.cpu_s,
-        "cpu_pct_of_one_cpu": 100.0 * summary.cpu_s / summary.wall_s.max(1e-9),
-        "samples": summary.samples, "managed_last_pass": managed_count,
-        "affinity_changes": c.affinity_changes, "pages_moved": c.pages_moved,
-        "pages_deferred": c.pages_deferred, "pages_failed": c.pages_failed,
-        "errors": c.errors, "gone": c.gone, "placement": placement,
-    }}));
-    Ok(summary)
+    write_line(&mut f, &header).map_err(io)?;
+    Ok((path.to_path_buf(), f))
 }
 
 fn target_of(snap: &Snapshot, pid: Pid) -> Option<Target> {

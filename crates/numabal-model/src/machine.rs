@@ -406,103 +406,12 @@ pub fn gib_s_to_bytes_per_ns(g: f64) -> f64 {
 impl Machine {
     /// Validate a spec and derive the layout. `src` names the file for errors.
     pub fn from_spec(spec: MachineSpec, src: &str) -> Result<Machine, InputError> {
+        // Section by section in a fixed order: the first error found is the one reported.
         let t = &spec.topology;
-        let err = |field: &str, msg: String| InputError::new(src, field, msg);
-        if t.sockets == 0 || t.sockets > 64 {
-            return Err(err(
-                "topology.sockets",
-                format!("is {} (allowed: 1-64)", t.sockets),
-            ));
-        }
-        if t.cores_per_socket == 0 || t.cores_per_socket > 1024 {
-            return Err(err(
-                "topology.cores_per_socket",
-                format!("is {} (allowed: 1-1024)", t.cores_per_socket),
-            ));
-        }
-        if t.threads_per_core == 0 || t.threads_per_core > 8 {
-            return Err(err(
-                "topology.threads_per_core",
-                format!("is {} (allowed: 1-8)", t.threads_per_core),
-            ));
-        }
-        if t.nodes_per_socket == 0 || !t.cores_per_socket.is_multiple_of(t.nodes_per_socket) {
-            return Err(err(
-                "topology.nodes_per_socket",
-                format!(
-                    "is {} (allowed: a divisor of cores_per_socket = {})",
-                    t.nodes_per_socket, t.cores_per_socket
-                ),
-            ));
-        }
-        let tpc = t.threads_per_core as usize;
-
-        // Node CPU lists: given, or Linux x86 numbering.
-        let node_cpu_lists: Vec<Mask> = match &t.node_cpus {
-            Some(lists) => {
-                let mut v = Vec::new();
-                for (i, l) in lists.iter().enumerate() {
-                    v.push(
-                        Mask::parse_list(l, None)
-                            .map_err(|e| err(&format!("topology.node_cpus[{i}]"), e))?,
-                    );
-                }
-                v
-            }
-            None => {
-                let per_node = (t.cores_per_socket / t.nodes_per_socket) as usize;
-                let total_cores = (t.sockets * t.cores_per_socket) as usize;
-                let nodes = (t.sockets * t.nodes_per_socket) as usize;
-                let mut v = vec![Mask::new(); nodes];
-                for th in 0..tpc {
-                    for core in 0..total_cores {
-                        let socket = core / t.cores_per_socket as usize;
-                        let in_socket = core % t.cores_per_socket as usize;
-                        let node = socket * t.nodes_per_socket as usize + in_socket / per_node;
-                        v[node].insert(th * total_cores + core);
-                    }
-                }
-                v
-            }
-        };
+        check_topology_counts(t, src)?;
+        let node_cpu_lists = node_cpu_lists(t, src)?;
         let n = node_cpu_lists.len();
-        if n == 0 || n > 64 {
-            return Err(err(
-                "topology.node_cpus",
-                format!("gives {n} nodes (allowed: 1-64)"),
-            ));
-        }
-
-        // SLIT.
-        if t.distance.len() != n || t.distance.iter().any(|r| r.len() != n) {
-            let shape: Vec<String> = t.distance.iter().map(|r| r.len().to_string()).collect();
-            return Err(err(
-                "topology.distance",
-                format!(
-                    "must be a {n}x{n} matrix (one row and one column per node) but has {} rows of lengths [{}]",
-                    t.distance.len(),
-                    shape.join(", ")
-                ),
-            ));
-        }
-        for i in 0..n {
-            for j in 0..n {
-                let d = t.distance[i][j];
-                if i == j && d != crate::LOCAL_DISTANCE {
-                    return Err(err(
-                        &format!("topology.distance[{i}][{j}]"),
-                        format!("is {d}; the diagonal must be 10 (LOCAL_DISTANCE)"),
-                    ));
-                }
-                if i != j && !(crate::LOCAL_DISTANCE + 1..=254).contains(&d) {
-                    return Err(err(
-                        &format!("topology.distance[{i}][{j}]"),
-                        format!("is {d} (allowed: 11-254 between different nodes)"),
-                    ));
-                }
-            }
-        }
-
+        check_slit(&t.distance, n, src)?;
         let mem = t
             .memory_per_node
             .expand(n, src, "topology.memory_per_node")?;
@@ -511,251 +420,14 @@ impl Machine {
             .controller_gib_s
             .expand(n, src, "memory.controller_gib_s")?;
         let reserved = spec.memory.reserved_per_node.0;
-
-        // CPUs: every id 0..total exactly once.
-        let total_cpus: usize = node_cpu_lists.iter().map(|m| m.count()).sum();
-        let mut seen = Mask::new();
-        for (i, m) in node_cpu_lists.iter().enumerate() {
-            if m.intersects(&seen) {
-                return Err(err(
-                    &format!("topology.node_cpus[{i}]"),
-                    format!("lists CPUs {} that another node already has", m.and(&seen)),
-                ));
-            }
-            seen = seen.or(m);
-            if m.count() % tpc != 0 {
-                return Err(err(
-                    &format!("topology.node_cpus[{i}]"),
-                    format!(
-                        "has {} CPUs, not a multiple of threads_per_core = {tpc}",
-                        m.count()
-                    ),
-                ));
-            }
-            if m.is_empty() && mem[i].0 <= reserved {
-                return Err(err(
-                    "topology",
-                    format!(
-                        "node {i} has neither CPUs nor memory (every node needs CPUs, memory or both)"
-                    ),
-                ));
-            }
-        }
-        if mem.iter().all(|b| b.0 <= reserved) {
-            return Err(err(
-                "topology.memory_per_node",
-                "no node has memory beyond reserved_per_node (the machine needs usable memory)"
-                    .into(),
-            ));
-        }
-        if total_cpus == 0 {
-            return Err(err("topology", "the machine has no CPUs".into()));
-        }
-        if seen != Mask::full(total_cpus) {
-            return Err(err(
-                "topology.node_cpus",
-                format!(
-                    "CPU ids must be 0-{} with none missing, got {}",
-                    total_cpus - 1,
-                    seen
-                ),
-            ));
-        }
-
-        let mut cpus = vec![
-            CpuInfo {
-                node: 0,
-                core: 0,
-                llc: 0,
-                socket: 0,
-                smt_index: 0
-            };
-            total_cpus
-        ];
-        let mut cores = Vec::new();
-        let mut llcs = Vec::new();
-        let mut nodes = Vec::new();
-        let llcs_per_node = t.llcs_per_node.max(1) as usize;
-        for (node, list) in node_cpu_lists.iter().enumerate() {
-            let ids: Vec<usize> = list.iter().collect();
-            let ncores = ids.len() / tpc;
-            let socket = (node / t.nodes_per_socket as usize).min(t.sockets as usize - 1);
-            let nllc = if ncores == 0 {
-                0
-            } else {
-                llcs_per_node.min(ncores)
-            };
-            let llc_base = llcs.len();
-            for l in 0..nllc {
-                let _ = l;
-                llcs.push(LlcInfo {
-                    cpus: Mask::new(),
-                    node,
-                });
-            }
-            for k in 0..ncores {
-                let llc = llc_base + k * nllc / ncores;
-                let core_id = cores.len();
-                let mut core_cpus = Vec::new();
-                for th in 0..tpc {
-                    let cpu = ids[th * ncores + k];
-                    cpus[cpu] = CpuInfo {
-                        node,
-                        core: core_id,
-                        llc,
-                        socket,
-                        smt_index: th,
-                    };
-                    llcs[llc].cpus.insert(cpu);
-                    core_cpus.push(cpu);
-                }
-                cores.push(CoreInfo {
-                    cpus: core_cpus,
-                    node,
-                    llc,
-                });
-            }
-            if !positive(ctrl[node]) {
-                return Err(err(
-                    "memory.controller_gib_s",
-                    format!(
-                        "node {node}: is {} (allowed: a finite number > 0)",
-                        ctrl[node]
-                    ),
-                ));
-            }
-            nodes.push(NodeInfo {
-                cpus: list.clone(),
-                memory_bytes: mem[node].0,
-                reserved_bytes: reserved.min(mem[node].0),
-                controller_bytes_per_ns: gib_s_to_bytes_per_ns(ctrl[node]),
-                socket,
-            });
-        }
-
-        // Latencies.
-        let m = &spec.memory;
-        if !positive(m.local_latency_ns) {
-            return Err(err(
-                "memory.local_latency_ns",
-                format!("is {} (allowed: a finite number > 0)", m.local_latency_ns),
-            ));
-        }
-        if !(m.llc_latency_ns >= 0.0 && m.llc_latency_ns.is_finite()) {
-            return Err(err(
-                "memory.llc_latency_ns",
-                format!("is {} (allowed: a finite number >= 0)", m.llc_latency_ns),
-            ));
-        }
-        let latency_ns = match &m.latency_ns {
-            Some(l) => {
-                if l.len() != n || l.iter().any(|r| r.len() != n) {
-                    return Err(err(
-                        "memory.latency_ns",
-                        format!("must be a {n}x{n} matrix"),
-                    ));
-                }
-                if l.iter().flatten().any(|&x| !positive(x)) {
-                    return Err(err(
-                        "memory.latency_ns",
-                        "entries must be finite numbers > 0".into(),
-                    ));
-                }
-                l.clone()
-            }
-            None => (0..n)
-                .map(|i| {
-                    (0..n)
-                        .map(|j| m.local_latency_ns * t.distance[i][j] as f64 / 10.0)
-                        .collect()
-                })
-                .collect(),
-        };
-        let link = match &m.link_gib_s {
-            PerPair::All(v) => vec![vec![*v; n]; n],
-            PerPair::Matrix(mm) => {
-                if mm.len() != n || mm.iter().any(|r| r.len() != n) {
-                    return Err(err(
-                        "memory.link_gib_s",
-                        format!("must be a number or a {n}x{n} matrix"),
-                    ));
-                }
-                mm.clone()
-            }
-        };
-        for (i, row) in link.iter().enumerate() {
-            for (j, &v) in row.iter().enumerate() {
-                if i != j && !positive(v) {
-                    return Err(err(
-                        "memory.link_gib_s",
-                        format!("link {i}->{j} is {v} (allowed: a finite number > 0 GiB/s)"),
-                    ));
-                }
-            }
-        }
-        let link_bytes_per_ns = link
-            .iter()
-            .map(|r| r.iter().map(|&g| gib_s_to_bytes_per_ns(g)).collect())
-            .collect();
-        if !positive(m.queue_scale_ns) {
-            return Err(err(
-                "memory.queue_scale_ns",
-                format!("is {} (allowed: a finite number > 0)", m.queue_scale_ns),
-            ));
-        }
-        let c = &spec.core;
-        for (name, v, lo, hi) in [
-            (
-                "core.outstanding_lines_per_thread",
-                c.outstanding_lines_per_thread,
-                0.5,
-                1000.0,
-            ),
-            (
-                "core.outstanding_lines_per_core",
-                c.outstanding_lines_per_core,
-                0.5,
-                1000.0,
-            ),
-            ("core.stream_ns_per_byte", c.stream_ns_per_byte, 0.0, 100.0),
-            (
-                "core.smt_memory_throughput",
-                c.smt_memory_throughput,
-                0.1,
-                4.0,
-            ),
-            (
-                "core.smt_compute_throughput",
-                c.smt_compute_throughput,
-                0.1,
-                4.0,
-            ),
-        ] {
-            if !(v >= lo && v <= hi) {
-                return Err(err(name, format!("is {v} (allowed: {lo} to {hi})")));
-            }
-        }
-        let k = &spec.costs;
-        for (name, v) in [
-            ("costs.page_fault_ns", k.page_fault_ns),
-            ("costs.thp_fault_ns", k.thp_fault_ns),
-            ("costs.hint_fault_ns", k.hint_fault_ns),
-            ("costs.pte_update_ns", k.pte_update_ns),
-            ("costs.migrate_page_ns", k.migrate_page_ns),
-            ("costs.tlb_shootdown_ns", k.tlb_shootdown_ns),
-            ("costs.thread_spawn_ns", k.thread_spawn_ns),
-        ] {
-            if !(v >= 0.0 && v.is_finite()) {
-                return Err(err(name, format!("is {v} (allowed: a finite number >= 0)")));
-            }
-        }
-        if !positive(k.migrate_copy_gib_s) {
-            return Err(err(
-                "costs.migrate_copy_gib_s",
-                format!("is {} (allowed: a finite number > 0)", k.migrate_copy_gib_s),
-            ));
-        }
-
+        let total_cpus = check_cpu_ids(&node_cpu_lists, t, &mem, reserved, src)?;
+        let CpuLayout { cpus, cores, llcs } = cpu_layout(t, &node_cpu_lists, total_cpus);
+        let nodes = node_infos(t, &node_cpu_lists, &mem, &ctrl, reserved, src)?;
+        let latency_ns = latencies(&spec.memory, &t.distance, src)?;
+        let link_bytes_per_ns = link_bandwidths(&spec.memory, n, src)?;
+        check_queueing(&spec.memory, src)?;
+        check_core(&spec.core, src)?;
+        check_costs(&spec.costs, src)?;
         Ok(Machine {
             nodes,
             cpus,
@@ -836,4 +508,445 @@ impl Machine {
             nodes: self.nodes_with_cpus().count() as u64,
         }
     }
+}
+
+// `Machine::from_spec`'s steps, one per section of the machine file.
+
+/// `[topology]`'s counts: sockets, cores, threads, nodes per socket.
+fn check_topology_counts(t: &TopologySpec, src: &str) -> Result<(), InputError> {
+    let err = |field: &str, msg: String| InputError::new(src, field, msg);
+    if t.sockets == 0 || t.sockets > 64 {
+        return Err(err(
+            "topology.sockets",
+            format!("is {} (allowed: 1-64)", t.sockets),
+        ));
+    }
+    if t.cores_per_socket == 0 || t.cores_per_socket > 1024 {
+        return Err(err(
+            "topology.cores_per_socket",
+            format!("is {} (allowed: 1-1024)", t.cores_per_socket),
+        ));
+    }
+    if t.threads_per_core == 0 || t.threads_per_core > 8 {
+        return Err(err(
+            "topology.threads_per_core",
+            format!("is {} (allowed: 1-8)", t.threads_per_core),
+        ));
+    }
+    if t.nodes_per_socket == 0 || !t.cores_per_socket.is_multiple_of(t.nodes_per_socket) {
+        return Err(err(
+            "topology.nodes_per_socket",
+            format!(
+                "is {} (allowed: a divisor of cores_per_socket = {})",
+                t.nodes_per_socket, t.cores_per_socket
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Node CPU lists: given (`topology.node_cpus`), or Linux x86 numbering; 1-64 nodes.
+fn node_cpu_lists(t: &TopologySpec, src: &str) -> Result<Vec<Mask>, InputError> {
+    let err = |field: &str, msg: String| InputError::new(src, field, msg);
+    let node_cpu_lists: Vec<Mask> = match &t.node_cpus {
+        Some(lists) => {
+            let mut v = Vec::new();
+            for (i, l) in lists.iter().enumerate() {
+                v.push(
+                    Mask::parse_list(l, None)
+                        .map_err(|e| err(&format!("topology.node_cpus[{i}]"), e))?,
+                );
+            }
+            v
+        }
+        None => linux_x86_numbering(t),
+    };
+    let n = node_cpu_lists.len();
+    if n == 0 || n > 64 {
+        return Err(err(
+            "topology.node_cpus",
+            format!("gives {n} nodes (allowed: 1-64)"),
+        ));
+    }
+    Ok(node_cpu_lists)
+}
+
+/// Each node's CPUs as Linux numbers them on x86: the first thread of every core, socket
+/// by socket, then the second threads, and so on.
+fn linux_x86_numbering(t: &TopologySpec) -> Vec<Mask> {
+    let tpc = t.threads_per_core as usize;
+    let per_node = (t.cores_per_socket / t.nodes_per_socket) as usize;
+    let total_cores = (t.sockets * t.cores_per_socket) as usize;
+    let nodes = (t.sockets * t.nodes_per_socket) as usize;
+    let mut v = vec![Mask::new(); nodes];
+    for th in 0..tpc {
+        for core in 0..total_cores {
+            let socket = core / t.cores_per_socket as usize;
+            let in_socket = core % t.cores_per_socket as usize;
+            let node = socket * t.nodes_per_socket as usize + in_socket / per_node;
+            v[node].insert(th * total_cores + core);
+        }
+    }
+    v
+}
+
+/// `topology.distance`, the SLIT: an n×n matrix, `LOCAL_DISTANCE` on the diagonal,
+/// 11-254 elsewhere.
+fn check_slit(distance: &[Vec<u32>], n: usize, src: &str) -> Result<(), InputError> {
+    let err = |field: &str, msg: String| InputError::new(src, field, msg);
+    if distance.len() != n || distance.iter().any(|r| r.len() != n) {
+        let shape: Vec<String> = distance.iter().map(|r| r.len().to_string()).collect();
+        return Err(err(
+            "topology.distance",
+            format!(
+                "must be a {n}x{n} matrix (one row and one column per node) but has {} rows of lengths [{}]",
+                distance.len(),
+                shape.join(", ")
+            ),
+        ));
+    }
+    for (i, row) in distance.iter().enumerate() {
+        for (j, &d) in row.iter().enumerate() {
+            if i == j && d != crate::LOCAL_DISTANCE {
+                return Err(err(
+                    &format!("topology.distance[{i}][{j}]"),
+                    format!("is {d}; the diagonal must be 10 (LOCAL_DISTANCE)"),
+                ));
+            }
+            if i != j && !(crate::LOCAL_DISTANCE + 1..=254).contains(&d) {
+                return Err(err(
+                    &format!("topology.distance[{i}][{j}]"),
+                    format!("is {d} (allowed: 11-254 between different nodes)"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// CPUs: every id 0..total exactly once, whole cores per node, no node without both CPUs
+/// and memory, some memory beyond `reserved_per_node`. Returns the number of CPUs.
+fn check_cpu_ids(
+    node_cpu_lists: &[Mask],
+    t: &TopologySpec,
+    mem: &[Bytes],
+    reserved: u64,
+    src: &str,
+) -> Result<usize, InputError> {
+    let err = |field: &str, msg: String| InputError::new(src, field, msg);
+    let tpc = t.threads_per_core as usize;
+    let total_cpus: usize = node_cpu_lists.iter().map(|m| m.count()).sum();
+    let mut seen = Mask::new();
+    for (i, m) in node_cpu_lists.iter().enumerate() {
+        if m.intersects(&seen) {
+            return Err(err(
+                &format!("topology.node_cpus[{i}]"),
+                format!("lists CPUs {} that another node already has", m.and(&seen)),
+            ));
+        }
+        seen = seen.or(m);
+        if m.count() % tpc != 0 {
+            return Err(err(
+                &format!("topology.node_cpus[{i}]"),
+                format!(
+                    "has {} CPUs, not a multiple of threads_per_core = {tpc}",
+                    m.count()
+                ),
+            ));
+        }
+        if m.is_empty() && mem[i].0 <= reserved {
+            return Err(err(
+                "topology",
+                format!(
+                    "node {i} has neither CPUs nor memory (every node needs CPUs, memory or both)"
+                ),
+            ));
+        }
+    }
+    if mem.iter().all(|b| b.0 <= reserved) {
+        return Err(err(
+            "topology.memory_per_node",
+            "no node has memory beyond reserved_per_node (the machine needs usable memory)".into(),
+        ));
+    }
+    if total_cpus == 0 {
+        return Err(err("topology", "the machine has no CPUs".into()));
+    }
+    if seen != Mask::full(total_cpus) {
+        return Err(err(
+            "topology.node_cpus",
+            format!(
+                "CPU ids must be 0-{} with none missing, got {}",
+                total_cpus - 1,
+                seen
+            ),
+        ));
+    }
+    Ok(total_cpus)
+}
+
+/// The socket of a node (the last socket for nodes past `sockets x nodes_per_socket`).
+fn socket_of(t: &TopologySpec, node: usize) -> usize {
+    (node / t.nodes_per_socket as usize).min(t.sockets as usize - 1)
+}
+
+/// The CPUs, cores and LLCs derived from the node CPU lists.
+struct CpuLayout {
+    cpus: Vec<CpuInfo>,
+    cores: Vec<CoreInfo>,
+    llcs: Vec<LlcInfo>,
+}
+
+/// Split each node's CPUs into cores (a core's threads are `threads_per_core` apart in
+/// the node's list) and its cores evenly over `llcs_per_node` LLCs.
+fn cpu_layout(t: &TopologySpec, node_cpu_lists: &[Mask], total_cpus: usize) -> CpuLayout {
+    let tpc = t.threads_per_core as usize;
+    let mut cpus = vec![
+        CpuInfo {
+            node: 0,
+            core: 0,
+            llc: 0,
+            socket: 0,
+            smt_index: 0
+        };
+        total_cpus
+    ];
+    let mut cores = Vec::new();
+    let mut llcs = Vec::new();
+    let llcs_per_node = t.llcs_per_node.max(1) as usize;
+    for (node, list) in node_cpu_lists.iter().enumerate() {
+        let ids: Vec<usize> = list.iter().collect();
+        let ncores = ids.len() / tpc;
+        let socket = socket_of(t, node);
+        let nllc = if ncores == 0 {
+            0
+        } else {
+            llcs_per_node.min(ncores)
+        };
+        let llc_base = llcs.len();
+        for l in 0..nllc {
+            let _ = l;
+            llcs.push(LlcInfo {
+                cpus: Mask::new(),
+                node,
+            });
+        }
+        for k in 0..ncores {
+            let llc = llc_base + k * nllc / ncores;
+            let core_id = cores.len();
+            let mut core_cpus = Vec::new();
+            for th in 0..tpc {
+                let cpu = ids[th * ncores + k];
+                cpus[cpu] = CpuInfo {
+                    node,
+                    core: core_id,
+                    llc,
+                    socket,
+                    smt_index: th,
+                };
+                llcs[llc].cpus.insert(cpu);
+                core_cpus.push(cpu);
+            }
+            cores.push(CoreInfo {
+                cpus: core_cpus,
+                node,
+                llc,
+            });
+        }
+    }
+    CpuLayout { cpus, cores, llcs }
+}
+
+/// The nodes: their CPUs, memory (`topology.memory_per_node`, `memory.reserved_per_node`)
+/// and memory controller (`memory.controller_gib_s`, checked node by node).
+fn node_infos(
+    t: &TopologySpec,
+    node_cpu_lists: &[Mask],
+    mem: &[Bytes],
+    ctrl: &[f64],
+    reserved: u64,
+    src: &str,
+) -> Result<Vec<NodeInfo>, InputError> {
+    let err = |field: &str, msg: String| InputError::new(src, field, msg);
+    let mut nodes = Vec::new();
+    for (node, list) in node_cpu_lists.iter().enumerate() {
+        if !positive(ctrl[node]) {
+            return Err(err(
+                "memory.controller_gib_s",
+                format!(
+                    "node {node}: is {} (allowed: a finite number > 0)",
+                    ctrl[node]
+                ),
+            ));
+        }
+        nodes.push(NodeInfo {
+            cpus: list.clone(),
+            memory_bytes: mem[node].0,
+            reserved_bytes: reserved.min(mem[node].0),
+            controller_bytes_per_ns: gib_s_to_bytes_per_ns(ctrl[node]),
+            socket: socket_of(t, node),
+        });
+    }
+    Ok(nodes)
+}
+
+/// `[memory]`'s latencies: local, LLC, and the unloaded matrix (given, or
+/// `local_latency_ns * distance / 10`).
+fn latencies(
+    m: &MemorySpec,
+    distance: &[Vec<u32>],
+    src: &str,
+) -> Result<Vec<Vec<f64>>, InputError> {
+    let err = |field: &str, msg: String| InputError::new(src, field, msg);
+    let n = distance.len();
+    if !positive(m.local_latency_ns) {
+        return Err(err(
+            "memory.local_latency_ns",
+            format!("is {} (allowed: a finite number > 0)", m.local_latency_ns),
+        ));
+    }
+    if !(m.llc_latency_ns >= 0.0 && m.llc_latency_ns.is_finite()) {
+        return Err(err(
+            "memory.llc_latency_ns",
+            format!("is {} (allowed: a finite number >= 0)", m.llc_latency_ns),
+        ));
+    }
+    let latency_ns = match &m.latency_ns {
+        Some(l) => {
+            if l.len() != n || l.iter().any(|r| r.len() != n) {
+                return Err(err(
+                    "memory.latency_ns",
+                    format!("must be a {n}x{n} matrix"),
+                ));
+            }
+            if l.iter().flatten().any(|&x| !positive(x)) {
+                return Err(err(
+                    "memory.latency_ns",
+                    "entries must be finite numbers > 0".into(),
+                ));
+            }
+            l.clone()
+        }
+        None => (0..n)
+            .map(|i| {
+                (0..n)
+                    .map(|j| m.local_latency_ns * distance[i][j] as f64 / 10.0)
+                    .collect()
+            })
+            .collect(),
+    };
+    Ok(latency_ns)
+}
+
+/// `memory.link_gib_s`, the interconnect: one number or an n×n matrix, every link between
+/// two nodes positive; in bytes per ns.
+fn link_bandwidths(m: &MemorySpec, n: usize, src: &str) -> Result<Vec<Vec<f64>>, InputError> {
+    let err = |field: &str, msg: String| InputError::new(src, field, msg);
+    let link = match &m.link_gib_s {
+        PerPair::All(v) => vec![vec![*v; n]; n],
+        PerPair::Matrix(mm) => {
+            if mm.len() != n || mm.iter().any(|r| r.len() != n) {
+                return Err(err(
+                    "memory.link_gib_s",
+                    format!("must be a number or a {n}x{n} matrix"),
+                ));
+            }
+            mm.clone()
+        }
+    };
+    for (i, row) in link.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            if i != j && !positive(v) {
+                return Err(err(
+                    "memory.link_gib_s",
+                    format!("link {i}->{j} is {v} (allowed: a finite number > 0 GiB/s)"),
+                ));
+            }
+        }
+    }
+    Ok(link
+        .iter()
+        .map(|r| r.iter().map(|&g| gib_s_to_bytes_per_ns(g)).collect())
+        .collect())
+}
+
+/// `memory.queue_scale_ns`.
+fn check_queueing(m: &MemorySpec, src: &str) -> Result<(), InputError> {
+    if !positive(m.queue_scale_ns) {
+        return Err(InputError::new(
+            src,
+            "memory.queue_scale_ns",
+            format!("is {} (allowed: a finite number > 0)", m.queue_scale_ns),
+        ));
+    }
+    Ok(())
+}
+
+/// `[core]`: each value within its range.
+fn check_core(c: &CoreSpec, src: &str) -> Result<(), InputError> {
+    for (name, v, lo, hi) in [
+        (
+            "core.outstanding_lines_per_thread",
+            c.outstanding_lines_per_thread,
+            0.5,
+            1000.0,
+        ),
+        (
+            "core.outstanding_lines_per_core",
+            c.outstanding_lines_per_core,
+            0.5,
+            1000.0,
+        ),
+        ("core.stream_ns_per_byte", c.stream_ns_per_byte, 0.0, 100.0),
+        (
+            "core.smt_memory_throughput",
+            c.smt_memory_throughput,
+            0.1,
+            4.0,
+        ),
+        (
+            "core.smt_compute_throughput",
+            c.smt_compute_throughput,
+            0.1,
+            4.0,
+        ),
+    ] {
+        if !(v >= lo && v <= hi) {
+            return Err(InputError::new(
+                src,
+                name,
+                format!("is {v} (allowed: {lo} to {hi})"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[costs]`: every cost a finite number >= 0, the copy bandwidth > 0.
+fn check_costs(k: &CostSpec, src: &str) -> Result<(), InputError> {
+    for (name, v) in [
+        ("costs.page_fault_ns", k.page_fault_ns),
+        ("costs.thp_fault_ns", k.thp_fault_ns),
+        ("costs.hint_fault_ns", k.hint_fault_ns),
+        ("costs.pte_update_ns", k.pte_update_ns),
+        ("costs.migrate_page_ns", k.migrate_page_ns),
+        ("costs.tlb_shootdown_ns", k.tlb_shootdown_ns),
+        ("costs.thread_spawn_ns", k.thread_spawn_ns),
+    ] {
+        if !(v >= 0.0 && v.is_finite()) {
+            return Err(InputError::new(
+                src,
+                name,
+                format!("is {v} (allowed: a finite number >= 0)"),
+            ));
+        }
+    }
+    if !positive(k.migrate_copy_gib_s) {
+        return Err(InputError::new(
+            src,
+            "costs.migrate_copy_gib_s",
+            format!("is {} (allowed: a finite number > 0)", k.migrate_copy_gib_s),
+        ));
+    }
+    Ok(())
 }

@@ -87,6 +87,9 @@ impl Proc {
     }
 }
 
+/// A candidate of a pass: pid, numad's `CPUs_used` and `MBs_used`.
+type Candidate = (Pid, u64, u64);
+
 /// numad's process table starts with 16 slots (`MIN_PROCESS_HASH_TABLE_SIZE`).
 const MIN_PROCESS_HASH_TABLE_SIZE: usize = 16;
 
@@ -331,12 +334,38 @@ impl Numad {
             self.pindex_size = self.table_size;
             return (self.min_interval_s / 2 * NS).max(1);
         }
-        let now = obs.now_ns as i64;
-        let nr = machine.nr_nodes();
         let by_pid: BTreeMap<Pid, &crate::api::ProcessObs> =
             obs.processes.iter().map(|p| (p.pid, p)).collect();
-        // Candidates: big enough in memory and CPU.
-        let mut cands: Vec<(Pid, u64, u64)> = Vec::new(); // pid, CPUs_used, MBs_used
+        let (cands, sum_cpus_used) = self.candidates(&by_pid, machine.nr_nodes(), obs.now_ns);
+        let sum_cpus_total: i64 = self.nodes.iter().map(|n| n.cpus_total).sum();
+        // numad's assume_enough_cpus: sum_CPUs_used <= sum_CPUs_total.
+        let assume_enough_cpus = sum_cpus_used as i64 <= sum_cpus_total;
+        // numad's steps: order the candidates, then for each make its resource requests,
+        // pick NUMA nodes and bind it; at most one process moves per pass.
+        for cand in self.consideration_order(cands) {
+            let o = by_pid[&cand.0];
+            if self.consider(machine, obs, o, cand, assume_enough_cpus, out) {
+                // numad: the minimum interval while it moves processes.
+                return (self.min_interval_s * NS).max(1);
+            }
+        }
+        // numad: the maximum interval when nothing moved.
+        self.max_interval_s * NS
+    }
+
+    /// numad's candidates (copied to its `pindex`): processes above `cpu_threshold` and
+    /// `memory_threshold_mb` (numad's CPU_THRESHOLD, MEMORY_THRESHOLD), with the sum of their CPU use (`sum_CPUs_used`). A candidate
+    /// seen for the first time gets its node list from `Mems_allowed`
+    /// (`initialize_mem_node_list`); bound to a subset of nodes, it counts as bound
+    /// [`PREBOUND_AGO_NS`] ago.
+    fn candidates(
+        &mut self,
+        by_pid: &BTreeMap<Pid, &crate::api::ProcessObs>,
+        nr: usize,
+        now_ns: u64,
+    ) -> (Vec<Candidate>, u64) {
+        let now = now_ns as i64;
+        let mut cands: Vec<Candidate> = Vec::new();
         let mut sum_cpus_used = 0u64;
         for (&pid, e) in self.procs.iter_mut() {
             let Some(o) = by_pid.get(&pid) else { continue };
@@ -354,18 +383,23 @@ impl Numad {
                 }
             }
         }
+        (cands, sum_cpus_used)
+    }
+
+    /// numad's ordering of candidate considerations (its selection sorts of `pindex`).
+    fn consideration_order(&self, cands: Vec<Candidate>) -> Vec<Candidate> {
         // Never-bound first, larger CPU x MB first; then bound ones, larger first, those
         // within 20% of each other oldest bind first. (numad's comment says increasing
         // magnitude; its unsigned difference makes it decreasing.)
-        let mag = |c: &(Pid, u64, u64)| c.1 * c.2;
-        let unbound = |c: &(Pid, u64, u64)| self.procs[&c.0].bind_time_ns.is_none();
+        let mag = |c: &Candidate| c.1 * c.2;
+        let unbound = |c: &Candidate| self.procs[&c.0].bind_time_ns.is_none();
         let (mut first, mut rest): (Vec<_>, Vec<_>) = cands.into_iter().partition(unbound);
         first.sort_by(|a, b| mag(b).cmp(&mag(a)).then(a.0.cmp(&b.0)));
         for ij in 0..rest.len() {
             let mut best = ij;
             for ik in ij + 1..rest.len() {
                 let (mi, mb) = (mag(&rest[ik]), mag(&rest[best]));
-                let bt = |c: &(Pid, u64, u64)| self.procs[&c.0].bind_time_ns.unwrap_or(0);
+                let bt = |c: &Candidate| self.procs[&c.0].bind_time_ns.unwrap_or(0);
                 if mi > mb {
                     best = ik;
                 } else if mi == mb || (mi / (mb - mi)) >= 5 {
@@ -377,107 +411,159 @@ impl Numad {
             }
             rest.swap(ij, best);
         }
-        let sum_cpus_total: i64 = self.nodes.iter().map(|n| n.cpus_total).sum();
-        let node0 = self.nodes[0];
-        for (pid, cpus_used, mbs_used) in first.into_iter().chain(rest) {
-            let o = by_pid[&pid];
-            let e = &self.procs[&pid];
-            if e.interleaved
-                && e.bind_time_ns
-                    .is_some_and(|b| b + MIN_DELAY_FOR_INTERLEAVE_NS > now)
-            {
-                continue;
+        first.into_iter().chain(rest).collect()
+    }
+
+    /// One candidate of numad's `manage_loads` loop: skipped (interleaved memory, or held
+    /// after a recent bind), or given the nodes `pick_numa_nodes` picks and, when they are
+    /// new, bound to them (`bind_process_and_migrate_memory`). True when it was bound.
+    fn consider(
+        &mut self,
+        machine: &Machine,
+        obs: &Observation<'_>,
+        o: &crate::api::ProcessObs,
+        (pid, cpus_used, mbs_used): Candidate,
+        assume_enough_cpus: bool,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let now = obs.now_ns as i64;
+        let nr = machine.nr_nodes();
+        let e = &self.procs[&pid];
+        // numad's MIN_DELAY_FOR_INTERLEAVE.
+        if e.interleaved
+            && e.bind_time_ns
+                .is_some_and(|b| b + MIN_DELAY_FOR_INTERLEAVE_NS > now)
+        {
+            return false;
+        }
+        let (cpu_request, mb_request) = self.requests(o, cpus_used, mbs_used);
+        let node_list = e.node_list.clone().unwrap_or_else(|| Mask::full(nr));
+        // numad's MIN_DELAY_FOR_REEVALUATION.
+        let hold_ns = (self.tun.min_delay_for_reevaluation_s * NS) as i64;
+        if e.bind_time_ns.is_some_and(|b| b + hold_ns > now)
+            && !self.hold_bypassed(&node_list, cpus_used, mbs_used, cpu_request, mb_request)
+        {
+            return false;
+        }
+        let process_mbs: Vec<i64> = (0..nr)
+            .map(|n| (o.node_bytes.get(n).copied().unwrap_or(0) / MEGABYTE) as i64)
+            .collect();
+        if o.interleaved && self.tun.k == 1 {
+            let e = self.procs.get_mut(&pid).expect("candidate");
+            e.interleaved = true;
+            e.bind_time_ns = Some(now);
+            return false;
+        }
+        let req = Request {
+            cpus: cpu_request as i64,
+            mbs: mb_request as i64,
+            target_utilization: self.tun.u,
+            target_memlocality: self.tun.m,
+            assume_enough_cpus,
+        };
+        let placing = Placing {
+            process_mbs: &process_mbs,
+            mbs_used: mbs_used as i64,
+            cpus_used: cpus_used as i64,
+            node_list: &node_list,
+            bound: e.bind_time_ns.is_some(),
+        };
+        match pick_numa_nodes(&self.nodes, &machine.distance, &req, Some(&placing)) {
+            Pick::Keep => {
+                self.procs.get_mut(&pid).expect("candidate").bind_time_ns = Some(now);
+                false
             }
-            let mem_u = self.tun.u.min(100) as u64;
-            let mbs_size = o.vsize_bytes / MEGABYTE;
-            let mb_request = if mbs_size as i64 > node0.mbs_total
-                && (mbs_used * 5 / 4) as i64 > node0.mbs_total
-            {
+            Pick::Target(target) => {
+                let from = if e.bind_time_ns.is_some() {
+                    node_list
+                } else {
+                    Mask::full(nr)
+                };
+                self.bind(machine, obs, o, &from, target, out);
+                true
+            }
+        }
+    }
+
+    /// numad moving a candidate to new nodes: the "Advising pid" line (numad's
+    /// `pick_numa_nodes` writes it), then `bind_process_and_migrate_memory`; the process's
+    /// node list and bind time are then the new ones.
+    fn bind(
+        &mut self,
+        machine: &Machine,
+        obs: &Observation<'_>,
+        o: &crate::api::ProcessObs,
+        from: &Mask,
+        target: Mask,
+        out: &mut Vec<Action>,
+    ) {
+        let pid = o.pid;
+        out.push(Action::Log {
+            pid,
+            message: format!(
+                "Advising pid {} ({}) move from nodes ({}) to nodes ({})",
+                pid.0,
+                self.procs[&pid].comm,
+                from.to_list_string(),
+                target.to_list_string()
+            ),
+        });
+        bind_process_and_migrate_memory(machine, obs, pid, &target, o, out);
+        let e = self.procs.get_mut(&pid).expect("candidate");
+        e.node_list = Some(target);
+        e.bind_time_ns = Some(obs.now_ns as i64);
+        self.just_bound = Some(pid);
+    }
+
+    /// numad's estimate of what a candidate needs (`cpu_request`, `mb_request`): its use
+    /// over the target utilization `-u` (at most 100% for memory); its virtual size when
+    /// that exceeds node 0 and its use is over 80% of node 0; no more CPU than it has
+    /// threads (`thread_limit`; a `qemu-kvm` guest: its vCPUs).
+    fn requests(&self, o: &crate::api::ProcessObs, cpus_used: u64, mbs_used: u64) -> (u64, u64) {
+        let node0 = self.nodes[0];
+        // numad's mem_target_utilization.
+        let mem_u = self.tun.u.min(100) as u64;
+        let mbs_size = o.vsize_bytes / MEGABYTE;
+        let mb_request =
+            if mbs_size as i64 > node0.mbs_total && (mbs_used * 5 / 4) as i64 > node0.mbs_total {
                 mbs_size * 100 / mem_u
             } else {
                 mbs_used * 100 / mem_u
             };
-            let mut thread_limit = o.num_threads as u64;
-            if o.comm == "qemu-kvm"
-                && let Some(v) = o.kvm_vcpus
-            {
-                thread_limit = thread_limit.min(v as u64);
-            }
-            let cpu_request = (cpus_used * 100 / self.tun.u as u64).min(thread_limit * ONE_HUNDRED);
-            let node_list = e.node_list.clone().unwrap_or_else(|| Mask::full(nr));
-            let hold_ns = (self.tun.min_delay_for_reevaluation_s * NS) as i64;
-            if e.bind_time_ns.is_some_and(|b| b + hold_ns > now) {
-                // Recently bound: look again only if it sits on the node with the least free
-                // CPU or memory, fits in one node, and moving it would even the nodes out.
-                let s = &self.stats;
-                let (cu, mu) = (cpus_used as i64, mbs_used as i64);
-                let bypass = (node_list.contains(s.min_cpus_free_ix)
-                    || node_list.contains(s.min_mbs_free_ix))
-                    && (cpu_request as i64) < node0.cpus_total
-                    && (mb_request as i64) < node0.mbs_total
-                    && (s.min_cpus_free + cu - s.avg_cpus_free).abs()
-                        + (s.max_cpus_free - cu - s.avg_cpus_free).abs()
-                        < (s.max_cpus_free - s.min_cpus_free) - self.tun.cpu_threshold as i64
-                    && (s.min_mbs_free + mu - s.avg_mbs_free).abs()
-                        + (s.max_mbs_free - mu - s.avg_mbs_free).abs()
-                        < (s.max_mbs_free - s.min_mbs_free);
-                if !bypass {
-                    continue;
-                }
-            }
-            let process_mbs: Vec<i64> = (0..nr)
-                .map(|n| (o.node_bytes.get(n).copied().unwrap_or(0) / MEGABYTE) as i64)
-                .collect();
-            if o.interleaved && self.tun.k == 1 {
-                let e = self.procs.get_mut(&pid).expect("candidate");
-                e.interleaved = true;
-                e.bind_time_ns = Some(now);
-                continue;
-            }
-            let req = Request {
-                cpus: cpu_request as i64,
-                mbs: mb_request as i64,
-                target_utilization: self.tun.u,
-                target_memlocality: self.tun.m,
-                assume_enough_cpus: sum_cpus_used as i64 <= sum_cpus_total,
-            };
-            let placing = Placing {
-                process_mbs: &process_mbs,
-                mbs_used: mbs_used as i64,
-                cpus_used: cpus_used as i64,
-                node_list: &node_list,
-                bound: e.bind_time_ns.is_some(),
-            };
-            match pick_numa_nodes(&self.nodes, &machine.distance, &req, Some(&placing)) {
-                Pick::Keep => {
-                    self.procs.get_mut(&pid).expect("candidate").bind_time_ns = Some(now);
-                }
-                Pick::Target(target) => {
-                    let from = if e.bind_time_ns.is_some() {
-                        node_list.to_list_string()
-                    } else {
-                        Mask::full(nr).to_list_string()
-                    };
-                    out.push(Action::Log {
-                        pid,
-                        message: format!(
-                            "Advising pid {} ({}) move from nodes ({}) to nodes ({})",
-                            pid.0,
-                            e.comm,
-                            from,
-                            target.to_list_string()
-                        ),
-                    });
-                    bind_process_and_migrate_memory(machine, obs, pid, &target, o, out);
-                    let e = self.procs.get_mut(&pid).expect("candidate");
-                    e.node_list = Some(target);
-                    e.bind_time_ns = Some(now);
-                    self.just_bound = Some(pid);
-                    return (self.min_interval_s * NS).max(1);
-                }
-            }
+        let mut thread_limit = o.num_threads as u64;
+        if o.comm == "qemu-kvm"
+            && let Some(v) = o.kvm_vcpus
+        {
+            thread_limit = thread_limit.min(v as u64);
         }
-        self.max_interval_s * NS
+        let cpu_request = (cpus_used * 100 / self.tun.u as u64).min(thread_limit * ONE_HUNDRED);
+        (cpu_request, mb_request)
+    }
+
+    /// Whether a recently bound candidate is looked at again despite numad's
+    /// MIN_DELAY_FOR_REEVALUATION hold.
+    fn hold_bypassed(
+        &self,
+        node_list: &Mask,
+        cpus_used: u64,
+        mbs_used: u64,
+        cpu_request: u64,
+        mb_request: u64,
+    ) -> bool {
+        // Recently bound: look again only if it sits on the node with the least free
+        // CPU or memory, fits in one node, and moving it would even the nodes out.
+        let node0 = self.nodes[0];
+        let s = &self.stats;
+        let (cu, mu) = (cpus_used as i64, mbs_used as i64);
+        (node_list.contains(s.min_cpus_free_ix) || node_list.contains(s.min_mbs_free_ix))
+            && (cpu_request as i64) < node0.cpus_total
+            && (mb_request as i64) < node0.mbs_total
+            && (s.min_cpus_free + cu - s.avg_cpus_free).abs()
+                + (s.max_cpus_free - cu - s.avg_cpus_free).abs()
+                < (s.max_cpus_free - s.min_cpus_free) - self.tun.cpu_threshold as i64
+            && (s.min_mbs_free + mu - s.avg_mbs_free).abs()
+                + (s.max_mbs_free - mu - s.avg_mbs_free).abs()
+                < (s.max_mbs_free - s.min_mbs_free)
     }
 }
 
