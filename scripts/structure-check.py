@@ -21,9 +21,7 @@ character literals.
 Exit status: 0 when nothing is over its limit (or with --report, which prints the offenders
 and exits 0), 1 when something is, 2 on bad arguments.
 
-Not part of scripts/test.sh yet: the engine (crates/numabal-sim/src/engine*.rs, sched.rs)
-is being split up under issue 16. This check joins scripts/test.sh when issue 16's refactor
-lands; until then run it with --report.
+scripts/test.sh runs it (and its self-test).
 """
 
 import os

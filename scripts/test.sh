@@ -47,6 +47,10 @@ if [ -n "$others" ]; then
   exit 1
 fi
 
+step "structure: no simulator file over 900 lines, no function over 150 (scripts/structure-check.py)"
+python3 scripts/structure-check.py --self-test
+python3 scripts/structure-check.py
+
 step "tests"
 cargo test --locked --workspace --all-targets
 cargo test --locked --workspace --doc
