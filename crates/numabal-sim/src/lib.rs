@@ -1,11 +1,12 @@
 //! numabal-sim: the simulator backend.
 //!
 //! ```text
-//!   Scenario ──► engine::Sim ──┬─ event::EventQueue   (time, kind, seq) total order
-//!                              ├─ sched::Sched        CFS-like runqueues, domains, balancing
-//!                              ├─ memory::MemObject   node of every page, chunk summaries
-//!                              ├─ cost::CostModel     latency/bandwidth fixed point
-//!                              └─ Box<dyn Policy>     the shared policy core
+//!   Scenario ──► registry ──► engine::Sim ──┬─ world::World   processes, threads, pages
+//!                                          │    (event::EventQueue, sched::Sched,
+//!                                          │     memory::MemObject, cost::CostModel)
+//!                                          ├─ kernel::KernelModel   Linux 6.x, AutoNUMA
+//!                                          │                        2012, Stable-NUMA, none
+//!                                          └─ userspace::UserSpace  the shared policy core
 //!            ──► result::RunResult (JSON contract)
 //! ```
 //!

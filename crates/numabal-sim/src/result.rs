@@ -17,7 +17,7 @@ pub struct ScenarioSummary {
     pub seed: u64,
     /// `--set` overrides as given.
     pub overrides: Vec<String>,
-    /// The policy's tunables as the run used them (`policies::tunables_json`).
+    /// The policy's tunables as the run used them (the registry's `Built::tunables`).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub tunables: serde_json::Value,
 }
