@@ -11,7 +11,7 @@
 //!
 //! Adding a kernel model is a module under `kernel/` and one entry here.
 
-use crate::autonuma::tunables::{Flavour, Tunables};
+use crate::autonuma::{aa2012, tunables::Tunables};
 use crate::kernel::KernelModel;
 use crate::kernel::aa2012::AutoNuma2012;
 use crate::kernel::linux6::Linux6;
@@ -151,7 +151,7 @@ const ENTRIES: &[Entry] = &[
         sim: true,
         live: false,
         build: |spec| {
-            let tun = Tunables::from_spec(spec, Flavour::Linux6)?;
+            let tun = Tunables::from_spec(spec)?;
             kernel(spec, &tun.clone(), move |w| Box::new(Linux6::new(w, tun)))
         },
     },
@@ -173,7 +173,7 @@ const ENTRIES: &[Entry] = &[
         sim: true,
         live: false,
         build: |spec| {
-            let tun = Tunables::from_spec(spec, Flavour::AutoNuma2012)?;
+            let tun = aa2012::Tunables::from_spec(spec)?;
             kernel(spec, &tun.clone(), move |w| {
                 Box::new(AutoNuma2012::new(w, tun))
             })

@@ -6,25 +6,6 @@ use numabal_model::InputError;
 use numabal_model::scenario::PolicySpec;
 use serde::{Deserialize, Serialize};
 
-/// Which kernel the model follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavour {
-    /// Linux 6.x automatic NUMA balancing (`task_numa_work`, `do_numa_page`, sched/numa).
-    Linux6,
-    /// The original AutoNUMA (2012): `knuma_scand`, `knuma_migratedN`, CPU follows memory.
-    AutoNuma2012,
-}
-
-impl Flavour {
-    /// The policy name that selects it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Flavour::Linux6 => "autonuma",
-            Flavour::AutoNuma2012 => "autonuma-2012",
-        }
-    }
-}
-
 /// Tunables and options of `autonuma` (Linux 6.x).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -51,16 +32,6 @@ pub struct Tunables {
     pub scan_window: bool,
     /// Record a tracepoint-like event log in the result.
     pub trace: bool,
-    /// Original AutoNUMA: `knuma_scand/scan_sleep_pass_millisecs`.
-    pub scan_sleep_pass_millisecs: u64,
-    /// Original AutoNUMA: `knuma_scand/scan_sleep_millisecs`.
-    pub scan_sleep_millisecs: u64,
-    /// Original AutoNUMA: `knuma_scand/pages_to_scan`, MiB per step.
-    pub pages_to_scan_mb: u64,
-    /// Original AutoNUMA: `knuma_migrated/pages_to_migrate`, MiB per step and node.
-    pub pages_to_migrate_mb: u64,
-    /// Original AutoNUMA: `knuma_migrated/migrate_sleep_millisecs`.
-    pub migrate_sleep_millisecs: u64,
 }
 
 impl Default for Tunables {
@@ -76,16 +47,12 @@ impl Default for Tunables {
             scan_async_backcharge: false,
             scan_window: false,
             trace: false,
-            scan_sleep_pass_millisecs: 10000,
-            scan_sleep_millisecs: 100,
-            pages_to_scan_mb: 128,
-            pages_to_migrate_mb: 128,
-            migrate_sleep_millisecs: 100,
         }
     }
 }
 
-const LINUX_ONLY: &[&str] = &[
+/// Every tunable's name, as a policy table writes it.
+const NAMES: &[&str] = &[
     "scan_delay_ms",
     "scan_period_min_ms",
     "scan_period_max_ms",
@@ -95,46 +62,18 @@ const LINUX_ONLY: &[&str] = &[
     "scan_async",
     "scan_async_backcharge",
     "scan_window",
-];
-const AA_ONLY: &[&str] = &[
-    "scan_sleep_pass_millisecs",
-    "scan_sleep_millisecs",
-    "pages_to_scan_mb",
-    "pages_to_migrate_mb",
-    "migrate_sleep_millisecs",
+    "trace",
 ];
 
 impl Tunables {
-    /// Parse a policy table's tunables for `flavour`; unknown keys, keys of the other
-    /// flavour and out-of-range values are input errors naming the key.
-    pub fn from_spec(spec: &PolicySpec, flavour: Flavour) -> Result<Tunables, InputError> {
-        let foreign = match flavour {
-            Flavour::Linux6 => AA_ONLY,
-            Flavour::AutoNuma2012 => LINUX_ONLY,
-        };
-        for k in spec.tunables.keys() {
-            if foreign.contains(&k.as_str()) {
-                return Err(InputError::new(
-                    &spec.label,
-                    format!("policy.{k}"),
-                    format!(
-                        "not a tunable of `{}` (allowed: {})",
-                        spec.kind,
-                        Self::allowed(flavour).join(", ")
-                    ),
-                ));
-            }
-        }
-        let t: Tunables = spec.parse_tunables(&Self::allowed(flavour))?;
+    /// Parse a policy table's tunables; unknown keys and out-of-range values are input
+    /// errors naming the key.
+    pub fn from_spec(spec: &PolicySpec) -> Result<Tunables, InputError> {
+        let t: Tunables = spec.parse_tunables(NAMES)?;
         let positive = [
             ("scan_period_min_ms", t.scan_period_min_ms),
             ("scan_period_max_ms", t.scan_period_max_ms),
             ("scan_size_mb", t.scan_size_mb),
-            ("scan_sleep_pass_millisecs", t.scan_sleep_pass_millisecs),
-            ("scan_sleep_millisecs", t.scan_sleep_millisecs),
-            ("pages_to_scan_mb", t.pages_to_scan_mb),
-            ("pages_to_migrate_mb", t.pages_to_migrate_mb),
-            ("migrate_sleep_millisecs", t.migrate_sleep_millisecs),
         ];
         for (k, v) in positive {
             if v == 0 {
@@ -167,19 +106,6 @@ impl Tunables {
             ("scan_delay_ms", t.scan_delay_ms, 604_800_000),
             ("scan_period_max_ms", t.scan_period_max_ms, 604_800_000),
             ("scan_size_mb", t.scan_size_mb, 1 << 20),
-            (
-                "scan_sleep_pass_millisecs",
-                t.scan_sleep_pass_millisecs,
-                604_800_000,
-            ),
-            ("scan_sleep_millisecs", t.scan_sleep_millisecs, 604_800_000),
-            ("pages_to_scan_mb", t.pages_to_scan_mb, 1 << 20),
-            ("pages_to_migrate_mb", t.pages_to_migrate_mb, 1 << 20),
-            (
-                "migrate_sleep_millisecs",
-                t.migrate_sleep_millisecs,
-                604_800_000,
-            ),
         ];
         for (k, v, max) in limits {
             if v > max {
@@ -191,16 +117,6 @@ impl Tunables {
             }
         }
         Ok(t)
-    }
-
-    /// Tunable names of a flavour.
-    pub fn allowed(flavour: Flavour) -> Vec<&'static str> {
-        let mut v: Vec<&str> = match flavour {
-            Flavour::Linux6 => LINUX_ONLY.to_vec(),
-            Flavour::AutoNuma2012 => AA_ONLY.to_vec(),
-        };
-        v.push("trace");
-        v
     }
 
     /// `scan_size_mb` in 4 KiB pages.

@@ -12,9 +12,8 @@ use super::linux6::NumabStats;
 use super::{KernelModel, KernelReport, NumaBalancingReport};
 use crate::autonuma::aa2012::{
     Candidate, KnumaScand, MigrateQueue, MmAutonuma, PageAutonuma, QueuedPage, ScanEnv, ScandRun,
-    ScandTunables, TaskAutonuma, memory_follow_cpu, sched_autonuma_balance,
+    TaskAutonuma, Tunables, memory_follow_cpu, sched_autonuma_balance,
 };
-use crate::autonuma::tunables::Tunables;
 use crate::memory::CHUNK;
 use crate::sched::{CanMigrate, Cause, LbCtx};
 use crate::world::records::Metrics;
@@ -224,20 +223,6 @@ impl Aa {
                 })
                 .collect(),
         }
-    }
-}
-
-impl Tunables {
-    fn scand(&self) -> ScandTunables {
-        ScandTunables {
-            pages_to_scan: self.pages_to_scan_mb << 8,
-            scan_sleep_ns: self.scan_sleep_millisecs * MS,
-            scan_sleep_pass_ns: self.scan_sleep_pass_millisecs * MS,
-        }
-    }
-
-    fn pages_to_migrate(&self) -> u64 {
-        self.pages_to_migrate_mb << 8
     }
 }
 

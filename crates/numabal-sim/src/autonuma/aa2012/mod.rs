@@ -648,3 +648,6 @@ impl KnumaScand {
 
 #[cfg(test)]
 mod tests;
+mod tunables;
+
+pub use tunables::Tunables;
