@@ -4,7 +4,6 @@
 
 use super::KernelModel;
 use crate::registry::{Built, Entry, Registry};
-use crate::sched::{CanMigrate, LbCtx};
 use crate::world::records::Metrics;
 use crate::world::{KernelHooks, World};
 use numabal_policy::static_policies::NoPolicy;
@@ -37,9 +36,6 @@ impl KernelHooks for FaultCounter {
             self.faults += 1;
         }
         0.0
-    }
-    fn can_migrate_task(&self, _w: &World, _ctx: &LbCtx) -> CanMigrate {
-        CanMigrate::Yes
     }
 }
 

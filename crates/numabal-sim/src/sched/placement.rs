@@ -50,11 +50,6 @@ impl Sched {
         }
     }
 
-    /// Move a runnable task to the least loaded allowed CPU of `node` (policy request).
-    pub fn move_to_node(&mut self, tid: u32, node: usize, now: u64) -> bool {
-        self.policy_move(tid, node, Cause::Policy, now)
-    }
-
     /// The least loaded CPU of `node` that `tid` may run on.
     fn least_loaded_cpu(&self, tid: u32, node: usize) -> Option<usize> {
         let allowed = &self.tasks[tid as usize].allowed;

@@ -8,6 +8,7 @@ pub use daemon::PolicyLogEntry;
 
 use crate::error::SimError;
 use crate::memory::CHUNK;
+use crate::sched::Cause;
 use crate::world::{UserHooks, World};
 use numabal_model::{Pid, Tid};
 use numabal_policy::{Action, MigrateVerdict, Policy, ProcessInfo, ThreadInfo};
@@ -120,7 +121,7 @@ impl UserSpace {
                     }
                 }
                 Action::MoveThread { tid, node } => {
-                    w.move_to_node(tid.idx() - 1, *node);
+                    w.move_task_to_node(tid.idx() - 1, *node, Cause::Policy);
                 }
                 Action::MigrateProcessPages { pid, from, to } => {
                     self.queue_migrate_pages(w, *pid, *from, *to)

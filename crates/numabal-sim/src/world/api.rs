@@ -119,7 +119,8 @@ impl World<'_> {
         let now = self.now;
         self.sched.migrate(t as u32, from, to, cause, now);
     }
-    /// Move task `t` to `node` now for a policy (false if no CPU there may take it).
+    /// Move task `t` to a CPU of `node` now, for a model or a policy's `MoveThread`
+    /// (false if no CPU there may take it).
     pub(crate) fn move_task_to_node(&mut self, t: usize, node: usize, cause: Cause) -> bool {
         let now = self.now;
         self.sched.policy_move(t as u32, node, cause, now)
@@ -130,12 +131,6 @@ impl World<'_> {
     }
 
     // ----- what user space does ---------------------------------------------------
-
-    /// Move thread `t` to a CPU of `node` now (a policy's `MoveThread`).
-    pub(crate) fn move_to_node(&mut self, t: usize, node: usize) {
-        let now = self.now;
-        self.sched.move_to_node(t as u32, node, now);
-    }
 
     /// `sched_setaffinity` of thread `t` (the mask already within its cpuset).
     pub(crate) fn set_affinity(&mut self, t: usize, cpus: Mask) {
