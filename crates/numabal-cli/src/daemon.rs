@@ -26,10 +26,11 @@
 
 use crate::Failure;
 use clap::Args;
-use numabal_live::daemon::{Config, MIN_INTERVAL_MS};
+use numabal_live::daemon::Config;
 use numabal_live::safety::Rules;
-use numabal_live::sensor::SensorKind;
+use numabal_model::DaemonSettings;
 use numabal_model::InputError;
+use numabal_model::SensorKind;
 use numabal_model::scenario::{PolicySpec, set_blamed};
 use numabal_policy::Action;
 use serde::Deserialize;
@@ -122,6 +123,8 @@ struct DaemonTable {
     sample_period: Option<u64>,
     softdirty_budget_pct: Option<f64>,
     fault_cost_ns: Option<u64>,
+    /// A simulated host's setting: refused here with the reason.
+    numa_balancing: Option<toml::Value>,
     decision_log: Option<PathBuf>,
     metrics_port: Option<u16>,
     record: Option<PathBuf>,
@@ -218,10 +221,39 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
         .unwrap_or("auto".into());
     let sensor = SensorKind::parse(&sensor_name)
         .map_err(|e| Failure::Input(format!("{}: {e}", src("sensor"))))?;
-    let mut c = Config {
+    if d.numa_balancing.is_some() {
+        return Err(Failure::Input(format!(
+            "{}: is the simulated host's kernel.numa_balancing (allowed only in a scenario's \
+             [daemon] table; on a host its own sysctl decides)",
+            src("numa_balancing")
+        )));
+    }
+    let defaults = DaemonSettings::default();
+    let settings = DaemonSettings {
         sensor,
-        dry_run: a.dry_run || d.dry_run.unwrap_or(false),
         interval_ms: a.interval_ms.or(d.interval_ms),
+        idle_interval_ms: d.idle_interval_ms.unwrap_or(defaults.idle_interval_ms),
+        migrate_mb_s: a
+            .migrate_mb_s
+            .or(d.migrate_mb_s)
+            .unwrap_or(defaults.migrate_mb_s),
+        min_rss_mb: a.min_rss_mb.or(d.min_rss_mb).unwrap_or(defaults.min_rss_mb),
+        sample_period: d.sample_period,
+        softdirty_budget_pct: a
+            .softdirty_budget_pct
+            .or(d.softdirty_budget_pct)
+            .unwrap_or(defaults.softdirty_budget_pct),
+        fault_cost_ns: d.fault_cost_ns.unwrap_or(defaults.fault_cost_ns),
+        numa_balancing: None,
+    };
+    // The checks a simulated daemon's settings get too; the error names where the value
+    // was written.
+    settings
+        .validate("")
+        .map_err(|e| Failure::Input(format!("{}: {}", src(&e.field), e.message)))?;
+    let mut c = Config {
+        settings,
+        dry_run: a.dry_run || d.dry_run.unwrap_or(false),
         root: a.root.clone(),
         passes: a.passes,
         decision_log: a.decision_log.clone().or(d.decision_log.clone()),
@@ -229,56 +261,6 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
         record: a.record.clone().or(d.record.clone()),
         ..Config::default()
     };
-    if let Some(v) = a.migrate_mb_s.or(d.migrate_mb_s) {
-        if !(0.0..=1e6).contains(&v) {
-            return Err(Failure::Input(format!(
-                "{}: is {v} (allowed: 0 to 1000000 MiB/s)",
-                src("migrate_mb_s")
-            )));
-        }
-        c.migrate_mb_s = v;
-    }
-    if let Some(v) = a.min_rss_mb.or(d.min_rss_mb) {
-        c.min_rss_mb = v;
-    }
-    if let Some(v) = d.sample_period {
-        if v == 0 {
-            return Err(Failure::Input(format!(
-                "{}: is 0 (allowed: 1 or more)",
-                src("sample_period")
-            )));
-        }
-        c.sample_period = v;
-    }
-    if let Some(v) = a.softdirty_budget_pct.or(d.softdirty_budget_pct) {
-        if !(v > 0.0 && v <= 100.0) {
-            return Err(Failure::Input(format!(
-                "{}: is {v} (allowed: above 0, at most 100)",
-                src("softdirty_budget_pct")
-            )));
-        }
-        c.softdirty_budget_pct = v;
-    }
-    if let Some(v) = d.idle_interval_ms {
-        if !(10..=3_600_000).contains(&v) {
-            return Err(Failure::Input(format!(
-                "{}: is {v} (allowed: 10 to 3600000 ms)",
-                src("idle_interval_ms")
-            )));
-        }
-        c.idle_interval_ms = v;
-    }
-    if let Some(v) = d.fault_cost_ns {
-        c.fault_cost_ns = v;
-    }
-    if let Some(v) = c.interval_ms
-        && !(MIN_INTERVAL_MS..=3_600_000).contains(&v)
-    {
-        return Err(Failure::Input(format!(
-            "{}: is {v} (allowed: {MIN_INTERVAL_MS} to 3600000 ms)",
-            src("interval_ms")
-        )));
-    }
     let s = &file.safety;
     c.rules = Rules {
         allow_names: s.allow_names.iter().chain(&a.allow).cloned().collect(),

@@ -138,7 +138,7 @@ fn sampling_sensor(a: &StatArgs) -> Result<Option<SensorKind>, Failure> {
     }
     let judged = judge(&a.root);
     let (kind, _) = choose_in(&judged, asked)?;
-    if kind.samples() {
+    if kind.samples_faults() {
         return Ok(Some(kind));
     }
     let here = sensors_here(&judged);

@@ -15,6 +15,7 @@
 //! map) are counted and logged.
 
 use crate::sys;
+use numabal_daemon::log as line;
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::Action;
 use serde_json::{Value, json};
@@ -22,45 +23,10 @@ use std::collections::BTreeMap;
 
 /// Pages per `move_pages` call.
 pub const MOVE_CHUNK: usize = 512;
-const PAGE: f64 = 4096.0;
+const PAGE: f64 = numabal_daemon::budget::PAGE;
 
-/// A token bucket of bytes: `rate` bytes/s, at most one second's worth banked; a
-/// synchronous call that overdraws it leaves a debt the next calls wait out.
-#[derive(Debug, Clone)]
-pub struct RateLimit {
-    rate: f64,
-    tokens: f64,
-    last_ns: u64,
-}
-
-impl RateLimit {
-    /// `mb_s` MiB/s (0: no migrations at all).
-    pub fn new(mb_s: f64) -> RateLimit {
-        let rate = mb_s * 1024.0 * 1024.0;
-        RateLimit {
-            rate,
-            tokens: rate,
-            last_ns: 0,
-        }
-    }
-
-    fn refill(&mut self, now_ns: u64) {
-        let dt = now_ns.saturating_sub(self.last_ns) as f64 / 1e9;
-        self.last_ns = now_ns;
-        self.tokens = (self.tokens + dt * self.rate).min(self.rate);
-    }
-
-    /// Whole pages that may move now.
-    pub fn pages(&mut self, now_ns: u64) -> usize {
-        self.refill(now_ns);
-        (self.tokens.max(0.0) / PAGE) as usize
-    }
-
-    /// Charge `bytes` moved.
-    pub fn charge(&mut self, bytes: f64) {
-        self.tokens -= bytes;
-    }
-}
+pub use numabal_daemon::RateLimit;
+pub use numabal_daemon::log::{Counts, placement};
 
 /// A thread whose affinity the daemon changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,23 +37,6 @@ pub struct Changed {
     pub original: Mask,
     /// What the daemon set last.
     pub ours: Mask,
-}
-
-/// Counters for the metrics.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// `sched_setaffinity` calls that succeeded.
-    pub affinity_changes: u64,
-    /// Pages moved by `move_pages` and `migrate_pages`.
-    pub pages_moved: u64,
-    /// Pages a policy asked to move that the rate limit left for later.
-    pub pages_deferred: u64,
-    /// Pages the kernel would not move (`-EBUSY`, `-ENOMEM`, `-EACCES`, ...).
-    pub pages_failed: u64,
-    /// Calls that failed with `EPERM`, `ENOMEM`, `EINVAL` or another error.
-    pub errors: u64,
-    /// Threads and processes that were gone when acted on.
-    pub gone: u64,
 }
 
 /// Carries out actions.
@@ -168,7 +117,7 @@ impl Actuator {
         let mut log = Vec::new();
         match a {
             Action::Log { pid, message } => {
-                log.push(json!({"t_s": t_s, "pid": pid.0, "decision": message}));
+                log.push(line::decision(t_s, *pid, message));
             }
             Action::SetThreadAffinity { tid, cpus } => {
                 log.push(self.set_affinity(t_s, *tid, cpus, pid_of(*tid)));
@@ -190,7 +139,7 @@ impl Actuator {
     }
 
     fn set_affinity(&mut self, t_s: f64, tid: Tid, cpus: &Mask, pid: Option<Pid>) -> Value {
-        let base = json!({"t_s": t_s, "tid": tid.0, "pid": pid.map(|p| p.0)});
+        let base = line::affinity_of(t_s, tid.0, pid.map(|p| p.0));
         let with = |mut v: Value, k: &str, x: Value| {
             v[k] = x;
             v
@@ -223,7 +172,7 @@ impl Actuator {
                 )),
             );
         }
-        let mut v = with(base, "sched_setaffinity", json!(want.to_list_string()));
+        let mut v = line::affinity(t_s, tid.0, Some(pid.0), &want);
         if self.dry_run {
             v["dry_run"] = json!(true);
             return v;
@@ -274,10 +223,7 @@ impl Actuator {
             }
             Some(t) if !t.mems_allowed.contains(node) => {
                 self.counts.errors += 1;
-                v["refused"] = json!(format!(
-                    "node {node} is outside Mems_allowed {}",
-                    t.mems_allowed
-                ));
+                line::refuse_outside_mems(v, node, &t.mems_allowed);
                 Err(v.clone())
             }
             Some(_) => Ok(()),
@@ -293,7 +239,7 @@ impl Actuator {
         target: Option<Target>,
     ) -> Value {
         let t_s = now_ns as f64 / 1e9;
-        let mut v = json!({"t_s": t_s, "pid": pid.0, "move_pages": addrs.len(), "to": node});
+        let mut v = line::move_pages(t_s, pid, addrs.len(), node);
         if let Err(why) = self.admit(&mut v, "move_pages", node, target.as_ref()) {
             return why;
         }
@@ -351,7 +297,7 @@ impl Actuator {
         target: Option<Target>,
     ) -> Value {
         let t_s = now_ns as f64 / 1e9;
-        let mut v = json!({"t_s": t_s, "pid": pid.0, "migrate_pages": {"from": from, "to": to}});
+        let mut v = line::migrate_pages(t_s, pid, from, to);
         if let Err(why) = self.admit(&mut v, "migrate_pages", to, target.as_ref()) {
             return why;
         }
@@ -385,8 +331,7 @@ impl Actuator {
     pub fn restore(&mut self) -> Vec<Value> {
         let mut log = Vec::new();
         for (tid, c) in std::mem::take(&mut self.changed) {
-            let mut v =
-                json!({"tid": tid.0, "pid": c.pid.0, "restore": c.original.to_list_string()});
+            let mut v = line::restore(tid.0, c.pid, &c.original);
             match sys::get_affinity(tid.0) {
                 Ok(now) if now != c.ours => {
                     v["left"] = json!(format!("changed since by someone else to {now}"));
@@ -404,66 +349,9 @@ impl Actuator {
     }
 }
 
-/// Each process's node from its threads' affinities (`(pid, cpus)` pairs): the node whose
-/// CPUs hold every one of them, or `None` if they span several.
-pub fn placement<'a>(
-    affinities: impl IntoIterator<Item = (Pid, &'a Mask)>,
-    node_cpus: &[Mask],
-) -> BTreeMap<u32, Option<usize>> {
-    let mut out: BTreeMap<u32, Option<usize>> = BTreeMap::new();
-    for (pid, cpus) in affinities {
-        let node = node_cpus.iter().position(|n| cpus.is_subset(n));
-        out.entry(pid.0)
-            .and_modify(|n| {
-                if *n != node {
-                    *n = None;
-                }
-            })
-            .or_insert(node);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placement_is_the_node_holding_every_thread() {
-        let nodes = [Mask::from_ids([0, 1]), Mask::from_ids([2, 3])];
-        let (a, b, c) = (
-            Mask::from_ids([0, 1]),
-            Mask::single(1),
-            Mask::from_ids([2, 3]),
-        );
-        let p = placement(
-            [
-                (Pid(1), &a),
-                (Pid(1), &b),
-                (Pid(2), &a),
-                (Pid(2), &c),
-                (Pid(3), &c),
-            ],
-            &nodes,
-        );
-        assert_eq!(p[&1], Some(0));
-        assert_eq!(p[&2], None);
-        assert_eq!(p[&3], Some(1));
-    }
-
-    #[test]
-    fn the_rate_limit_refills_at_its_rate_and_caps_at_a_second() {
-        let mut r = RateLimit::new(4.0); // 1024 pages/s
-        assert_eq!(r.pages(0), 1024);
-        r.charge(1024.0 * 4096.0);
-        assert_eq!(r.pages(0), 0);
-        assert_eq!(r.pages(500_000_000), 512);
-        assert_eq!(r.pages(10_000_000_000), 1024);
-        // A synchronous call overdraws: the debt is waited out.
-        r.charge(2048.0 * 4096.0);
-        assert_eq!(r.pages(10_500_000_000), 0);
-        assert_eq!(r.pages(11_500_000_000), 512);
-    }
 
     /// On this process's own thread: set, remembered with the original, restored.
     #[test]

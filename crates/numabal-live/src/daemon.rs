@@ -35,38 +35,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Passes never come closer together than this, ms: a policy asking for less (numad's
-/// `-i 0:MAX` after a move, `stable` with `scan_period_ms` under it) waits this long. The
-/// least `interval_ms` too.
-pub const MIN_INTERVAL_MS: u64 = 10;
+pub use numabal_daemon::MIN_INTERVAL_MS;
+use numabal_daemon::pacing::{interval_range_ns, pass_gap_ns};
+use numabal_daemon::{DaemonSettings, MS, log as line};
 
-/// The interval between passes when neither `interval_ms` nor the policy sets one, ms.
-const DEFAULT_INTERVAL_MS: u64 = 1000;
-
-const MS: u64 = 1_000_000;
-
-/// The daemon's settings (the `[daemon]` and `[safety]` tables of its TOML file, and the
-/// command line).
+/// The daemon's settings on this host: the settings it shares with a simulated daemon
+/// (the `[daemon]` table) and what only a host has (the `[safety]` table, files, port).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// The sensor; `None`: chosen for the host.
-    pub sensor: Option<SensorKind>,
+    /// Sensor, intervals, budgets (`sensor = None`: chosen for the host). Its
+    /// `numa_balancing` is the simulator's and is never set here.
+    pub settings: DaemonSettings,
     /// Log the decisions, change nothing.
     pub dry_run: bool,
-    /// Time between passes; `None`: the policy's own interval.
-    pub interval_ms: Option<u64>,
-    /// Time between passes while no process is managed (at least the interval).
-    pub idle_interval_ms: u64,
-    /// Page migration budget, MiB/s.
-    pub migrate_mb_s: f64,
-    /// Processes with less resident memory are left alone.
-    pub min_rss_mb: u64,
-    /// Sample one page fault in this many.
-    pub sample_period: u64,
-    /// softdirty: the faults it causes may take at most this share of one CPU per process.
-    pub softdirty_budget_pct: f64,
-    /// softdirty: the assumed cost of one write-protect fault, ns.
-    pub fault_cost_ns: u64,
     /// Where the decision log goes (JSON lines); `None`: standard output.
     pub decision_log: Option<PathBuf>,
     /// Prometheus metrics on 127.0.0.1:port; `None`: off.
@@ -84,15 +65,8 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            sensor: None,
+            settings: DaemonSettings::default(),
             dry_run: false,
-            interval_ms: None,
-            idle_interval_ms: 5000,
-            migrate_mb_s: 256.0,
-            min_rss_mb: 64,
-            sample_period: 1,
-            softdirty_budget_pct: 5.0,
-            fault_cost_ns: 2000,
             decision_log: None,
             metrics_port: None,
             record: None,
@@ -119,43 +93,6 @@ pub struct Summary {
 /// This process's CPU time, s.
 fn own_cpu_s() -> f64 {
     crate::sys::process_cpu_ns() as f64 / 1e9
-}
-
-/// The time to the next pass, ns: `interval_ms` if set, else what the policy asks for now
-/// (numad's interval changes pass by pass), at least [`MIN_INTERVAL_MS`]; with nothing
-/// managed, at least `idle_interval_ms`.
-fn pass_gap_ns(cfg: &Config, policy: &dyn Policy, managed: usize) -> u64 {
-    let gap = at_least_min_interval(
-        cfg.interval_ms
-            .map(|ms| ms * MS)
-            .or(policy.tick_interval_ns())
-            .unwrap_or(DEFAULT_INTERVAL_MS * MS),
-    );
-    if managed == 0 {
-        gap.max(cfg.idle_interval_ms * MS)
-    } else {
-        gap
-    }
-}
-
-/// The intervals in force while processes are managed, ns (shortest, longest), and what
-/// sets them: `interval_ms`, or the policy.
-fn interval_range_ns(cfg: &Config, policy: &dyn Policy) -> (u64, u64, &'static str) {
-    let (lo, hi, by) = match cfg.interval_ms {
-        Some(ms) => (ms * MS, ms * MS, "interval_ms"),
-        None => {
-            let (lo, hi) = policy
-                .tick_interval_range_ns()
-                .unwrap_or((DEFAULT_INTERVAL_MS * MS, DEFAULT_INTERVAL_MS * MS));
-            (lo, hi, "policy")
-        }
-    };
-    (at_least_min_interval(lo), at_least_min_interval(hi), by)
-}
-
-/// An interval, ns, raised to [`MIN_INTERVAL_MS`].
-fn at_least_min_interval(ns: u64) -> u64 {
-    ns.max(MIN_INTERVAL_MS * MS)
 }
 
 /// The metrics text (Prometheus exposition format).
@@ -268,7 +205,7 @@ pub fn run(
     while !stop.load(Ordering::Relaxed) {
         let now = d.start.elapsed().as_nanos() as u64;
         let (mut snap, procs) =
-            observe_processes(&cfg.root, &d.topo, cfg.min_rss_mb * 1024 * 1024)?;
+            observe_processes(&cfg.root, &d.topo, cfg.settings.min_rss_mb * 1024 * 1024)?;
         let managed = d.judge(&snap, &procs, now, log);
         let live_tids = d.keep_managed(&mut snap, &managed, now, log);
         d.sample(&mut snap, &managed, &live_tids, now, log);
@@ -338,8 +275,8 @@ impl<'a> Daemon<'a> {
         let root = &cfg.root;
         let topo = read_topology(root)?;
         let machine = machine_of(root, &topo)?;
-        let (sensor, why) = choose(root, cfg.sensor)?;
-        let (interval_min_ns, interval_max_ns, interval_set_by) = interval_range_ns(cfg, &*policy);
+        let (sensor, why) = choose(root, cfg.settings.sensor)?;
+        let interval = interval_range_ns(&cfg.settings, &*policy);
         let node_cpus: Vec<Mask> = machine.nodes.iter().map(|n| n.cpus.clone()).collect();
         let host_cpus = node_cpus.iter().fold(Mask::new(), |m, c| m.or(c));
         let host_nodes = Mask::from_ids(topo.nodes.iter().map(|n| n.id));
@@ -349,22 +286,24 @@ impl<'a> Daemon<'a> {
             .metrics_port
             .map(|p| serve_metrics(p, metrics.clone()))
             .transpose()?;
-        log(json!({
-            "start": env!("CARGO_PKG_VERSION"), "policy": policy.name(), "sensor": sensor.name(),
-            "sensor_why": why, "sensor_blind_spots": sensor.blind_spots(), "dry_run": cfg.dry_run,
-            "interval_min_ms": interval_min_ns / MS, "interval_max_ms": interval_max_ns / MS,
-            "interval_set_by": interval_set_by, "idle_interval_ms": cfg.idle_interval_ms,
-            "migrate_mb_s": cfg.migrate_mb_s,
-            "metrics": metrics_port.map(|p| format!("http://127.0.0.1:{p}/metrics")),
+        log(line::start(&line::Start {
+            policy: policy.name(),
+            sensor,
+            sensor_why: &why,
+            dry_run: cfg.dry_run,
+            interval,
+            settings: &cfg.settings,
+            metrics: metrics_port.map(|p| format!("http://127.0.0.1:{p}/metrics")),
         }));
+        let interval_min_ns = interval.0;
         let recording = cfg
             .record
             .as_ref()
             .map(|path| open_record(path, &topo))
             .transpose()?;
         let sampler = sensor
-            .samples()
-            .then(|| FaultSampler::new(cfg.sample_period, 8));
+            .samples_faults()
+            .then(|| FaultSampler::new(cfg.settings.sample_period_of(sensor), 8));
         Ok(Daemon {
             cfg,
             policy,
@@ -382,7 +321,7 @@ impl<'a> Daemon<'a> {
             metrics_port,
             recording,
             sampler,
-            actuator: Actuator::new(cfg.dry_run, cfg.migrate_mb_s),
+            actuator: Actuator::new(cfg.dry_run, cfg.settings.migrate_mb_s),
             skipped: BTreeMap::new(),
             was_managed: BTreeMap::new(),
             watch_errors: BTreeSet::new(),
@@ -422,9 +361,7 @@ impl<'a> Daemon<'a> {
                 }
                 Err(why) => {
                     if self.skipped.get(&pid) != Some(&why) {
-                        log(
-                            json!({"t_s": now as f64 / 1e9, "pid": pid, "comm": p.comm, "skip": why}),
-                        );
+                        log(line::skip(now as f64 / 1e9, pid, &p.comm, &why));
                         self.skipped.insert(pid, why);
                     }
                 }
@@ -476,7 +413,7 @@ impl<'a> Daemon<'a> {
         // not an error.
         for (pid, comm) in std::mem::take(&mut self.was_managed) {
             if !live.contains(&pid) {
-                log(json!({"t_s": now as f64 / 1e9, "pid": pid, "comm": comm, "exited": true}));
+                log(line::exited(now as f64 / 1e9, pid, &comm));
             }
         }
         self.was_managed = snap
@@ -521,7 +458,8 @@ impl<'a> Daemon<'a> {
         s.drain(&mut self.raw);
         snap.samples = resolve(&self.raw, managed, &self.cpu_nodes);
         for r in &self.raw {
-            *self.since_clear.entry(r.pid).or_default() += self.cfg.sample_period;
+            *self.since_clear.entry(r.pid).or_default() +=
+                self.cfg.settings.sample_period_of(self.sensor);
         }
         self.raw.clear();
         if self.sensor == SensorKind::SoftDirty {
@@ -544,10 +482,13 @@ impl<'a> Daemon<'a> {
             // The faults the last clear caused, at their cost, spread over enough
             // time to stay within the budget.
             let faults = self.since_clear.remove(&pid).unwrap_or(0);
-            let cost_ns = faults as f64 * self.cfg.fault_cost_ns as f64;
-            let wait = (cost_ns * 100.0 / self.cfg.softdirty_budget_pct) as u64;
-            self.next_clear
-                .insert(pid, now + wait.max(self.interval_min_ns));
+            let next = numabal_daemon::pacing::next_clear_ns(
+                &self.cfg.settings,
+                now,
+                faults,
+                self.interval_min_ns,
+            );
+            self.next_clear.insert(pid, next);
             if let Err(e) = clear_soft_dirty(&self.cfg.root, pid) {
                 log(json!({"t_s": now as f64 / 1e9, "pid": pid,
                     "sensor_error": format!("clear_refs: {e}")}));
@@ -610,7 +551,7 @@ impl<'a> Daemon<'a> {
         // overflow); otherwise sleep until the pass is due: an idle host costs no wake-ups.
         // Whoever sets `stop` unparks this thread (the CLI's signal thread does), so a stop
         // is seen at once either way.
-        let next = now + pass_gap_ns(self.cfg, &*self.policy, self.managed_count);
+        let next = now + pass_gap_ns(&self.cfg.settings, &*self.policy, self.managed_count);
         let watching = self.sampler.as_ref().is_some_and(|s| s.watched() > 0);
         let slice = if watching { 100 * MS } else { u64::MAX };
         while !stop.load(Ordering::Relaxed) {
@@ -627,7 +568,7 @@ impl<'a> Daemon<'a> {
 
     /// On stop: give every changed affinity back and log the summary.
     fn stop(mut self, log: &mut dyn FnMut(Value)) -> Summary {
-        let placement = crate::actuate::placement(
+        let placement = line::placement(
             self.actuator.changed().values().map(|c| (c.pid, &c.ours)),
             &self.node_cpus,
         );
@@ -640,15 +581,15 @@ impl<'a> Daemon<'a> {
             cpu_s: self.cpu_s(),
             samples: self.sampler.as_ref().map_or(0, |s| s.samples),
         };
-        let c = &self.actuator.counts;
-        log(json!({"stop": {
-            "passes": summary.passes, "wall_s": summary.wall_s, "cpu_s": summary.cpu_s,
-            "cpu_pct_of_one_cpu": 100.0 * summary.cpu_s / summary.wall_s.max(1e-9),
-            "samples": summary.samples, "managed_last_pass": self.managed_count,
-            "affinity_changes": c.affinity_changes, "pages_moved": c.pages_moved,
-            "pages_deferred": c.pages_deferred, "pages_failed": c.pages_failed,
-            "errors": c.errors, "gone": c.gone, "placement": placement,
-        }}));
+        log(line::stop(&line::Stop {
+            passes: summary.passes,
+            wall_s: summary.wall_s,
+            cpu_s: summary.cpu_s,
+            samples: summary.samples,
+            managed_last_pass: self.managed_count,
+            counts: self.actuator.counts.clone(),
+            placement,
+        }));
         summary
     }
 }
@@ -684,78 +625,16 @@ pub fn resolve(
     managed: &BTreeSet<u32>,
     cpu_nodes: &[Option<usize>],
 ) -> Vec<AccessSample> {
-    let mut by_pid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    for r in raw.iter().filter(|r| managed.contains(&r.pid)) {
-        by_pid.entry(r.pid).or_default().push(r.addr as usize);
-    }
-    let mut node_of: BTreeMap<(u32, u64), usize> = BTreeMap::new();
-    for (pid, mut addrs) in by_pid {
-        addrs.sort_unstable();
-        addrs.dedup();
+    numabal_daemon::resolve(raw, managed, cpu_nodes, |pid, addrs| {
+        let mut nodes = Vec::with_capacity(addrs.len());
         for chunk in addrs.chunks(4096) {
-            let Ok(st) = crate::sys::query_nodes(pid, chunk) else {
-                break; // gone
+            let a: Vec<usize> = chunk.iter().map(|&x| x as usize).collect();
+            let Ok(st) = crate::sys::query_nodes(pid, &a) else {
+                break; // gone: what was resolved stands
             };
-            for (&a, &s) in chunk.iter().zip(&st) {
-                if s >= 0 {
-                    node_of.insert((pid, a as u64), s as usize);
-                }
-            }
+            nodes.extend(st.iter().map(|&s| (s >= 0).then_some(s as usize)));
         }
-    }
-    raw.iter()
-        .filter_map(|r| {
-            let page_node = *node_of.get(&(r.pid, r.addr))?;
-            let node = cpu_nodes.get(r.cpu as usize).copied().flatten()?;
-            Some(AccessSample {
-                tid: Tid(r.tid),
-                pid: Pid(r.pid),
-                node,
-                addr: r.addr,
-                page_node,
-            })
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use numabal_policy::numad::{Interval, Numad, Tunables};
-
-    fn numad(i: &str) -> Numad {
-        Numad::new(Tunables {
-            i: Interval::Text(i.into()),
-            ..Tunables::default()
-        })
-    }
-
-    /// The interval is the policy's at each pass, not the one it asked for at start
-    /// (numad's first pass comes at once: 1 ns), never under the floor.
-    #[test]
-    fn passes_are_paced_by_the_policy_interval_of_the_moment() {
-        let cfg = Config::default();
-        let n = numad("5:15");
-        assert_eq!(n.tick_interval_ns(), Some(1));
-        assert_eq!(pass_gap_ns(&cfg, &n, 1), MIN_INTERVAL_MS * MS);
-        assert_eq!(pass_gap_ns(&cfg, &n, 0), 5000 * MS, "idle_interval_ms");
-        assert_eq!(
-            interval_range_ns(&cfg, &n),
-            (5000 * MS, 15_000 * MS, "policy")
-        );
-        // numad -i 0:3 would ask for 0 s after a move: the floor.
-        assert_eq!(
-            interval_range_ns(&cfg, &numad("0:3")),
-            (MIN_INTERVAL_MS * MS, 3000 * MS, "policy")
-        );
-        let fixed = Config {
-            interval_ms: Some(200),
-            ..Config::default()
-        };
-        assert_eq!(pass_gap_ns(&fixed, &n, 1), 200 * MS);
-        assert_eq!(
-            interval_range_ns(&fixed, &n),
-            (200 * MS, 200 * MS, "interval_ms")
-        );
-    }
+        nodes.resize(addrs.len(), None);
+        Some(nodes)
+    })
 }

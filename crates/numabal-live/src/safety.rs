@@ -8,7 +8,6 @@
 use crate::procfs::Process;
 use crate::topology::{LiveError, err, read};
 use numabal_model::Mask;
-use std::fmt;
 use std::path::Path;
 
 /// What `/proc/PID/status` and `/proc/PID/cgroup` say about a process's limits.
@@ -64,51 +63,9 @@ pub fn limits_of(root: &Path, pid: u32, status: &str) -> Result<Limits, LiveErro
     })
 }
 
-/// The operator's rules (the daemon's `[safety]` configuration).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rules {
-    /// Only these names (`status` Name), if any are given.
-    pub allow_names: Vec<String>,
-    /// Never these names.
-    pub deny_names: Vec<String>,
-    /// Only these uids, if any.
-    pub allow_uids: Vec<u32>,
-    /// Never these uids.
-    pub deny_uids: Vec<u32>,
-    /// Never a process whose cgroup path starts with one of these.
-    pub deny_cgroups: Vec<String>,
-    /// Manage processes whose CPUs, memory nodes or mappings were narrowed on purpose.
-    pub manage_narrowed: bool,
-}
+pub use numabal_daemon::judge::{Rules, Skip};
 
-/// Why a process is left alone.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Skip {
-    /// A kernel thread (no memory of its own).
-    KernelThread,
-    /// Not in the allow list, or in the deny list: which rule.
-    Rule(String),
-    /// Its CPUs are narrower than the machine's (cpuset or affinity).
-    NarrowCpus(Mask),
-    /// Its memory nodes are narrower than the machine's (cpuset mems).
-    NarrowMems(Mask),
-    /// A mapping has an explicit memory policy.
-    ExplicitMempolicy,
-}
-
-impl fmt::Display for Skip {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Skip::KernelThread => write!(f, "kernel thread"),
-            Skip::Rule(r) => write!(f, "{r}"),
-            Skip::NarrowCpus(m) => write!(f, "CPUs narrowed to {m} (cpuset or affinity)"),
-            Skip::NarrowMems(m) => write!(f, "memory narrowed to nodes {m} (cpuset)"),
-            Skip::ExplicitMempolicy => write!(f, "a mapping has an explicit memory policy"),
-        }
-    }
-}
-
-/// May the daemon touch this process?
+/// May the daemon touch this process? (`numabal_daemon::check` on what `/proc` says.)
 pub fn check(
     p: &Process,
     l: &Limits,
@@ -116,40 +73,16 @@ pub fn check(
     host_nodes: &Mask,
     r: &Rules,
 ) -> Result<(), Skip> {
-    if p.maps.node_bytes.values().all(|&b| b == 0) {
-        return Err(Skip::KernelThread);
-    }
-    if r.deny_names.contains(&p.name) {
-        return Err(Skip::Rule(format!("name {} is denied", p.name)));
-    }
-    if !r.allow_names.is_empty() && !r.allow_names.contains(&p.name) {
-        return Err(Skip::Rule(format!("name {} is not allowed", p.name)));
-    }
-    if r.deny_uids.contains(&l.uid) {
-        return Err(Skip::Rule(format!("uid {} is denied", l.uid)));
-    }
-    if !r.allow_uids.is_empty() && !r.allow_uids.contains(&l.uid) {
-        return Err(Skip::Rule(format!("uid {} is not allowed", l.uid)));
-    }
-    if let Some(c) = r
-        .deny_cgroups
-        .iter()
-        .find(|c| l.cgroup.starts_with(c.as_str()))
-    {
-        return Err(Skip::Rule(format!("cgroup {} is denied ({c})", l.cgroup)));
-    }
-    if !r.manage_narrowed {
-        if !host_cpus.is_subset(&l.cpus_allowed) {
-            return Err(Skip::NarrowCpus(l.cpus_allowed.and(host_cpus)));
-        }
-        if !host_nodes.is_subset(&l.mems_allowed) {
-            return Err(Skip::NarrowMems(l.mems_allowed.and(host_nodes)));
-        }
-        if p.maps.explicit_policy {
-            return Err(Skip::ExplicitMempolicy);
-        }
-    }
-    Ok(())
+    let c = numabal_daemon::Candidate {
+        name: &p.name,
+        uid: l.uid,
+        cgroup: &l.cgroup,
+        cpus_allowed: &l.cpus_allowed,
+        mems_allowed: &l.mems_allowed,
+        has_memory: p.maps.node_bytes.values().any(|&b| b > 0),
+        explicit_policy: p.maps.explicit_policy,
+    };
+    numabal_daemon::check(&c, host_cpus, host_nodes, r)
 }
 
 #[cfg(test)]

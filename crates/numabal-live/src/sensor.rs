@@ -29,75 +29,8 @@ use perf_event_open::sample::record::Record;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// An access sensor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum SensorKind {
-    /// The kernel's NUMA hinting faults, sampled.
-    Hint,
-    /// Write faults after clearing soft-dirty bits, sampled.
-    SoftDirty,
-    /// PMU memory-access sampling (not built).
-    Pmu,
-    /// `numa_maps` and thread CPUs only.
-    Maps,
-}
-
-/// The names `--sensor` takes.
-pub const SENSOR_NAMES: &str = "auto, hint, softdirty, pmu, maps";
-
-impl SensorKind {
-    /// Its name on the command line and in logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            SensorKind::Hint => "hint",
-            SensorKind::SoftDirty => "softdirty",
-            SensorKind::Pmu => "pmu",
-            SensorKind::Maps => "maps",
-        }
-    }
-
-    /// From a name; `auto` is `None`.
-    pub fn parse(s: &str) -> Result<Option<SensorKind>, String> {
-        Ok(Some(match s {
-            "auto" => return Ok(None),
-            "hint" => SensorKind::Hint,
-            "softdirty" => SensorKind::SoftDirty,
-            "pmu" => SensorKind::Pmu,
-            "maps" => SensorKind::Maps,
-            other => {
-                return Err(format!(
-                    "unknown sensor `{other}` (allowed: {SENSOR_NAMES})"
-                ));
-            }
-        }))
-    }
-
-    /// Whether it samples page accesses.
-    pub fn samples(self) -> bool {
-        matches!(self, SensorKind::Hint | SensorKind::SoftDirty)
-    }
-
-    /// What it cannot see.
-    pub fn blind_spots(self) -> &'static str {
-        match self {
-            SensorKind::Hint => {
-                "reads only (and writes) the kernel's scanner unmapped: pages it skips (VMAs \
-                 it does not scan, pages of other cpusets' skipped tasks) are never seen; every \
-                 other page fault (first touch, copy-on-write) is sampled too and counted alike"
-            }
-            SensorKind::SoftDirty => {
-                "writes only: a page only read is never seen; one fault per page per clear, \
-                 so the hottest and the coldest written page weigh the same; clearing soft-dirty \
-                 bits disturbs any other user of them (CRIU's incremental dumps)"
-            }
-            SensorKind::Pmu => "not built in this version",
-            SensorKind::Maps => {
-                "no accesses at all: only where each process's memory is and where its threads \
-                 run (numa_maps, task stat)"
-            }
-        }
-    }
-}
+pub use numabal_daemon::sensor::sensors_here;
+pub use numabal_model::daemon::{SENSOR_NAMES, SensorKind};
 
 /// `kernel.numa_balancing` under `root` (0 if the file is missing: no NUMA balancing).
 pub fn numa_balancing(root: &Path) -> u32 {
@@ -111,7 +44,6 @@ pub fn numa_balancing(root: &Path) -> u32 {
 /// if it can work there, else why not. The one judgement behind `auto`'s choice and every
 /// refusal.
 pub fn judge(root: &Path) -> Vec<(SensorKind, Option<String>)> {
-    let nb = numa_balancing(root);
     let clear_refs = root.join("proc/self/clear_refs");
     // A fixture tree says by having the file; this host, by a page's soft-dirty bit.
     let soft_dirty = if !clear_refs.exists() {
@@ -121,38 +53,13 @@ pub fn judge(root: &Path) -> Vec<(SensorKind, Option<String>)> {
     } else {
         None
     };
-    vec![
-        (
-            SensorKind::Hint,
-            (nb & 1 == 0).then(|| format!("needs kernel.numa_balancing=1, it is {nb}")),
+    numabal_daemon::sensor::judge(&numabal_daemon::sensor::HostFacts {
+        numa_balancing: numa_balancing(root),
+        soft_dirty,
+        pmu: Some(
+            "memory-access sampling with PEBS, IBS or SPE is not built in this version".into(),
         ),
-        (SensorKind::SoftDirty, soft_dirty),
-        (
-            SensorKind::Pmu,
-            Some(
-                "memory-access sampling with PEBS, IBS or SPE is not built in this version".into(),
-            ),
-        ),
-        (SensorKind::Maps, None),
-    ]
-}
-
-/// The judgement as one list: `sensors here: maps; not here: hint (why), ...`.
-pub fn sensors_here(judged: &[(SensorKind, Option<String>)]) -> String {
-    let here: Vec<&str> = judged
-        .iter()
-        .filter(|(_, why)| why.is_none())
-        .map(|(k, _)| k.name())
-        .collect();
-    let not_here: Vec<String> = judged
-        .iter()
-        .filter_map(|(k, why)| why.as_ref().map(|w| format!("{} ({w})", k.name())))
-        .collect();
-    format!(
-        "sensors here: {}; not here: {}",
-        here.join(", "),
-        not_here.join(", ")
-    )
+    })
 }
 
 /// The sensor to use: the one asked for if it can work here, else an error saying why; with
@@ -167,32 +74,7 @@ pub fn choose_in(
     judged: &[(SensorKind, Option<String>)],
     asked: Option<SensorKind>,
 ) -> Result<(SensorKind, String), LiveError> {
-    let works = |k: SensorKind| judged.iter().any(|(j, why)| *j == k && why.is_none());
-    match asked {
-        Some(k) if works(k) => Ok((k, "asked for".into())),
-        Some(k) => Err(err(
-            Path::new("--sensor"),
-            format!("{} cannot work here ({})", k.name(), sensors_here(judged)),
-        )),
-        None => {
-            // `judge` lists the sensors in auto's order: the first that works.
-            let k = judged
-                .iter()
-                .find(|(_, why)| why.is_none())
-                .map_or(SensorKind::Maps, |(k, _)| *k);
-            Ok((k, why_auto(k, judged)))
-        }
-    }
-}
-
-/// Why `auto` took `k`.
-fn why_auto(k: SensorKind, judged: &[(SensorKind, Option<String>)]) -> String {
-    match k {
-        SensorKind::Hint => "kernel.numa_balancing=1: the kernel's hinting faults".into(),
-        SensorKind::SoftDirty => "kernel.numa_balancing=0: soft-dirty write faults".into(),
-        SensorKind::Pmu => "memory-access sampling".into(),
-        SensorKind::Maps => format!("no page-fault sensor here ({})", sensors_here(judged)),
-    }
+    numabal_daemon::sensor::choose(judged, asked).map_err(|e| err(Path::new("--sensor"), e))
 }
 
 /// Whether the running kernel tracks soft-dirty bits (`CONFIG_MEM_SOFT_DIRTY`): a page this
@@ -217,18 +99,7 @@ pub fn clear_soft_dirty(root: &Path, pid: u32) -> std::io::Result<()> {
     std::fs::write(root.join(format!("proc/{pid}/clear_refs")), "4")
 }
 
-/// One page-fault sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RawSample {
-    /// Process.
-    pub pid: u32,
-    /// Thread.
-    pub tid: u32,
-    /// CPU it faulted on.
-    pub cpu: u32,
-    /// Faulting address rounded down to its page (base or transparent huge page).
-    pub addr: u64,
-}
+pub use numabal_daemon::RawSample;
 
 struct Watch {
     sampler: Sampler,

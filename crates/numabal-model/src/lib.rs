@@ -11,6 +11,7 @@
 //! strings plus a label naming where they came from, so errors can say "file, field,
 //! allowed values" without this crate knowing about files.
 
+pub mod daemon;
 pub mod error;
 pub mod ids;
 pub mod machine;
@@ -22,6 +23,7 @@ pub mod suite;
 pub mod units;
 pub mod workload;
 
+pub use daemon::{DaemonSettings, SensorKind};
 pub use error::InputError;
 pub use ids::{CpuId, NodeId, Pid, Tid};
 pub use machine::{Machine, MachineSpec};

@@ -238,6 +238,15 @@ pub struct CostSpec {
     /// Creating a thread (`clone`), paid by the creator.
     #[serde(default = "d_spawn")]
     pub thread_spawn_ns: f64,
+    /// A user-space daemon reading one small `/proc` file (open, read, close of a
+    /// process's `stat`, `status`, `cmdline`, `cgroup`; `numa_maps`' page-table walk is
+    /// `pte_update_ns` per present entry on top).
+    #[serde(default = "d_proc_read")]
+    pub proc_read_ns: f64,
+    /// A daemon taking one access sample: reading it from perf's ring, the `move_pages`
+    /// query of its page's node, its policy's work on it.
+    #[serde(default = "d_perf_sample")]
+    pub perf_sample_ns: f64,
 }
 
 impl Default for CostSpec {
@@ -251,6 +260,8 @@ impl Default for CostSpec {
             migrate_copy_gib_s: d_migrate_copy(),
             tlb_shootdown_ns: d_tlb(),
             thread_spawn_ns: d_spawn(),
+            proc_read_ns: d_proc_read(),
+            perf_sample_ns: d_perf_sample(),
         }
     }
 }
@@ -287,6 +298,12 @@ fn d_hint_fault() -> f64 {
 }
 fn d_pte_update() -> f64 {
     5.0
+}
+fn d_proc_read() -> f64 {
+    5000.0
+}
+fn d_perf_sample() -> f64 {
+    1000.0
 }
 fn d_migrate_page() -> f64 {
     2000.0
@@ -932,6 +949,8 @@ fn check_costs(k: &CostSpec, src: &str) -> Result<(), InputError> {
         ("costs.migrate_page_ns", k.migrate_page_ns),
         ("costs.tlb_shootdown_ns", k.tlb_shootdown_ns),
         ("costs.thread_spawn_ns", k.thread_spawn_ns),
+        ("costs.proc_read_ns", k.proc_read_ns),
+        ("costs.perf_sample_ns", k.perf_sample_ns),
     ] {
         if !(v >= 0.0 && v.is_finite()) {
             return Err(InputError::new(

@@ -5,6 +5,7 @@
 //! File access is the caller's: a [`Resolver`] turns a name into text. This keeps the
 //! crate free of I/O and lets tests use in-memory sources.
 
+use crate::daemon::DaemonSettings;
 use crate::error::{InputError, path_text};
 use crate::machine::{Machine, MachineSpec};
 use crate::presets;
@@ -375,6 +376,9 @@ pub struct Scenario {
     pub policy: PolicySpec,
     /// Simulator settings.
     pub sim: SimSettings,
+    /// The policy runs as numabal's placement daemon on the simulated host, with these
+    /// settings (a `[daemon]` table or `--set daemon.KEY=VALUE`); `None`: no such table.
+    pub daemon: Option<DaemonSettings>,
     /// The `--set` overrides applied, as given.
     pub overrides: Vec<String>,
 }
@@ -423,11 +427,13 @@ fn parse_override(raw: &str) -> Result<Override, InputError> {
         return Err(InputError::new(&label, key, "empty component in the key"));
     }
     let section = parts.remove(0);
-    if !["machine", "workload", "policy", "sim"].contains(&section.as_str()) {
+    if !["machine", "workload", "policy", "sim", "daemon"].contains(&section.as_str()) {
         return Err(InputError::new(
             &label,
             key,
-            format!("unknown section `{section}` (allowed: machine, workload, policy, sim)"),
+            format!(
+                "unknown section `{section}` (allowed: machine, workload, policy, sim, daemon)"
+            ),
         ));
     }
     if parts.is_empty() {
@@ -770,11 +776,13 @@ impl Scenario {
         let (ptable, plabel, pat) = pick(Kind::Policy, &input.policy, &mut scen)?;
         let policy = policy_of(ptable, plabel, pat, &ovs, check_policy)?;
         let sim = sim_of(&mut scen, &scen_label, input.seed, &ovs)?;
+        let daemon = daemon_of(&mut scen, &scen_label, &ovs)?;
         Ok(Scenario {
             machine,
             workload,
             policy,
             sim,
+            daemon,
             overrides: input.sets.clone(),
         })
     }
@@ -790,7 +798,7 @@ fn scenario_file(
     };
     let src = resolver.resolve(Kind::Scenario, name)?;
     let scen = parse_toml(&src)?;
-    let allowed = ["machine", "workload", "policy", "sim", "seed"];
+    let allowed = ["machine", "workload", "policy", "sim", "daemon", "seed"];
     if let Some(k) = scen.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(InputError::new(
             &src.label,
@@ -906,6 +914,33 @@ fn sim_of(
     sim.validate(label)
         .map_err(|e| place(e, "sim", Place::Inline, ovs))?;
     Ok(sim)
+}
+
+/// Daemon settings: the scenario's `[daemon]` table, then the `daemon.*` overrides; `None`
+/// when neither is there.
+fn daemon_of(
+    scen: &mut toml::Table,
+    scen_label: &str,
+    ovs: &[Override],
+) -> Result<Option<DaemonSettings>, InputError> {
+    let mut table = match scen.remove("daemon") {
+        Some(toml::Value::Table(t)) => t,
+        Some(_) => return Err(InputError::new(scen_label, "daemon", "must be a table")),
+        None if ovs.iter().any(|o| o.section == "daemon") => toml::Table::new(),
+        None => return Ok(None),
+    };
+    for ov in ovs.iter().filter(|o| o.section == "daemon") {
+        apply_override(&mut table, ov)?;
+    }
+    let label = if scen_label.is_empty() {
+        "[daemon]"
+    } else {
+        scen_label
+    };
+    let d: DaemonSettings = typed(label, "daemon", Place::Inline, table, ovs)?;
+    d.validate(label)
+        .map_err(|e| place(e, "daemon", Place::Inline, ovs))?;
+    Ok(Some(d))
 }
 
 /// A seed as a TOML integer (which stops at `i64::MAX`).

@@ -251,6 +251,11 @@ pub trait Policy: Send {
     /// Name as given on the command line.
     fn name(&self) -> &str;
 
+    /// The Rust type of the policy object, to show that two backends run the same one.
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<Self>()
+    }
+
     /// A process is starting; its threads have not run yet.
     fn on_process_start(
         &mut self,

@@ -1,0 +1,215 @@
+//! The decision log: one JSON object per line, the same lines whichever host the daemon
+//! runs on. Each builder gives a line's own keys; a backend adds the outcome of what it
+//! did (`moved`, `deferred`, `gone`, `error`, `refused`, `dry_run`, ...).
+//!
+//! ```text
+//!   {"start": version, "policy", "sensor", "sensor_why", ..., "migrate_mb_s"}  once
+//!   {"t_s", "pid", "comm", "skip": why}            a process left alone (when the reason changes)
+//!   {"t_s", "pid", "comm", "exited": true}         a managed process gone
+//!   {"t_s", "pid", "decision": words}              the policy's own words
+//!   {"t_s", "tid", "pid", "sched_setaffinity": cpus}
+//!   {"t_s", "pid", "move_pages": addresses, "to": node, "moved", "deferred"}
+//!   {"t_s", "pid", "migrate_pages": {"from", "to"}, "not_moved" | "deferred"}
+//!   {"tid", "pid", "restore": cpus}                on stop, each changed affinity
+//!   {"stop": {"passes", "wall_s", "cpu_s", ..., "placement"}}
+//! ```
+
+use crate::{DaemonSettings, MS, SensorKind};
+use numabal_model::{Mask, Pid};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// What the daemon did, counted (the stop line and the metrics).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// `sched_setaffinity` calls that succeeded.
+    pub affinity_changes: u64,
+    /// Pages moved by `move_pages` (addresses) and `migrate_pages` (base pages).
+    pub pages_moved: u64,
+    /// Pages a policy asked to move that the rate limit left for later.
+    pub pages_deferred: u64,
+    /// Pages the kernel would not move (`-EBUSY`, `-ENOMEM`, `-EACCES`, ...).
+    pub pages_failed: u64,
+    /// Calls that failed with `EPERM`, `ENOMEM`, `EINVAL` or another error.
+    pub errors: u64,
+    /// Threads and processes that were gone when acted on.
+    pub gone: u64,
+}
+
+/// How the daemon starts: what it runs and why.
+#[derive(Debug, Clone)]
+pub struct Start<'a> {
+    /// The policy's name.
+    pub policy: &'a str,
+    /// The sensor chosen, and why.
+    pub sensor: SensorKind,
+    /// Why that sensor.
+    pub sensor_why: &'a str,
+    /// Changes nothing.
+    pub dry_run: bool,
+    /// The pass intervals in force, ns, and what sets them (`pacing::interval_range_ns`).
+    pub interval: (u64, u64, &'a str),
+    /// Its settings.
+    pub settings: &'a DaemonSettings,
+    /// The metrics address, if served.
+    pub metrics: Option<String>,
+}
+
+/// The first line.
+pub fn start(s: &Start) -> Value {
+    let (lo, hi, by) = s.interval;
+    json!({
+        "start": env!("CARGO_PKG_VERSION"), "policy": s.policy, "sensor": s.sensor.name(),
+        "sensor_why": s.sensor_why, "sensor_blind_spots": s.sensor.blind_spots(),
+        "dry_run": s.dry_run, "interval_min_ms": lo / MS, "interval_max_ms": hi / MS,
+        "interval_set_by": by, "idle_interval_ms": s.settings.idle_interval_ms,
+        "migrate_mb_s": s.settings.migrate_mb_s, "metrics": s.metrics,
+    })
+}
+
+/// A process left alone, and why.
+pub fn skip(t_s: f64, pid: u32, comm: &str, why: &str) -> Value {
+    json!({"t_s": t_s, "pid": pid, "comm": comm, "skip": why})
+}
+
+/// A managed process that exited since the last pass.
+pub fn exited(t_s: f64, pid: u32, comm: &str) -> Value {
+    json!({"t_s": t_s, "pid": pid, "comm": comm, "exited": true})
+}
+
+/// The policy's own words (`Action::Log`).
+pub fn decision(t_s: f64, pid: Pid, message: &str) -> Value {
+    json!({"t_s": t_s, "pid": pid.0, "decision": message})
+}
+
+/// `sched_setaffinity` of a thread (its process, if it is still there).
+pub fn affinity(t_s: f64, tid: u32, pid: Option<u32>, cpus: &Mask) -> Value {
+    json!({"t_s": t_s, "tid": tid, "pid": pid, "sched_setaffinity": cpus.to_list_string()})
+}
+
+/// A thread's affinity as the caller knows it before the call (the base a refusal or a
+/// gone thread is logged on).
+pub fn affinity_of(t_s: f64, tid: u32, pid: Option<u32>) -> Value {
+    json!({"t_s": t_s, "tid": tid, "pid": pid})
+}
+
+/// `move_pages` of `addrs` addresses of `pid` to node `to`.
+pub fn move_pages(t_s: f64, pid: Pid, addrs: usize, to: usize) -> Value {
+    json!({"t_s": t_s, "pid": pid.0, "move_pages": addrs, "to": to})
+}
+
+/// `migrate_pages(pid, {from}, {to})`.
+pub fn migrate_pages(t_s: f64, pid: Pid, from: usize, to: usize) -> Value {
+    json!({"t_s": t_s, "pid": pid.0, "migrate_pages": {"from": from, "to": to}})
+}
+
+/// A move refused before any page moved: `node` is outside the process's `Mems_allowed`.
+pub fn refuse_outside_mems(v: &mut Value, node: usize, mems_allowed: &Mask) {
+    v["refused"] = json!(format!(
+        "node {node} is outside Mems_allowed {mems_allowed}"
+    ));
+}
+
+/// On stop: a changed affinity given back.
+pub fn restore(tid: u32, pid: Pid, original: &Mask) -> Value {
+    json!({"tid": tid, "pid": pid.0, "restore": original.to_list_string()})
+}
+
+/// What the stop line sums up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stop {
+    /// Passes run.
+    pub passes: u64,
+    /// Time since the start, s (wall time live, simulated time in the simulator).
+    pub wall_s: f64,
+    /// The daemon's own CPU time (user + system), s.
+    pub cpu_s: f64,
+    /// Samples taken.
+    pub samples: u64,
+    /// Processes managed by the last pass.
+    pub managed_last_pass: usize,
+    /// What it did.
+    pub counts: Counts,
+    /// Each process's node from its threads' affinities ([`placement`]).
+    pub placement: BTreeMap<u32, Option<usize>>,
+}
+
+/// The last line.
+pub fn stop(s: &Stop) -> Value {
+    let c = &s.counts;
+    json!({"stop": {
+        "passes": s.passes, "wall_s": s.wall_s, "cpu_s": s.cpu_s,
+        "cpu_pct_of_one_cpu": 100.0 * s.cpu_s / s.wall_s.max(1e-9),
+        "samples": s.samples, "managed_last_pass": s.managed_last_pass,
+        "affinity_changes": c.affinity_changes, "pages_moved": c.pages_moved,
+        "pages_deferred": c.pages_deferred, "pages_failed": c.pages_failed,
+        "errors": c.errors, "gone": c.gone, "placement": s.placement,
+    }})
+}
+
+/// Each process's node from its threads' affinities (`(pid, cpus)` pairs): the node whose
+/// CPUs hold every one of them, or `None` if they span several.
+pub fn placement<'a>(
+    affinities: impl IntoIterator<Item = (Pid, &'a Mask)>,
+    node_cpus: &[Mask],
+) -> BTreeMap<u32, Option<usize>> {
+    let mut out: BTreeMap<u32, Option<usize>> = BTreeMap::new();
+    for (pid, cpus) in affinities {
+        let node = node_cpus.iter().position(|n| cpus.is_subset(n));
+        out.entry(pid.0)
+            .and_modify(|n| {
+                if *n != node {
+                    *n = None;
+                }
+            })
+            .or_insert(node);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_is_the_node_holding_every_thread() {
+        let nodes = [Mask::from_ids([0, 1]), Mask::from_ids([2, 3])];
+        let (a, b, c) = (
+            Mask::from_ids([0, 1]),
+            Mask::single(1),
+            Mask::from_ids([2, 3]),
+        );
+        let p = placement(
+            [
+                (Pid(1), &a),
+                (Pid(1), &b),
+                (Pid(2), &a),
+                (Pid(2), &c),
+                (Pid(3), &c),
+            ],
+            &nodes,
+        );
+        assert_eq!(p[&1], Some(0));
+        assert_eq!(p[&2], None);
+        assert_eq!(p[&3], Some(1));
+    }
+
+    #[test]
+    fn lines_have_the_keys_readers_rely_on() {
+        let v = stop(&Stop {
+            passes: 3,
+            wall_s: 2.0,
+            cpu_s: 0.1,
+            ..Stop::default()
+        });
+        assert_eq!(v["stop"]["cpu_pct_of_one_cpu"], 5.0);
+        assert!(v["stop"]["placement"].is_object());
+        let m = move_pages(1.5, Pid(7), 12, 1);
+        assert_eq!(
+            (m["move_pages"].as_u64(), m["to"].as_u64()),
+            (Some(12), Some(1))
+        );
+        let a = affinity(1.5, 8, Some(7), &Mask::from_ids([2, 3]));
+        assert_eq!(a["sched_setaffinity"], "2-3");
+    }
+}

@@ -1,0 +1,113 @@
+//! When passes come, and when softdirty clears a process's bits again.
+//!
+//! ```text
+//!   pass gap   interval_ms if set, else the policy's interval asked after every pass
+//!              (numad's -i min:max moves between the two), else DEFAULT_INTERVAL_MS;
+//!              never under MIN_INTERVAL_MS; with nothing managed, at least
+//!              idle_interval_ms
+//!   softdirty  after a clear, the faults it caused (samples × sample_period) at the
+//!              assumed fault_cost_ns, spread over enough time to stay within
+//!              softdirty_budget_pct of one CPU; at least the shortest pass gap
+//! ```
+
+use crate::{DaemonSettings, MIN_INTERVAL_MS, MS};
+use numabal_policy::Policy;
+
+/// The interval between passes when neither `interval_ms` nor the policy sets one, ms.
+pub const DEFAULT_INTERVAL_MS: u64 = 1000;
+
+/// The time to the next pass, ns: `interval_ms` if set, else what the policy asks for now
+/// (numad's interval changes pass by pass), at least [`MIN_INTERVAL_MS`]; with nothing
+/// managed, at least `idle_interval_ms`.
+pub fn pass_gap_ns(s: &DaemonSettings, policy: &dyn Policy, managed: usize) -> u64 {
+    let gap = at_least_min_interval(
+        s.interval_ms
+            .map(|ms| ms * MS)
+            .or(policy.tick_interval_ns())
+            .unwrap_or(DEFAULT_INTERVAL_MS * MS),
+    );
+    if managed == 0 {
+        gap.max(s.idle_interval_ms * MS)
+    } else {
+        gap
+    }
+}
+
+/// The intervals in force while processes are managed, ns (shortest, longest), and what
+/// sets them: `interval_ms`, or the policy.
+pub fn interval_range_ns(s: &DaemonSettings, policy: &dyn Policy) -> (u64, u64, &'static str) {
+    let (lo, hi, by) = match s.interval_ms {
+        Some(ms) => (ms * MS, ms * MS, "interval_ms"),
+        None => {
+            let (lo, hi) = policy
+                .tick_interval_range_ns()
+                .unwrap_or((DEFAULT_INTERVAL_MS * MS, DEFAULT_INTERVAL_MS * MS));
+            (lo, hi, "policy")
+        }
+    };
+    (at_least_min_interval(lo), at_least_min_interval(hi), by)
+}
+
+/// An interval, ns, raised to [`MIN_INTERVAL_MS`].
+pub fn at_least_min_interval(ns: u64) -> u64 {
+    ns.max(MIN_INTERVAL_MS * MS)
+}
+
+/// softdirty: when a process whose bits are cleared now may be cleared again, ns: the
+/// `faults` the last clear caused, at the assumed `fault_cost_ns`, spread over enough time
+/// to stay within `softdirty_budget_pct` of one CPU; at least `interval_min_ns`.
+pub fn next_clear_ns(s: &DaemonSettings, now_ns: u64, faults: u64, interval_min_ns: u64) -> u64 {
+    let cost_ns = faults as f64 * s.fault_cost_ns as f64;
+    let wait = (cost_ns * 100.0 / s.softdirty_budget_pct) as u64;
+    now_ns + wait.max(interval_min_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numabal_policy::numad::{Interval, Numad, Tunables};
+
+    fn numad(i: &str) -> Numad {
+        Numad::new(Tunables {
+            i: Interval::Text(i.into()),
+            ..Tunables::default()
+        })
+    }
+
+    /// The interval is the policy's at each pass, not the one it asked for at start
+    /// (numad's first pass comes at once: 1 ns), never under the floor.
+    #[test]
+    fn passes_are_paced_by_the_policy_interval_of_the_moment() {
+        let s = DaemonSettings::default();
+        let n = numad("5:15");
+        assert_eq!(n.tick_interval_ns(), Some(1));
+        assert_eq!(pass_gap_ns(&s, &n, 1), MIN_INTERVAL_MS * MS);
+        assert_eq!(pass_gap_ns(&s, &n, 0), 5000 * MS, "idle_interval_ms");
+        assert_eq!(
+            interval_range_ns(&s, &n),
+            (5000 * MS, 15_000 * MS, "policy")
+        );
+        // numad -i 0:3 would ask for 0 s after a move: the floor.
+        assert_eq!(
+            interval_range_ns(&s, &numad("0:3")),
+            (MIN_INTERVAL_MS * MS, 3000 * MS, "policy")
+        );
+        let fixed = DaemonSettings {
+            interval_ms: Some(200),
+            ..DaemonSettings::default()
+        };
+        assert_eq!(pass_gap_ns(&fixed, &n, 1), 200 * MS);
+        assert_eq!(
+            interval_range_ns(&fixed, &n),
+            (200 * MS, 200 * MS, "interval_ms")
+        );
+    }
+
+    /// 40960 faults at 2 µs is 82 ms of CPU: at 5 % of one CPU, 1.6 s apart.
+    #[test]
+    fn softdirty_clears_are_spaced_by_the_fault_budget() {
+        let s = DaemonSettings::default();
+        assert_eq!(next_clear_ns(&s, 0, 40_960, 1000 * MS), 1_638_400_000);
+        assert_eq!(next_clear_ns(&s, 7, 0, 1000 * MS), 7 + 1000 * MS);
+    }
+}
