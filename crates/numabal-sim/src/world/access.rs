@@ -1,5 +1,6 @@
 //! Memory accesses of a running thread: sequential sweeps and random patterns, their
-//! first touches and NUMA hinting faults.
+//! first touches, NUMA hinting faults and soft-dirty write faults, and what a watching
+//! daemon samples of them (`perf.rs`).
 
 use super::*;
 use crate::memory::{CHUNK, PAGE_BYTES};
@@ -72,8 +73,8 @@ impl World<'_> {
                 p
             };
             // NUMA hinting: the first access to a PROT_NONE page faults; stop the range
-            // before the next protected page.
-            if o.chunk_prot(c) > 0 {
+            // before the next protected page. Soft-dirty: only a write faults.
+            if o.chunk_prot(c) > 0 && (!self.soft_dirty || a.write > 0.0) {
                 let fault_now = if o.is_huge(c) {
                     o.is_prot(c * CHUNK)
                 } else {
@@ -88,7 +89,7 @@ impl World<'_> {
                 };
                 if fault_now {
                     let cpu = self.sched.tasks[t].cpu.unwrap_or(0);
-                    let cost = self.hint_fault(ag, t, cpu, a.region, page);
+                    let cost = self.protection_fault(ag, t, cpu, a.region, page)?;
                     self.charge_kernel(t, cost);
                     continue;
                 }
@@ -115,6 +116,9 @@ impl World<'_> {
                 frac = room / time;
             }
             let take = range_bytes * frac;
+            if self.perf.is_some() {
+                self.perf_sweep(t, a.region, s, pos, take, range_end);
+            }
             for (n, &c) in h.iter().enumerate() {
                 if c > 0 {
                     self.account(t, node, n, c as f64 / npages * take);
@@ -209,8 +213,13 @@ impl World<'_> {
                 n_new = n_new.saturating_sub(pages);
             }
         }
-        if ag.kernel.hinting() && self.objects[obj].prot_in(slice.0, slice.1) > 0 {
-            self.random_hint_faults(ag, t, a, slice, bytes);
+        if (ag.kernel.hinting() || self.soft_dirty)
+            && self.objects[obj].prot_in(slice.0, slice.1) > 0
+        {
+            self.random_hint_faults(ag, t, a, slice, bytes)?;
+        }
+        if self.perf.is_some() {
+            self.perf_random(t, a, slice, bytes);
         }
         for (n, &f) in mix.iter().enumerate() {
             if f > 0.0 {
@@ -246,7 +255,8 @@ impl World<'_> {
     /// probability `1 - exp(-lines * weight / pages)` (per 4 KiB page, or per THP); the
     /// expected number of them fault, taken from a random point of the range onwards.
     /// Which of the equally likely pages fault does not matter beyond their node and
-    /// `last_cpupid`, which the walk reads from the pages themselves.
+    /// `last_cpupid`, which the walk reads from the pages themselves. Soft-dirty write
+    /// faults alike, counting only the lines written.
     pub(crate) fn random_hint_faults(
         &mut self,
         ag: &mut Agents<'_>,
@@ -254,13 +264,17 @@ impl World<'_> {
         a: &AccessRt,
         slice: (u64, u64),
         bytes: f64,
-    ) {
+    ) -> Result<(), SimError> {
         use rand::RngExt;
         let Some(cpu) = self.sched.tasks[t].cpu else {
-            return;
+            return Ok(());
         };
         let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
-        let lines = bytes / 64.0;
+        let lines = if self.soft_dirty {
+            bytes / 64.0 * a.write
+        } else {
+            bytes / 64.0
+        };
         let per_entry = if self.objects[obj].thp {
             CHUNK as f64
         } else {
@@ -293,7 +307,7 @@ impl World<'_> {
                     }
                     None => break,
                 };
-                let cost = self.hint_fault(ag, t, cpu, a.region, q);
+                let cost = self.protection_fault(ag, t, cpu, a.region, q)?;
                 self.charge_kernel(t, cost);
                 k -= 1;
                 p = q + 1;
@@ -306,18 +320,7 @@ impl World<'_> {
                 }
             }
         }
-    }
-
-    /// A NUMA hinting fault, to whichever model unmapped the page.
-    pub(crate) fn hint_fault(
-        &mut self,
-        ag: &mut Agents<'_>,
-        t: usize,
-        cpu: usize,
-        ri: usize,
-        page: u64,
-    ) -> f64 {
-        ag.kernel.hinting_fault(self, t, cpu, ri, page)
+        Ok(())
     }
 }
 

@@ -135,6 +135,7 @@ impl World<'_> {
                 if task_interleave {
                     self.threads[t].il_next += 1;
                 }
+                self.perf_fault(t, region, chunk * CHUNK);
                 return Ok(self.machine.spec.costs.thp_fault_ns);
             }
         }
@@ -147,6 +148,7 @@ impl World<'_> {
                 if task_interleave {
                     self.threads[t].il_next += 1;
                 }
+                self.perf_fault(t, region, page);
                 Ok(self.machine.spec.costs.page_fault_ns)
             }
             None => {
@@ -221,6 +223,7 @@ impl World<'_> {
         if nid == thisnid {
             self.metrics.numa_hint_faults_local += 1;
         }
+        self.perf_fault(t, ri, head);
         Some(HintAt {
             pidx,
             obj,

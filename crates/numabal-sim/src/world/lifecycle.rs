@@ -181,6 +181,7 @@ impl World<'_> {
                             hot_fraction: a.hot_fraction.unwrap_or(0.1),
                             hot_weight: a.hot_weight.unwrap_or(0.9),
                             mempolicy: resolve_policy(&a.mempolicy, n, self.random_node, label)?,
+                            write: a.write,
                         })
                     }
                     PhaseSpec::Compute(c) => PhaseRt::Compute(c.seconds * NS, c.jitter),

@@ -1,7 +1,8 @@
 //! The world a simulation acts on: processes, threads, memory objects and their pages,
 //! node capacities and watermarks, the scheduler, the cost model, metrics, the clock and
 //! the random source. Kernel models and user-space policies change it only through its
-//! methods.
+//! methods. What a daemon's sensors see of it (perf samples, soft-dirty write faults) is
+//! `perf.rs`.
 
 use crate::cost::{CostModel, Demand};
 use crate::error::SimError;
@@ -26,12 +27,16 @@ mod api;
 mod checks;
 mod exec;
 mod lifecycle;
+mod perf;
 mod procfs;
 pub use procfs::{REGION_SPAN, page_addr};
 pub mod records;
 mod report;
 mod samples;
 pub use agents::{Agents, KernelHooks, UserHooks};
+// Until the simulated daemon uses them, only the tests do.
+#[cfg_attr(not(test), allow(unused_imports))]
+pub(crate) use perf::{PerfEvent, RawSample};
 pub(crate) const NS: f64 = 1e9;
 pub(crate) const STALL_NS: f64 = 1e6;
 /// Remainders of an access phase below this many bytes count as done: floating-point
@@ -73,6 +78,8 @@ pub(crate) struct AccessRt {
     pub(crate) hot_fraction: f64,
     pub(crate) hot_weight: f64,
     pub(crate) mempolicy: Option<MemPolicy>,
+    /// Fraction of accesses that write (soft-dirty write faults need one).
+    pub(crate) write: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -282,6 +289,12 @@ pub struct World<'a> {
     busy_snapshots: std::collections::VecDeque<(u64, Vec<f64>)>,
     /// The run's time series (`sim.series_every_s`).
     series: crate::series::Recorder,
+    /// A daemon's sampling event and its watches (`perf.rs`), once opened.
+    perf: Option<Box<perf::Perf>>,
+    /// `clear_refs` = 4 was used: protected entries are write-protected for soft-dirty
+    /// tracking, not PROT_NONE for a kernel model.
+    soft_dirty: bool,
+    soft_dirty_faults: u64,
 }
 
 impl<'a> World<'a> {
@@ -468,6 +481,9 @@ impl<'a> World<'a> {
             cpu_busy_ns: vec![0.0; m.nr_cpus()],
             busy_snapshots: std::collections::VecDeque::new(),
             series: crate::series::Recorder::new(m.nr_nodes(), sc.sim.series_every_s),
+            perf: None,
+            soft_dirty: false,
+            soft_dirty_faults: 0,
         }
     }
 
