@@ -288,7 +288,7 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
 pub(crate) fn build_live_policy(
     spec: &PolicySpec,
     sets: &[String],
-) -> Result<Box<dyn numabal_policy::Policy>, Failure> {
+) -> Result<numabal_sim::registry::Built, Failure> {
     Ok(numabal_sim::registry::standard()
         .build_live(spec)
         .map_err(|e| blame_set(e, sets))?)
@@ -317,8 +317,10 @@ fn blame_set(mut e: InputError, sets: &[String]) -> InputError {
 }
 
 pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
-    let (cfg, spec) = settings(a)?;
-    let policy = build_live_policy(&spec, &a.sets)?;
+    let (mut cfg, spec) = settings(a)?;
+    let built = build_live_policy(&spec, &a.sets)?;
+    cfg.policy_tunables = built.tunables;
+    let policy = built.policy;
     let stop = Arc::new(AtomicBool::new(false));
     // SIGTERM and SIGINT set `stop` and wake the daemon from its wait between passes
     // (signal-hook's own thread, so nothing runs in a signal handler).

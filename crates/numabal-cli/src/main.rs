@@ -423,10 +423,44 @@ fn build_checked(
         seed,
         sets: s.sets.clone(),
     };
-    // The policy is validated now so a bad tunable fails before any work.
-    Scenario::build_with(&input, &FsResolver, &|p| {
+    // The policy is validated now so a bad tunable fails before any work; so is the way it
+    // runs as numabal's daemon (a [daemon] table for a policy that is none, a sensor the
+    // simulated host cannot offer).
+    let sc = Scenario::build_with(&input, &FsResolver, &|p| {
         numabal_sim::registry::standard().build(p).map(|_| ())
-    })
+    })?;
+    numabal_sim::registry::standard()
+        .build_run(&sc.policy, sc.daemon.as_ref())
+        .map_err(|e| blame_daemon(e, s))?;
+    Ok(sc)
+}
+
+/// A `[daemon]` error named where the setting was written: the last `--set daemon.KEY`
+/// of the field (or any `--set daemon.*` for the table as a whole), else the scenario file.
+fn blame_daemon(mut e: InputError, s: &ScenarioArgs) -> InputError {
+    if e.source != "[daemon]" {
+        return e;
+    }
+    let key = format!("daemon.{}", e.field);
+    let set = s.sets.iter().rev().find(|x| {
+        let k = x.split_once('=').map_or(x.as_str(), |(k, _)| k.trim());
+        if e.field.is_empty() {
+            k.starts_with("daemon.")
+        } else {
+            k == key
+        }
+    });
+    e.field = if e.field.is_empty() {
+        String::new()
+    } else {
+        key
+    };
+    match (set, &s.scenario) {
+        (Some(x), _) => e.source = format!("--set {x}"),
+        (None, Some(f)) => e.source = f.clone(),
+        (None, None) => {}
+    }
+    e
 }
 
 fn sim(a: &SimArgs) -> Result<(), Failure> {

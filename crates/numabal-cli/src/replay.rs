@@ -14,7 +14,7 @@ use std::path::Path;
 
 pub fn replay(trace: &Path, policy: &str, sets: &[String]) -> Result<(), Failure> {
     let (header, passes) = numabal_live::record::read_record(trace)?;
-    let mut p = build_live_policy(&policy_spec_of(policy, sets)?, sets)?;
+    let mut p = build_live_policy(&policy_spec_of(policy, sets)?, sets)?.policy;
     let machine = numabal_live::machine_of(trace, &header.topology)?;
     let mut out = Vec::new();
     // Where the decisions put each thread, as the daemon's actuator would have.

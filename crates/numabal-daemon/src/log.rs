@@ -5,6 +5,7 @@
 //! ```text
 //!   {"start": version, "policy", "sensor", "sensor_why", ..., "migrate_mb_s"}  once
 //!   {"t_s", "pid", "comm", "skip": why}            a process left alone (when the reason changes)
+//!   {"t_s", "pid", "comm", "managed": true}        a process managed from this pass on
 //!   {"t_s", "pid", "comm", "exited": true}         a managed process gone
 //!   {"t_s", "pid", "decision": words}              the policy's own words
 //!   {"t_s", "tid", "pid", "sched_setaffinity": cpus}
@@ -41,6 +42,10 @@ pub struct Counts {
 pub struct Start<'a> {
     /// The policy's name.
     pub policy: &'a str,
+    /// The policy object's Rust type (the same in the simulator and on a host).
+    pub policy_type: &'a str,
+    /// Its tunables as the registry built them.
+    pub tunables: &'a Value,
     /// The sensor chosen, and why.
     pub sensor: SensorKind,
     /// Why that sensor.
@@ -59,7 +64,8 @@ pub struct Start<'a> {
 pub fn start(s: &Start) -> Value {
     let (lo, hi, by) = s.interval;
     json!({
-        "start": env!("CARGO_PKG_VERSION"), "policy": s.policy, "sensor": s.sensor.name(),
+        "start": env!("CARGO_PKG_VERSION"), "policy": s.policy, "policy_type": s.policy_type,
+        "tunables": s.tunables, "sensor": s.sensor.name(),
         "sensor_why": s.sensor_why, "sensor_blind_spots": s.sensor.blind_spots(),
         "dry_run": s.dry_run, "interval_min_ms": lo / MS, "interval_max_ms": hi / MS,
         "interval_set_by": by, "idle_interval_ms": s.settings.idle_interval_ms,
@@ -70,6 +76,11 @@ pub fn start(s: &Start) -> Value {
 /// A process left alone, and why.
 pub fn skip(t_s: f64, pid: u32, comm: &str, why: &str) -> Value {
     json!({"t_s": t_s, "pid": pid, "comm": comm, "skip": why})
+}
+
+/// A process the daemon manages from now on (the first pass that judged it manageable).
+pub fn managed(t_s: f64, pid: u32, comm: &str) -> Value {
+    json!({"t_s": t_s, "pid": pid, "comm": comm, "managed": true})
 }
 
 /// A managed process that exited since the last pass.

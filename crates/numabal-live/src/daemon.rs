@@ -60,6 +60,8 @@ pub struct Config {
     pub passes: Option<u64>,
     /// Where `/proc` and `/sys` are.
     pub root: PathBuf,
+    /// The policy's tunables as the registry built them (the start line shows them).
+    pub policy_tunables: Value,
 }
 
 impl Default for Config {
@@ -73,6 +75,7 @@ impl Default for Config {
             rules: Rules::default(),
             passes: None,
             root: PathBuf::from("/"),
+            policy_tunables: Value::Null,
         }
     }
 }
@@ -288,6 +291,8 @@ impl<'a> Daemon<'a> {
             .transpose()?;
         log(line::start(&line::Start {
             policy: policy.name(),
+            policy_type: policy.type_name(),
+            tunables: &cfg.policy_tunables,
             sensor,
             sensor_why: &why,
             dry_run: cfg.dry_run,
@@ -411,9 +416,10 @@ impl<'a> Daemon<'a> {
         self.skipped.retain(|p, _| live.contains(p));
         // Managed processes that exited since the last pass (mid-operation or not): logged,
         // not an error.
-        for (pid, comm) in std::mem::take(&mut self.was_managed) {
-            if !live.contains(&pid) {
-                log(line::exited(now as f64 / 1e9, pid, &comm));
+        let before = std::mem::take(&mut self.was_managed);
+        for (pid, comm) in &before {
+            if !live.contains(pid) {
+                log(line::exited(now as f64 / 1e9, *pid, comm));
             }
         }
         self.was_managed = snap
@@ -422,6 +428,11 @@ impl<'a> Daemon<'a> {
             .filter(|p| managed.contains(&p.pid.0))
             .map(|p| (p.pid.0, p.comm.clone()))
             .collect();
+        for (pid, comm) in &self.was_managed {
+            if !before.contains_key(pid) {
+                log(line::managed(now as f64 / 1e9, *pid, comm));
+            }
+        }
         snap.processes.retain(|p| managed.contains(&p.pid.0));
         snap.threads.retain(|t| managed.contains(&t.pid.0));
         let live_tids: BTreeSet<Tid> = snap.threads.iter().map(|t| t.tid).collect();

@@ -20,6 +20,7 @@ use crate::userspace::UserSpace;
 use crate::world::{Agents, TState, World};
 use numabal_model::Scenario;
 use numabal_policy::Policy;
+use numabal_policy::static_policies::NoPolicy;
 
 pub use crate::error::SimError;
 
@@ -64,8 +65,12 @@ pub fn run_in(
     sc: &Scenario,
     progress: Option<&(dyn Fn(RunProgress) + Sync)>,
 ) -> Result<RunResult, SimError> {
-    let built = registry.build(&sc.policy)?;
+    let built = registry.build_run(&sc.policy, sc.daemon.as_ref())?;
     let mut sim = Sim::new(sc, built.policy);
+    if built.daemon.is_some() {
+        let policy = std::mem::replace(&mut sim.user, UserSpace::new(Box::new(NoPolicy), None, 0));
+        sim.user = UserSpace::new(policy.into_policy(), built.daemon, sc.machine.nr_cpus());
+    }
     if let Some(k) = built.kernel {
         sim.kernel = k(&mut sim.world);
     }
@@ -89,7 +94,7 @@ impl<'a> Sim<'a> {
         Sim {
             world: World::new(sc),
             kernel: Box::new(NoBalancing),
-            user: UserSpace::new(policy),
+            user: UserSpace::new(policy, None, 0),
             progress: None,
             nominal_total_ns: 0.0,
             tunables: serde_json::Value::Null,
@@ -149,6 +154,7 @@ impl<'a> Sim<'a> {
             self.world.count_moves();
         }
         self.world.series_sample(true);
+        self.user.finish(&self.world);
         Ok(())
     }
 
@@ -218,9 +224,11 @@ impl<'a> Sim<'a> {
             scenario: ScenarioSummary {
                 machine: w.machine().name().to_string(),
                 workload: w.scenario().workload.name().to_string(),
+                // numabal's daemon is the run's policy, whatever the kernel runs beside it.
                 policy: self
                     .kernel
                     .name()
+                    .filter(|_| !self.user.is_numabal_daemon())
                     .unwrap_or_else(|| self.user.name())
                     .to_string(),
                 seed: w.scenario().sim.seed,
@@ -241,6 +249,7 @@ impl<'a> Sim<'a> {
             series: w.series(),
             policy_log: self.user.log().to_vec(),
             node_state: w.node_state_at_end(),
+            daemon: self.user.daemon_report(w),
         }
     }
 }

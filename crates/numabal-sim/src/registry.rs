@@ -4,10 +4,17 @@
 //! simulator, the daemon and replay all read it, so a name means one thing everywhere.
 //!
 //! ```text
-//!   name ──► Entry { summary, runs: sim / live, build }
+//!   name ──► Entry { summary, runs: sim / live, as a daemon in the simulator, build }
 //!              build(spec) ──► Built { kernel model (built on the world), policy core
 //!                                      object, tunables as used }
+//!              build_run(spec, [daemon]) ──► Built + the simulated daemon's settings
+//!                                      (sensor chosen; kernel.numa_balancing=1 adds the
+//!                                      Linux 6.x model beside it)
 //! ```
+//!
+//! A policy the live daemon runs is built here for both: `numabal daemon` takes
+//! `build_live`'s object, a simulated run `build_run`'s — the same type, the same
+//! tunables.
 //!
 //! Adding a kernel model is a module under `kernel/` and one entry here.
 
@@ -17,8 +24,9 @@ use crate::kernel::aa2012::AutoNuma2012;
 use crate::kernel::linux6::Linux6;
 use crate::kernel::stable::StableNumaKernel;
 use crate::world::World;
-use numabal_model::InputError;
+use numabal_daemon::sensor::{HostFacts, choose, judge};
 use numabal_model::scenario::PolicySpec;
+use numabal_model::{DaemonSettings, InputError, SensorKind};
 use numabal_policy::numad::{Numad, Tunables as NumadTunables};
 use numabal_policy::static_policies::{Bind, Interleave, NoPolicy};
 use numabal_policy::{Policy, stable};
@@ -37,6 +45,34 @@ pub struct Built {
     /// The tunables as the run uses them, defaults included where the policy has a
     /// tunables type; the given keys otherwise.
     pub tunables: serde_json::Value,
+    /// The policy runs as numabal's placement daemon on the simulated host
+    /// ([`Registry::build_run`]); `None`: as the policy's own mechanism.
+    pub daemon: Option<SimDaemon>,
+}
+
+/// How a policy runs as numabal's daemon on the simulated host: its settings with the
+/// sensor chosen as the live daemon chooses it, on the simulated host's facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimDaemon {
+    /// The settings as used: `sensor`, `sample_period` and `numa_balancing` filled in.
+    pub settings: DaemonSettings,
+    /// The sensor.
+    pub sensor: SensorKind,
+    /// Why that sensor (`auto`'s reason, or "asked for").
+    pub sensor_why: String,
+    /// The policy's tunables as used (the daemon's start line shows them).
+    pub tunables: serde_json::Value,
+}
+
+/// Whether a policy runs as numabal's daemon in the simulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonUse {
+    /// Never: a kernel model, or a static policy set at process start.
+    Never,
+    /// Always: the daemon is the only way it runs (`stable-daemon`).
+    Always,
+    /// With a `[daemon]` table only; without, as its own program (`numad`'s own loop).
+    Optional,
 }
 
 /// One policy of the registry.
@@ -50,6 +86,8 @@ pub struct Entry {
     pub sim: bool,
     /// Runs live: `numabal daemon` and `numabal sim --trace` (replay).
     pub live: bool,
+    /// Runs as numabal's daemon in the simulator.
+    pub daemon: DaemonUse,
     /// Build (and so validate) it from a spec naming it.
     pub build: fn(&PolicySpec) -> Result<Built, InputError>,
 }
@@ -91,6 +129,51 @@ impl Registry {
         self.entries.iter().filter(|e| e.live)
     }
 
+    /// Build what a run names: `spec`, as numabal's daemon when the entry always runs as
+    /// one or the scenario gives `[daemon]` settings (refused for a policy that never does,
+    /// and for a sensor the simulated host cannot offer).
+    pub fn build_run(
+        &self,
+        spec: &PolicySpec,
+        daemon: Option<&DaemonSettings>,
+    ) -> Result<Built, InputError> {
+        let mut built = self.build(spec)?;
+        let entry = self.entries.iter().find(|e| e.name == spec.kind);
+        let default = DaemonSettings::default();
+        let settings = match (entry.map_or(DaemonUse::Never, |e| e.daemon), daemon) {
+            (DaemonUse::Never, None) | (DaemonUse::Optional, None) => return Ok(built),
+            (DaemonUse::Never, Some(_)) => {
+                return Err(InputError::new(
+                    "[daemon]",
+                    "",
+                    format!(
+                        "policy `{}` does not run as numabal's daemon (allowed with [daemon]: {})",
+                        spec.kind,
+                        self.names(|e| e.daemon != DaemonUse::Never)
+                    ),
+                ));
+            }
+            (_, d) => d.unwrap_or(&default),
+        };
+        let mut d = sim_daemon(settings)?;
+        d.tunables = built.tunables.clone();
+        if d.settings.numa_balancing == Some(1) {
+            if built.kernel.is_some() {
+                return Err(InputError::new(
+                    "[daemon]",
+                    "numa_balancing",
+                    format!("policy `{}` has a kernel model of its own", spec.kind),
+                ));
+            }
+            let tun = Tunables::default();
+            built.kernel = Some(Box::new(move |w: &mut World| {
+                Box::new(Linux6::new(w, tun)) as Box<dyn KernelModel>
+            }));
+        }
+        built.daemon = Some(d);
+        Ok(built)
+    }
+
     /// Build what `spec` names for the simulator.
     pub fn build(&self, spec: &PolicySpec) -> Result<Built, InputError> {
         let names = self.names(|e| e.sim);
@@ -115,10 +198,11 @@ impl Registry {
         }
     }
 
-    /// Build what `spec` names for the live daemon or replay: its policy core object.
-    pub fn build_live(&self, spec: &PolicySpec) -> Result<Box<dyn Policy>, InputError> {
+    /// Build what `spec` names for the live daemon or replay: its policy core object and
+    /// its tunables as used.
+    pub fn build_live(&self, spec: &PolicySpec) -> Result<Built, InputError> {
         match self.entries.iter().find(|e| e.name == spec.kind) {
-            Some(e) if e.live => Ok((e.build)(spec)?.policy),
+            Some(e) if e.live => (e.build)(spec),
             _ => Err(InputError::new(
                 &spec.label,
                 "policy",
@@ -150,6 +234,7 @@ const ENTRIES: &[Entry] = &[
         summary: "Linux 6.x automatic NUMA balancing (task_numa_work, hinting faults, sched/numa); options cpuset_skip, vma_pid_filter, scan_window",
         sim: true,
         live: false,
+        daemon: DaemonUse::Never,
         build: |spec| {
             let tun = Tunables::from_spec(spec)?;
             kernel(spec, &tun.clone(), move |w| Box::new(Linux6::new(w, tun)))
@@ -160,6 +245,7 @@ const ENTRIES: &[Entry] = &[
         summary: "Stable-NUMA's kernel patch (IEEE Access 2021): page states, bypass-counter profiling, two-level thread clustering with node-local load balancing",
         sim: true,
         live: false,
+        daemon: DaemonUse::Never,
         build: |spec| {
             let tun = stable::Tunables::from_spec(spec)?;
             kernel(spec, &tun.clone(), move |w| {
@@ -172,6 +258,7 @@ const ENTRIES: &[Entry] = &[
         summary: "the original AutoNUMA (Arcangeli 2012): knuma_scand, last_nid filter, knuma_migratedN, CPU follows memory (sched_autonuma_balance)",
         sim: true,
         live: false,
+        daemon: DaemonUse::Never,
         build: |spec| {
             let tun = aa2012::Tunables::from_spec(spec)?;
             kernel(spec, &tun.clone(), move |w| {
@@ -184,6 +271,7 @@ const ENTRIES: &[Entry] = &[
         summary: "Linux without NUMA balancing: first touch plus the CFS scheduler",
         sim: true,
         live: false,
+        daemon: DaemonUse::Never,
         build: |spec| user(spec, Box::new(NoPolicy)),
     },
     Entry {
@@ -191,6 +279,7 @@ const ENTRIES: &[Entry] = &[
         summary: "HARD_BIND: each process (or per-node block of a spread group) bound to its own nodes, CPUs and memory",
         sim: true,
         live: false,
+        daemon: DaemonUse::Never,
         build: |spec| user(spec, Box::new(Bind::new(false))),
     },
     Entry {
@@ -198,6 +287,7 @@ const ENTRIES: &[Entry] = &[
         summary: "INVERSE_BIND: CPUs as in bind, memory on the mirror nodes (worst case)",
         sim: true,
         live: false,
+        daemon: DaemonUse::Never,
         build: |spec| user(spec, Box::new(Bind::new(true))),
     },
     Entry {
@@ -205,13 +295,15 @@ const ENTRIES: &[Entry] = &[
         summary: "numactl --interleave=all: memory round robin over the allowed nodes",
         sim: true,
         live: false,
+        daemon: DaemonUse::Never,
         build: |spec| user(spec, Box::new(Interleave)),
     },
     Entry {
         name: "stable-daemon",
         summary: "Stable-NUMA's rules in a user-space daemon (numabal daemon's default): page states and thread clustering on a sensor's access samples, sched_setaffinity + move_pages",
-        sim: false,
+        sim: true,
         live: true,
+        daemon: DaemonUse::Always,
         build: |spec| {
             let mut t = stable::Tunables::from_spec(spec)?;
             // Live, the daemon keeps each node within its CPUs itself (StableSampled's
@@ -224,6 +316,7 @@ const ENTRIES: &[Entry] = &[
                 kernel: None,
                 tunables: json(spec, &t)?,
                 policy: Box::new(stable::StableSampled::new(t)),
+                daemon: None,
             })
         },
     },
@@ -232,16 +325,48 @@ const ENTRIES: &[Entry] = &[
         summary: "numad 20150602 (RHEL 6/7): whole processes bound to the nodes with the most free CPU and memory, sched_setaffinity + migrate_pages; options u, m, i, t, K",
         sim: true,
         live: true,
+        daemon: DaemonUse::Optional,
         build: |spec| {
             let t = NumadTunables::from_spec(spec)?;
             Ok(Built {
                 kernel: None,
                 tunables: json(spec, &t)?,
                 policy: Box::new(Numad::new(t)),
+                daemon: None,
             })
         },
     },
 ];
+
+/// The daemon's settings on the simulated host: `kernel.numa_balancing` as given (else 1
+/// for the `hint` sensor, 0 otherwise) and the sensor chosen on that host's facts.
+/// Soft-dirty write protection shares the page's protection bit with the kernel's
+/// PROT_NONE in the simulator, so it is not offered beside `numa_balancing=1`.
+fn sim_daemon(s: &DaemonSettings) -> Result<SimDaemon, InputError> {
+    let nb = s
+        .numa_balancing
+        .unwrap_or(u32::from(s.sensor == Some(SensorKind::Hint)));
+    let facts = HostFacts {
+        numa_balancing: nb,
+        soft_dirty: (nb == 1).then(|| {
+            "not beside kernel.numa_balancing=1 in the simulator (one protection bit per page)"
+                .to_string()
+        }),
+        pmu: None,
+    };
+    let (sensor, sensor_why) =
+        choose(&judge(&facts), s.sensor).map_err(|e| InputError::new("[daemon]", "sensor", e))?;
+    let mut settings = s.clone();
+    settings.sensor = Some(sensor);
+    settings.sample_period = Some(s.sample_period_of(sensor));
+    settings.numa_balancing = Some(nb);
+    Ok(SimDaemon {
+        settings,
+        sensor,
+        sensor_why,
+        tunables: serde_json::Value::Null,
+    })
+}
 
 /// A kernel model with its tunables `tun`, beside no user-space policy.
 fn kernel<T: Serialize>(
@@ -253,6 +378,7 @@ fn kernel<T: Serialize>(
         kernel: Some(Box::new(build)),
         tunables: json(spec, tun)?,
         policy: Box::new(NoPolicy),
+        daemon: None,
     })
 }
 
@@ -269,6 +395,7 @@ fn user(spec: &PolicySpec, policy: Box<dyn Policy>) -> Result<Built, InputError>
         kernel: None,
         tunables: json(spec, &spec.tunables)?,
         policy,
+        daemon: None,
     })
 }
 

@@ -68,6 +68,11 @@ pub struct RunResult {
     /// Every node at the end (memory, CPU idle over the last 2 s), for placement advice on
     /// the state a run left (`numabal advise --state`).
     pub node_state: crate::world::records::NodeStateAtEnd,
+    /// numabal's placement daemon on the simulated host (a `[daemon]` run, or
+    /// `stable-daemon`): its policy object's type, settings and decision log in the live
+    /// daemon's format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<crate::userspace::DaemonReport>,
 }
 
 pub use crate::world::records::*;

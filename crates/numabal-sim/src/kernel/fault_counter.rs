@@ -55,6 +55,7 @@ const ENTRY: Entry = Entry {
     summary: "counts NUMA hinting faults after making every page PROT_NONE once a second",
     sim: true,
     live: false,
+    daemon: crate::registry::DaemonUse::Never,
     build: |_spec| {
         Ok(Built {
             kernel: Some(Box::new(|_w: &mut World| {
@@ -62,6 +63,7 @@ const ENTRY: Entry = Entry {
             })),
             policy: Box::new(NoPolicy),
             tunables: serde_json::json!({}),
+            daemon: None,
         })
     },
 };

@@ -44,17 +44,41 @@ struct MigJob {
     to: usize,
     /// Where the walk over the process's pages is: (region, page).
     at: (usize, u64),
+    /// numabal's daemon: its log line, and the bytes its budget is charged.
+    line: Option<usize>,
+    bytes: f64,
+    /// Base pages moved, and left where they were (the destination full).
+    moved: u64,
+    failed: u64,
 }
 
 /// One `move_pages(pid, pages, node)` call in progress.
 #[derive(Debug, Clone)]
 struct MoveJob {
     pidx: usize,
-    /// (region, page) of each address given, in the order given.
-    pages: Vec<(usize, u64)>,
+    /// (region, page) of each address given, in the order given; `None`: an address
+    /// outside every mapping (`-EFAULT`).
+    pages: Vec<Option<(usize, u64)>>,
     to: usize,
     /// The next of `pages` to move.
     next: usize,
+    /// numabal's daemon: its log line.
+    line: Option<usize>,
+    /// Addresses on the node when the call returns (the kernel's status is the node, also
+    /// for a page that was there already), and the others.
+    moved: u64,
+    failed: u64,
+}
+
+/// A call of numabal's daemon that returned: its log line, what moved and what did not,
+/// and what its migration budget is charged (the live daemon's rule: `move_pages` 4 KiB
+/// per address moved, `migrate_pages` the process's bytes on the source node).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CallDone {
+    pub line: usize,
+    pub moved: u64,
+    pub failed: u64,
+    pub bytes_charged: f64,
 }
 
 /// A system call of the daemon's, run in its context one after another.
@@ -91,6 +115,8 @@ pub(crate) struct DaemonRt {
     batch: Option<Batch>,
     /// The policy's next interval, waiting for the queued calls to return.
     deferred_tick: Option<u64>,
+    /// numabal's daemon: its next pass is due then, or when the queued calls return.
+    deferred_until: Option<u64>,
     pub(crate) log: Vec<PolicyLogEntry>,
 }
 
@@ -99,11 +125,20 @@ impl DaemonRt {
     pub(crate) fn has_jobs(&self) -> bool {
         !self.jobs.is_empty()
     }
+
+    /// numabal's daemon: its next pass at `at`, or when the queued calls return if later.
+    pub(crate) fn defer_pass_until(&mut self, at: u64) {
+        self.deferred_until = Some(at);
+    }
 }
 
 impl UserSpace {
-    /// A pass of a policy with its own interval (`Policy::tick_interval_ns`).
+    /// A pass of a policy with its own interval (`Policy::tick_interval_ns`), or of
+    /// numabal's daemon.
     pub(crate) fn policy_tick(&mut self, w: &mut World) -> Result<(), SimError> {
+        if self.numabal.is_some() {
+            return self.numabal_pass(w);
+        }
         let threads = w.thread_obs();
         let processes = w.process_obs();
         let nodes = w.node_obs();
@@ -156,6 +191,57 @@ impl UserSpace {
             from,
             to,
             at: (0, 0),
+            line: None,
+            bytes: 0.0,
+            moved: 0,
+            failed: 0,
+        }));
+    }
+
+    /// Queue numabal's daemon's `migrate_pages` call, whose outcome goes to its log line
+    /// `line`; the budget is charged the process's bytes on `from` now.
+    pub(crate) fn queue_migrate_pages_logged(
+        &mut self,
+        w: &World,
+        pid: Pid,
+        from: usize,
+        to: usize,
+        line: usize,
+    ) {
+        let pidx = pid.idx() - 1;
+        let bytes = w.process_node_bytes(pidx)[from] as f64;
+        self.daemon.jobs.push_back(Call::MigratePages(MigJob {
+            pidx,
+            from,
+            to,
+            at: (0, 0),
+            line: Some(line),
+            bytes,
+            moved: 0,
+            failed: 0,
+        }));
+    }
+
+    /// Queue numabal's daemon's `move_pages` call, whose outcome goes to its log line
+    /// `line` (the node is within the cpuset's mems: the daemon checked).
+    pub(crate) fn queue_move_pages_logged(
+        &mut self,
+        w: &World,
+        pid: Pid,
+        addrs: &[u64],
+        node: usize,
+        line: usize,
+    ) {
+        let pidx = pid.idx() - 1;
+        let pages = addrs.iter().map(|&a| w.page_at(pidx, a)).collect();
+        self.daemon.jobs.push_back(Call::MovePages(MoveJob {
+            pidx,
+            pages,
+            to: node,
+            next: 0,
+            line: Some(line),
+            moved: 0,
+            failed: 0,
         }));
     }
 
@@ -167,12 +253,19 @@ impl UserSpace {
         if !w.proc(pidx).cpuset_mems.contains(node) {
             return;
         }
-        let pages = addrs.iter().filter_map(|&a| w.page_at(pidx, a)).collect();
+        let pages = addrs
+            .iter()
+            .filter_map(|&a| w.page_at(pidx, a))
+            .map(Some)
+            .collect();
         self.daemon.jobs.push_back(Call::MovePages(MoveJob {
             pidx,
             pages,
             to: node,
             next: 0,
+            line: None,
+            moved: 0,
+            failed: 0,
         }));
     }
 
@@ -199,12 +292,18 @@ impl UserSpace {
                     match w.migrate_page(obj, p, job.to) {
                         Some(cost) => {
                             *budget -= cost;
-                            if let Some(b) = self.daemon.batch.as_mut() {
+                            job.moved += nr;
+                            if let Some(b) =
+                                self.daemon.batch.as_mut().filter(|_| job.line.is_none())
+                            {
                                 b.pages += nr;
                             }
                         }
                         // The destination is full: the kernel still tried.
-                        None => *budget -= w.machine().spec.costs.migrate_page_ns,
+                        None => {
+                            *budget -= w.machine().spec.costs.migrate_page_ns;
+                            job.failed += nr;
+                        }
                     }
                 }
                 p += step;
@@ -224,37 +323,74 @@ impl UserSpace {
         });
     }
 
-    /// Run queued `migrate_pages` and `move_pages` calls for one tick of the daemon's time.
+    /// Run queued `migrate_pages` and `move_pages` calls for one tick of the daemon's time;
+    /// numabal's daemon is charged the CPU time and told what returned.
     pub(crate) fn run_migrate_pages(&mut self, w: &mut World) {
-        let mut budget = w.tick_ns() as f64;
+        let tick = w.tick_ns() as f64;
+        let mut budget = tick;
+        let mut done = Vec::new();
         while budget > 0.0 {
             let Some(mut job) = self.daemon.jobs.pop_front() else {
                 break;
             };
-            let done = match &mut job {
+            let finished = match &mut job {
                 Call::MigratePages(j) => self.migrate_pages_step(w, j, &mut budget),
                 Call::MovePages(j) => move_pages_step(w, j, &mut budget),
             };
-            if !done {
+            if !finished {
                 self.daemon.jobs.push_front(job);
+            } else if let Some(d) = call_done(&job) {
+                done.push(d);
+            }
+        }
+        if self.numabal.is_some() {
+            self.numabal_charge(w, tick - budget.max(0.0));
+            for d in done {
+                self.numabal_call_done(d);
             }
         }
         if self.daemon.jobs.is_empty() {
-            if let Some(b) = self.daemon.batch.take() {
-                let secs = (w.now() - b.start_ns) as f64 / NS;
-                let msg = format!(
-                    "PID {} moved to node(s) {} in {:.2} seconds ({} pages)",
-                    b.pid,
-                    b.to.to_list_string(),
-                    secs,
-                    b.pages
-                );
-                self.policy_log(w, Pid(b.pid), &msg);
-            }
+            self.log_batch(w);
             if let Some(i) = self.daemon.deferred_tick.take() {
                 w.push_event(w.now() + i, EventKind::PolicyTick);
             }
+            if let Some(at) = self.daemon.deferred_until.take() {
+                w.push_event(at.max(w.now()), EventKind::PolicyTick);
+            }
         }
+    }
+
+    /// numad's "moved" line once its calls of a pass have returned.
+    fn log_batch(&mut self, w: &World) {
+        if let Some(b) = self.daemon.batch.take() {
+            let secs = (w.now() - b.start_ns) as f64 / NS;
+            let msg = format!(
+                "PID {} moved to node(s) {} in {:.2} seconds ({} pages)",
+                b.pid,
+                b.to.to_list_string(),
+                secs,
+                b.pages
+            );
+            self.policy_log(w, Pid(b.pid), &msg);
+        }
+    }
+}
+
+/// A finished call of numabal's daemon, as it returns.
+fn call_done(call: &Call) -> Option<CallDone> {
+    match call {
+        Call::MigratePages(j) => j.line.map(|line| CallDone {
+            line,
+            moved: j.moved,
+            failed: j.failed,
+            bytes_charged: j.bytes,
+        }),
+        Call::MovePages(j) => j.line.map(|line| CallDone {
+            line,
+            moved: j.moved,
+            failed: j.failed,
+            bytes_charged: j.moved as f64 * 4096.0,
+        }),
     }
 }
 
@@ -265,14 +401,26 @@ fn move_pages_step(w: &mut World, job: &mut MoveJob, budget: &mut f64) -> bool {
         if *budget <= 0.0 {
             return false;
         }
-        let (ri, page) = job.pages[job.next];
+        let at = job.pages[job.next];
         job.next += 1;
+        let Some((ri, page)) = at else {
+            job.failed += 1;
+            continue;
+        };
         let obj = w.proc(job.pidx).regions[ri].obj;
-        if w.object(obj).node_of(page).is_some_and(|n| n != job.to) {
-            match w.migrate_page(obj, page, job.to) {
-                Some(cost) => *budget -= cost,
-                None => *budget -= w.machine().spec.costs.migrate_page_ns,
-            }
+        match w.object(obj).node_of(page) {
+            Some(n) if n == job.to => job.moved += 1,
+            Some(_) => match w.migrate_page(obj, page, job.to) {
+                Some(cost) => {
+                    *budget -= cost;
+                    job.moved += 1;
+                }
+                None => {
+                    *budget -= w.machine().spec.costs.migrate_page_ns;
+                    job.failed += 1;
+                }
+            },
+            None => job.failed += 1,
         }
     }
     true

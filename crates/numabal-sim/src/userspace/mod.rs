@@ -1,13 +1,25 @@
 //! User space in the simulator: the run's policy (a placement daemon such as numad, or
 //! the static policies' process-start rules) and the simulated kernel's execution of
 //! its actions (`sched_setaffinity`, `set_mempolicy`/`mbind`, `migrate_pages`).
+//!
+//! ```text
+//!   UserSpace
+//!     policy (the policy core object the registry built)
+//!     as its own program (daemon.rs): process/thread start hooks, passes at the policy's
+//!        interval, migrate_pages/move_pages queued in its context
+//!     as numabal's daemon (numabal_daemon.rs): the live daemon's loop on the simulated
+//!        host — judge, sensor samples, budget, its CPU charged, the live decision log
+//! ```
 
 mod daemon;
+mod numabal_daemon;
 
 pub use daemon::PolicyLogEntry;
+pub use numabal_daemon::DaemonReport;
 
 use crate::error::SimError;
 use crate::memory::CHUNK;
+use crate::registry::SimDaemon;
 use crate::sched::Cause;
 use crate::world::{UserHooks, World};
 use numabal_model::{Pid, Tid};
@@ -20,15 +32,39 @@ pub struct UserSpace {
     actions: Vec<Action>,
     /// A daemon's queued `migrate_pages` calls and decision log.
     daemon: daemon::DaemonRt,
+    /// The policy runs as numabal's placement daemon (a `[daemon]` run).
+    numabal: Option<numabal_daemon::NumabalDaemon>,
 }
 
 impl UserSpace {
-    pub fn new(policy: Box<dyn Policy>) -> UserSpace {
+    /// User space running `policy`; as numabal's daemon with `daemon`'s settings.
+    pub fn new(policy: Box<dyn Policy>, daemon: Option<SimDaemon>, nr_cpus: usize) -> UserSpace {
         UserSpace {
             policy,
             actions: Vec::new(),
             daemon: daemon::DaemonRt::default(),
+            numabal: daemon.map(|d| numabal_daemon::NumabalDaemon::new(d, nr_cpus)),
         }
+    }
+
+    /// The policy object, taken back.
+    pub fn into_policy(self) -> Box<dyn Policy> {
+        self.policy
+    }
+
+    /// The policy runs as numabal's daemon.
+    pub fn is_numabal_daemon(&self) -> bool {
+        self.numabal.is_some()
+    }
+
+    /// The policy object (to show which type runs).
+    pub fn policy(&self) -> &dyn Policy {
+        &*self.policy
+    }
+
+    /// The run is over: numabal's daemon logs its stop.
+    pub fn finish(&mut self, w: &World) {
+        self.numabal_stop(w);
     }
 
     /// The policy's name.
@@ -36,8 +72,12 @@ impl UserSpace {
         self.policy.name()
     }
 
-    /// The policy's first pass: when it asks for passes of its own (a daemon).
+    /// The policy's first pass: when it asks for passes of its own (a daemon); numabal's
+    /// daemon makes its first pass when the run starts.
     pub fn first_tick_ns(&self) -> Option<u64> {
+        if self.numabal.is_some() {
+            return Some(0);
+        }
         self.policy.tick_interval_ns().map(|i| i.max(1))
     }
 
@@ -138,17 +178,30 @@ impl UserSpace {
     }
 }
 
+/// numabal's daemon hears of nothing between its passes, as on a host: no process or
+/// thread start, no exit, no say in the load balancer's moves.
 impl UserHooks for UserSpace {
     fn process_start(&mut self, w: &mut World, info: &ProcessInfo) -> Result<(), SimError> {
+        if self.numabal.is_some() {
+            return Ok(());
+        }
         self.act(w, |p, w, out| p.on_process_start(w.machine(), info, out))
     }
     fn thread_start(&mut self, w: &mut World, info: &ThreadInfo) -> Result<(), SimError> {
+        if self.numabal.is_some() {
+            return Ok(());
+        }
         self.act(w, |p, w, out| p.on_thread_start(w.machine(), info, out))
     }
     fn process_exit(&mut self, _w: &mut World, pid: Pid) {
-        self.policy.on_process_exit(pid);
+        if self.numabal.is_none() {
+            self.policy.on_process_exit(pid);
+        }
     }
     fn can_migrate_task(&self, tid: Tid, src: usize, dst: usize) -> MigrateVerdict {
+        if self.numabal.is_some() {
+            return MigrateVerdict::Allow;
+        }
         self.policy.can_migrate_task(tid, src, dst)
     }
 }

@@ -154,6 +154,51 @@ impl World<'_> {
     }
 }
 
+impl World<'_> {
+    /// The node of page `page` of region `ri` of process `pidx` (`None`: not present), as
+    /// a `move_pages` query (no move) reports it.
+    pub(crate) fn page_node(&self, pidx: usize, ri: usize, page: u64) -> Option<usize> {
+        let obj = self.procs[pidx].regions.get(ri)?.obj;
+        self.objects[obj].node_of(page)
+    }
+
+    /// Present entries (base pages, and a THP once) of process `pidx`'s mappings: what a
+    /// page-table walk of it (`numa_maps`, `clear_refs`) visits.
+    pub(crate) fn present_entries(&self, pidx: usize) -> u64 {
+        self.procs[pidx]
+            .regions
+            .iter()
+            .map(|r| {
+                let o = &self.objects[r.obj];
+                let huge: u64 = (0..o.chunks())
+                    .filter(|&c| o.is_huge(c))
+                    .map(|c| o.chunk_len(c))
+                    .sum();
+                let thps = (0..o.chunks()).filter(|&c| o.is_huge(c)).count() as u64;
+                o.populated() - huge + thps
+            })
+            .sum()
+    }
+
+    /// A mapping of process `pidx` has an explicit memory policy (the program's `mbind`,
+    /// or a policy's): `numa_maps` shows it. A task policy (`set_mempolicy`, numactl) does
+    /// not show.
+    pub(crate) fn has_vma_policy(&self, pidx: usize) -> bool {
+        self.procs[pidx]
+            .regions
+            .iter()
+            .any(|r| r.wl_policy.is_some() || !r.ranges.is_empty())
+    }
+
+    /// The main thread of process `pidx` (its first task; `/proc/PID/status` is its).
+    pub(crate) fn main_thread(&self, pidx: usize) -> Option<usize> {
+        self.procs[pidx]
+            .groups
+            .first()
+            .and_then(|g| g.threads.first().copied())
+    }
+}
+
 /// Bytes of a base page.
 const PAGE_SIZE: u64 = 4096;
 

@@ -121,6 +121,10 @@ pub struct NumastatProcess {
     pub name: String,
     /// MB per node.
     pub node_mb: Vec<f64>,
+    /// The node each live thread but the main one last ran on (its CPU's node, running or
+    /// not), by thread id: where a placement check reads `/proc/PID/task/TID/stat`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worker_nodes: Vec<usize>,
     /// Work units it has completed so far (`work_per_iteration`), for throughput over a
     /// part of the run (absent when 0).
     #[serde(default, skip_serializing_if = "is_zero_f64")]

@@ -36,6 +36,7 @@ impl World<'_> {
                 pid: i as u32 + 1,
                 name: self.procs[i].name.clone(),
                 node_mb: self.process_node_mb(i),
+                worker_nodes: self.worker_nodes(i),
                 work_units: self.procs[i].work_units,
             })
             .collect();
@@ -117,5 +118,25 @@ impl World<'_> {
         if self.series.due(self.now) {
             self.series_sample(false);
         }
+    }
+}
+
+impl World<'_> {
+    /// The node each live thread of process `pidx` but its main one last ran on.
+    fn worker_nodes(&self, pidx: usize) -> Vec<usize> {
+        let main = self.main_thread(pidx);
+        let mut tids: Vec<usize> = self.procs[pidx]
+            .groups
+            .iter()
+            .flat_map(|g| g.threads.iter().copied())
+            .filter(|&t| Some(t) != main && self.threads[t].state != TState::Done)
+            .collect();
+        tids.sort_unstable();
+        tids.iter()
+            .map(|&t| {
+                let task = &self.sched.tasks[t];
+                self.machine.cpus[task.cpu.unwrap_or(task.prev_cpu)].node
+            })
+            .collect()
     }
 }

@@ -173,6 +173,7 @@ const ENTRY: Entry = Entry {
     summary: "a daemon's sensors, for tests",
     sim: true,
     live: false,
+    daemon: crate::registry::DaemonUse::Never,
     build: |_spec| {
         Ok(Built {
             kernel: Some(Box::new(|w: &mut World| {
@@ -187,6 +188,7 @@ const ENTRY: Entry = Entry {
             })),
             policy: Box::new(NoPolicy),
             tunables: serde_json::json!({}),
+            daemon: None,
         })
     },
 };

@@ -1,0 +1,632 @@
+//! numabal's placement daemon on the simulated host: the policy object `numabal daemon`
+//! runs (the registry builds it for both), fed and obeyed the way the live daemon feeds
+//! and obeys it — by the daemon's own rules (`numabal_daemon`), on what the simulated
+//! kernel shows a user-space process.
+//!
+//! ```text
+//!  PolicyTick (pass gap: interval_ms, else the policy's interval; idle_interval_ms while
+//!             nothing is managed; the next pass waits for the last call to return)
+//!    observe: /proc of every live process; keep RSS ≥ min_rss_mb; judge (narrowed cpuset
+//!             or affinity, explicit mempolicy) ─► managed; skip/exited lines
+//!    sensor:  perf watches on managed threads (world/perf.rs): hint and softdirty sample
+//!             page faults, pmu memory accesses; drained samples ─► page nodes now
+//!             (world page lookup, as a move_pages query) ─► AccessSample
+//!             softdirty: clear_refs=4 of a process when the fault budget allows
+//!    policy.on_tick(managed threads and processes, nodes, idle, samples) ─► actions
+//!    act:     sched_setaffinity within the thread's own affinity; move_pages and
+//!             migrate_pages within Mems_allowed and the migrate_mb_s token bucket, queued
+//!             in the daemon's context at the kernel's cost (userspace/daemon.rs)
+//!    charge:  the pass's CPU (the /proc reads, the numa_maps walks, the samples, the
+//!             clear_refs walks) and its calls' kernel time to a CPU of the machine
+//!  end of the run: restore lines, the stop line (passes, CPU, samples, pages, placement)
+//! ```
+//!
+//! What the simulated host does not have, or has more simply, is in docs/model-notes.md
+//! ("numabal's daemon in the simulator").
+
+use super::UserSpace;
+use crate::error::SimError;
+use crate::event::EventKind;
+use crate::kernel::kthread::KThreads;
+use crate::registry::SimDaemon;
+use crate::world::{NS, PerfEvent, RawSample as WorldSample, TState, World};
+use numabal_daemon::log::{self as line, Counts};
+use numabal_daemon::pacing::{interval_range_ns, next_clear_ns, pass_gap_ns};
+use numabal_daemon::{Candidate, RateLimit, RawSample, Rules, SensorKind};
+use numabal_model::{Mask, Pid, Tid};
+use numabal_policy::{AccessSample, Action, NodeObs, Observation, ProcessObs, ThreadObs};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A thread whose affinity the daemon changed.
+#[derive(Debug, Clone)]
+struct Changed {
+    pid: Pid,
+    original: Mask,
+    ours: Mask,
+}
+
+/// What the daemon's run reports in the result (`daemon` in the run's JSON).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DaemonReport {
+    /// The policy object's Rust type: the one `numabal daemon` runs.
+    pub policy_type: String,
+    /// The settings as used (sensor chosen, sample period and numa_balancing filled in).
+    pub settings: numabal_model::DaemonSettings,
+    /// Soft-dirty write faults the sensor caused (its cost to the workload's threads).
+    pub soft_dirty_faults: u64,
+    /// The decision log, line by line in the live daemon's format (its last line `stop`).
+    pub log: Vec<Value>,
+}
+
+impl DaemonReport {
+    /// The stop line's figures.
+    pub fn stop(&self) -> Option<&Value> {
+        self.log.iter().rev().find_map(|l| l.get("stop"))
+    }
+}
+
+/// The daemon between passes.
+pub(crate) struct NumabalDaemon {
+    d: SimDaemon,
+    rules: Rules,
+    rate: RateLimit,
+    counts: Counts,
+    /// Processes not managed, with why (logged when the reason changes).
+    skipped: BTreeMap<u32, String>,
+    /// Processes managed by the last pass, with their command names.
+    was_managed: BTreeMap<u32, String>,
+    changed: BTreeMap<Tid, Changed>,
+    next_clear: BTreeMap<u32, u64>,
+    since_clear: BTreeMap<u32, u64>,
+    raw: Vec<WorldSample>,
+    actions: Vec<Action>,
+    interval_min_ns: u64,
+    pass: u64,
+    managed_count: usize,
+    /// The daemon's thread: the CPU it last ran on, and the time it holds CPUs for.
+    cpu: usize,
+    kthreads: KThreads,
+    /// Its CPU time so far, ns.
+    cpu_ns: f64,
+    /// The pass's start, while its calls run: the next pass is a gap after it.
+    pass_start_ns: u64,
+    pub(crate) log: Vec<Value>,
+}
+
+impl NumabalDaemon {
+    pub(crate) fn new(d: SimDaemon, nr_cpus: usize) -> NumabalDaemon {
+        NumabalDaemon {
+            rate: RateLimit::new(d.settings.migrate_mb_s),
+            d,
+            rules: Rules::default(),
+            counts: Counts::default(),
+            skipped: BTreeMap::new(),
+            was_managed: BTreeMap::new(),
+            changed: BTreeMap::new(),
+            next_clear: BTreeMap::new(),
+            since_clear: BTreeMap::new(),
+            raw: Vec::new(),
+            actions: Vec::new(),
+            interval_min_ns: 0,
+            pass: 0,
+            managed_count: 0,
+            cpu: 0,
+            kthreads: KThreads::new(nr_cpus),
+            cpu_ns: 0.0,
+            pass_start_ns: 0,
+            log: Vec::new(),
+        }
+    }
+
+    fn t_s(w: &World) -> f64 {
+        w.now() as f64 / NS
+    }
+
+    /// The first pass: open the sensor's event, log the start.
+    fn start(&mut self, w: &mut World, policy: &dyn numabal_policy::Policy) {
+        let s = &self.d.settings;
+        let interval = interval_range_ns(s, policy);
+        self.interval_min_ns = interval.0;
+        match self.d.sensor {
+            SensorKind::Hint | SensorKind::SoftDirty => {
+                w.perf_open(PerfEvent::PageFaults, s.sample_period_of(self.d.sensor))
+            }
+            SensorKind::Pmu => w.perf_open(PerfEvent::MemAccess, s.sample_period_of(self.d.sensor)),
+            SensorKind::Maps => {}
+        }
+        self.log.push(line::start(&line::Start {
+            policy: policy.name(),
+            policy_type: policy.type_name(),
+            tunables: &self.d.tunables,
+            sensor: self.d.sensor,
+            sensor_why: &self.d.sensor_why,
+            dry_run: false,
+            interval,
+            settings: s,
+            metrics: None,
+        }));
+    }
+
+    /// `/proc` as the daemon reads it: every live process with at least `min_rss_mb`
+    /// resident (the others cost one `stat` read), their threads with their last CPUs.
+    fn observe(&self, w: &World) -> (Vec<ProcessObs>, Vec<ThreadObs>, f64) {
+        let min = self.d.settings.min_rss_mb * 1024 * 1024;
+        let all = w.process_obs();
+        let mut reads = 1 + all.len(); // /proc/stat, then each process's stat
+        let mut walked = 0u64;
+        let procs: Vec<ProcessObs> = all
+            .into_iter()
+            .filter(|p| p.rss_bytes > 0 && p.rss_bytes >= min)
+            .collect();
+        let keep: BTreeSet<Pid> = procs.iter().map(|p| p.pid).collect();
+        let threads: Vec<ThreadObs> = w
+            .thread_obs()
+            .into_iter()
+            .filter(|t| keep.contains(&t.pid))
+            .map(|mut t| {
+                // /proc/PID/task/TID/stat gives the last CPU, running or not.
+                let cpu = t.cpu.unwrap_or(w.sched().tasks[t.tid.idx() - 1].prev_cpu);
+                t.cpu = Some(cpu);
+                t.node = Some(w.machine().cpus[cpu].node);
+                t
+            })
+            .collect();
+        for p in &procs {
+            // status, numa_maps (a walk of every present entry), cmdline, cgroup.
+            reads += 4;
+            walked += w.present_entries(p.pid.idx() - 1);
+        }
+        reads += threads.len();
+        let k = &w.machine().spec.costs;
+        let ns = reads as f64 * k.proc_read_ns + walked as f64 * k.pte_update_ns;
+        (procs, threads, ns)
+    }
+
+    /// Which processes the daemon may touch; a process skipped is logged when first
+    /// skipped and when the reason changes.
+    fn judge(&mut self, w: &World, procs: &[ProcessObs]) -> BTreeSet<u32> {
+        let host_cpus = Mask::full(w.machine().nr_cpus());
+        let host_nodes = Mask::full(w.machine().nr_nodes());
+        let mut managed = BTreeSet::new();
+        for p in procs {
+            let pidx = p.pid.idx() - 1;
+            let cpus = self.original_cpus(w, pidx);
+            let c = Candidate {
+                name: &p.comm,
+                uid: 0,
+                cgroup: "",
+                cpus_allowed: &cpus,
+                mems_allowed: &p.mems_allowed,
+                has_memory: p.rss_bytes > 0,
+                explicit_policy: w.has_vma_policy(pidx),
+            };
+            match numabal_daemon::check(&c, &host_cpus, &host_nodes, &self.rules) {
+                Ok(()) => {
+                    managed.insert(p.pid.0);
+                    self.skipped.remove(&p.pid.0);
+                }
+                Err(why) => {
+                    let why = why.to_string();
+                    if self.skipped.get(&p.pid.0) != Some(&why) {
+                        self.log
+                            .push(line::skip(Self::t_s(w), p.pid.0, &p.comm, &why));
+                        self.skipped.insert(p.pid.0, why);
+                    }
+                }
+            }
+        }
+        managed
+    }
+
+    /// `Cpus_allowed_list` of a process (its main thread's), as set by the program or its
+    /// launcher: an affinity the daemon narrowed is its own doing, so the original counts.
+    fn original_cpus(&self, w: &World, pidx: usize) -> Mask {
+        let main = w.main_thread(pidx);
+        match main.and_then(|t| self.changed.get(&Tid(t as u32 + 1))) {
+            Some(c) => c.original.clone(),
+            None => main.map_or_else(
+                || w.proc(pidx).cpuset_cpus.clone(),
+                |t| w.sched().tasks[t].allowed.clone(),
+            ),
+        }
+    }
+
+    /// Log the managed processes that exited, remember the managed ones, forget the
+    /// threads that are gone.
+    fn keep_managed(&mut self, w: &World, procs: &[ProcessObs], managed: &BTreeSet<u32>) {
+        let live: BTreeSet<u32> = w.live_processes().iter().map(|&p| p as u32 + 1).collect();
+        self.skipped.retain(|p, _| live.contains(p));
+        let before = std::mem::take(&mut self.was_managed);
+        for (pid, comm) in &before {
+            if !live.contains(pid) {
+                self.log.push(line::exited(Self::t_s(w), *pid, comm));
+            }
+        }
+        self.was_managed = procs
+            .iter()
+            .filter(|p| managed.contains(&p.pid.0))
+            .map(|p| (p.pid.0, p.comm.clone()))
+            .collect();
+        for (pid, comm) in &self.was_managed {
+            if !before.contains_key(pid) {
+                self.log.push(line::managed(Self::t_s(w), *pid, comm));
+            }
+        }
+        self.managed_count = managed.len();
+    }
+
+    /// Watch the managed threads, drain the samples since the last pass and give them
+    /// their pages' nodes; with softdirty, clear the bits the budget allows. Returns the
+    /// samples and the CPU time it took, ns.
+    fn sample(
+        &mut self,
+        w: &mut World,
+        threads: &[ThreadObs],
+        managed: &BTreeSet<u32>,
+    ) -> (Vec<AccessSample>, f64) {
+        if self.d.sensor == SensorKind::Maps {
+            return (Vec::new(), 0.0);
+        }
+        for t in 0..w.nr_threads() {
+            let pid = w.thread(t).proc as u32 + 1;
+            if managed.contains(&pid) && w.thread(t).state != TState::Done {
+                w.perf_watch(t);
+            } else {
+                w.perf_unwatch(t);
+            }
+        }
+        w.perf_drain(&mut self.raw);
+        let raw: Vec<RawSample> = self
+            .raw
+            .iter()
+            .map(|s| RawSample {
+                pid: s.pid,
+                tid: s.tid,
+                cpu: s.cpu,
+                addr: s.addr,
+            })
+            .collect();
+        let period = self.d.settings.sample_period_of(self.d.sensor);
+        for r in &raw {
+            *self.since_clear.entry(r.pid).or_default() += period;
+        }
+        self.raw.clear();
+        let cpu_nodes: Vec<Option<usize>> = w.machine().cpus.iter().map(|c| Some(c.node)).collect();
+        let live: BTreeSet<usize> = threads.iter().map(|t| t.pid.idx() - 1).collect();
+        let samples = numabal_daemon::resolve(&raw, managed, &cpu_nodes, |pid, addrs| {
+            let pidx = pid as usize - 1;
+            live.contains(&pidx).then(|| {
+                addrs
+                    .iter()
+                    .map(|&a| {
+                        w.page_at(pidx, a)
+                            .and_then(|(ri, p)| w.page_node(pidx, ri, p))
+                    })
+                    .collect()
+            })
+        });
+        let mut ns = raw.len() as f64 * w.machine().spec.costs.perf_sample_ns;
+        if self.d.sensor == SensorKind::SoftDirty {
+            ns += self.clear_soft_dirty_bits(w, managed);
+        }
+        (samples, ns)
+    }
+
+    /// softdirty: clear the bits of each managed process whose turn has come; returns the
+    /// CPU time of the clears (the page-table walk and a TLB flush each), ns.
+    fn clear_soft_dirty_bits(&mut self, w: &mut World, managed: &BTreeSet<u32>) -> f64 {
+        let now = w.now();
+        self.next_clear.retain(|p, _| managed.contains(p));
+        let mut ns = 0.0;
+        for &pid in managed {
+            if now < self.next_clear.get(&pid).copied().unwrap_or(0) {
+                continue;
+            }
+            let faults = self.since_clear.remove(&pid).unwrap_or(0);
+            let next = next_clear_ns(&self.d.settings, now, faults, self.interval_min_ns);
+            self.next_clear.insert(pid, next);
+            let walked = w.clear_soft_dirty(pid as usize - 1);
+            let k = &w.machine().spec.costs;
+            ns += walked as f64 * k.pte_update_ns + k.tlb_shootdown_ns;
+        }
+        ns
+    }
+
+    /// The daemon's thread runs `ns` of CPU now: on an idle CPU near the one it last ran
+    /// on (the wakeup's `select_idle_sibling`), else there, taking it from the threads
+    /// that run there.
+    pub(crate) fn charge_cpu(&mut self, w: &mut World, ns: f64) {
+        if ns <= 0.0 {
+            return;
+        }
+        let nodes = w.machine().nr_nodes();
+        let home = w.machine().cpus[self.cpu].node;
+        let mut picked = None;
+        for k in 0..nodes {
+            let (c, others) = self.kthreads.cpu(w, self.cpu, (home + k) % nodes);
+            if others == 0 && w.machine().cpus[c].node == (home + k) % nodes {
+                picked = Some(c);
+                break;
+            }
+        }
+        self.cpu = picked.unwrap_or(self.cpu);
+        self.kthreads.run(w, self.cpu, ns);
+        self.cpu_ns += ns;
+    }
+}
+
+impl UserSpace {
+    /// A pass of numabal's daemon.
+    pub(crate) fn numabal_pass(&mut self, w: &mut World) -> Result<(), SimError> {
+        let mut d = self.numabal.take().expect("a numabal daemon");
+        if d.pass == 0 {
+            d.start(w, &*self.policy);
+        }
+        d.pass_start_ns = w.now();
+        let (procs, threads, observe_ns) = d.observe(w);
+        let managed = d.judge(w, &procs);
+        d.keep_managed(w, &procs, &managed);
+        let threads: Vec<ThreadObs> = threads
+            .into_iter()
+            .filter(|t| managed.contains(&t.pid.0))
+            .collect();
+        let procs: Vec<ProcessObs> = procs
+            .into_iter()
+            .filter(|p| managed.contains(&p.pid.0))
+            .collect();
+        d.changed.retain(|t, _| threads.iter().any(|o| o.tid == *t));
+        let (samples, sample_ns) = d.sample(w, &threads, &managed);
+        let nodes: Vec<NodeObs> = w.node_obs();
+        let idle = w.cpu_idle_ns();
+        let mut out = std::mem::take(&mut d.actions);
+        out.clear();
+        self.policy.on_tick(
+            w.machine(),
+            &Observation {
+                now_ns: w.now(),
+                threads: &threads,
+                processes: &procs,
+                nodes: &nodes,
+                cpu_idle_ns: &idle,
+                samples: &samples,
+            },
+            &mut out,
+        );
+        d.charge_cpu(w, observe_ns + sample_ns);
+        for a in &out {
+            self.numabal_act(&mut d, w, a, &threads, &procs);
+        }
+        d.actions = out;
+        d.pass += 1;
+        let next = w.now() + pass_gap_ns(&d.d.settings, &*self.policy, d.managed_count);
+        if self.daemon.has_jobs() {
+            self.daemon.defer_pass_until(next);
+        } else {
+            w.push_event(next, EventKind::PolicyTick);
+        }
+        self.numabal = Some(d);
+        Ok(())
+    }
+
+    /// Carry out one action as the live actuator does, logging it.
+    fn numabal_act(
+        &mut self,
+        d: &mut NumabalDaemon,
+        w: &mut World,
+        a: &Action,
+        threads: &[ThreadObs],
+        procs: &[ProcessObs],
+    ) {
+        let t_s = NumabalDaemon::t_s(w);
+        let pid_of = |tid: Tid| threads.iter().find(|t| t.tid == tid).map(|t| t.pid);
+        match a {
+            Action::Log { pid, message } => {
+                d.log.push(line::decision(t_s, *pid, message));
+                self.policy_log(w, *pid, message);
+            }
+            Action::SetThreadAffinity { tid, cpus } => {
+                let v = set_affinity(d, w, *tid, cpus, pid_of(*tid));
+                d.log.push(v);
+            }
+            Action::MoveThread { tid, node } => {
+                let cpus = w.machine().nodes[*node].cpus.clone();
+                let v = set_affinity(d, w, *tid, &cpus, pid_of(*tid));
+                d.log.push(v);
+            }
+            Action::MovePages { pid, addrs, node } => {
+                self.numabal_move_pages(d, w, *pid, addrs, *node, procs)
+            }
+            Action::MigrateProcessPages { pid, from, to } => {
+                self.numabal_migrate_pages(d, w, *pid, *from, *to, procs)
+            }
+            other => d.log.push(
+                serde_json::json!({"t_s": t_s, "not_done": format!("{other:?}"),
+                "why": "not a live action (mempolicies are set by the program or numactl)"}),
+            ),
+        }
+    }
+
+    /// `move_pages` of what the budget allows now; the rest is left for a later pass.
+    fn numabal_move_pages(
+        &mut self,
+        d: &mut NumabalDaemon,
+        w: &mut World,
+        pid: Pid,
+        addrs: &[u64],
+        node: usize,
+        procs: &[ProcessObs],
+    ) {
+        let mut v = line::move_pages(NumabalDaemon::t_s(w), pid, addrs.len(), node);
+        if let Err(()) = admit(d, &mut v, "move_pages", node, procs, pid) {
+            d.log.push(v);
+            return;
+        }
+        let n = addrs.len().min(d.rate.pages(w.now()));
+        if n < addrs.len() {
+            d.counts.pages_deferred += (addrs.len() - n) as u64;
+            v["deferred"] = (addrs.len() - n).into();
+        }
+        d.log.push(v);
+        let at = d.log.len() - 1;
+        self.queue_move_pages_logged(w, pid, &addrs[..n], node, at);
+    }
+
+    /// `migrate_pages` when the budget has a page left; charged after it returns.
+    fn numabal_migrate_pages(
+        &mut self,
+        d: &mut NumabalDaemon,
+        w: &mut World,
+        pid: Pid,
+        from: usize,
+        to: usize,
+        procs: &[ProcessObs],
+    ) {
+        let mut v = line::migrate_pages(NumabalDaemon::t_s(w), pid, from, to);
+        if let Err(()) = admit(d, &mut v, "migrate_pages", to, procs, pid) {
+            d.log.push(v);
+            return;
+        }
+        if d.rate.pages(w.now()) == 0 {
+            let bytes = procs
+                .iter()
+                .find(|p| p.pid == pid)
+                .and_then(|p| p.node_bytes.get(from).copied())
+                .unwrap_or(0);
+            d.counts.pages_deferred += bytes / 4096;
+            v["deferred"] = (bytes / 4096).into();
+            d.log.push(v);
+            return;
+        }
+        d.log.push(v);
+        let at = d.log.len() - 1;
+        self.queue_migrate_pages_logged(w, pid, from, to, at);
+    }
+
+    /// The outcome of a queued call of the numabal daemon: its line completed, the budget
+    /// charged with what it moved.
+    pub(crate) fn numabal_call_done(&mut self, done: super::daemon::CallDone) {
+        let Some(d) = self.numabal.as_mut() else {
+            return;
+        };
+        d.rate.charge(done.bytes_charged);
+        d.counts.pages_moved += done.moved;
+        d.counts.pages_failed += done.failed;
+        let v = &mut d.log[done.line];
+        if v.get("migrate_pages").is_some() {
+            v["not_moved"] = done.failed.into();
+        } else {
+            v["moved"] = done.moved.into();
+        }
+    }
+
+    /// The kernel time of the daemon's calls this tick, on its CPU.
+    pub(crate) fn numabal_charge(&mut self, w: &mut World, ns: f64) {
+        if let Some(d) = self.numabal.as_mut() {
+            d.charge_cpu(w, ns);
+        }
+    }
+
+    /// At the end of the run: what a stop logs (restore lines, the stop line).
+    pub(crate) fn numabal_stop(&mut self, w: &World) {
+        let Some(d) = self.numabal.as_mut() else {
+            return;
+        };
+        let node_cpus: Vec<Mask> = w.machine().nodes.iter().map(|n| n.cpus.clone()).collect();
+        let placement = line::placement(d.changed.values().map(|c| (c.pid, &c.ours)), &node_cpus);
+        for (tid, c) in &d.changed {
+            d.log.push(line::restore(tid.0, c.pid, &c.original));
+        }
+        d.log.push(line::stop(&line::Stop {
+            passes: d.pass,
+            wall_s: w.now() as f64 / NS,
+            cpu_s: d.cpu_ns / NS,
+            samples: w.perf_samples_total(),
+            managed_last_pass: d.managed_count,
+            counts: d.counts.clone(),
+            placement,
+        }));
+    }
+
+    /// The daemon's part of the result.
+    pub fn daemon_report(&self, w: &World) -> Option<DaemonReport> {
+        let d = self.numabal.as_ref()?;
+        Some(DaemonReport {
+            policy_type: self.policy.type_name().to_string(),
+            settings: d.d.settings.clone(),
+            soft_dirty_faults: w.soft_dirty_faults(),
+            log: d.log.clone(),
+        })
+    }
+}
+
+/// A page move to `node` may go ahead: the process is managed and `node` is in its
+/// `Mems_allowed`; else the line says why not.
+fn admit(
+    d: &mut NumabalDaemon,
+    v: &mut Value,
+    call: &str,
+    node: usize,
+    procs: &[ProcessObs],
+    pid: Pid,
+) -> Result<(), ()> {
+    match procs.iter().find(|p| p.pid == pid) {
+        None => {
+            d.counts.gone += 1;
+            v["gone"] = format!("process exited before {call}").into();
+            Err(())
+        }
+        Some(p) if !p.mems_allowed.contains(node) => {
+            d.counts.errors += 1;
+            line::refuse_outside_mems(v, node, &p.mems_allowed);
+            Err(())
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// `sched_setaffinity` within the thread's own affinity (its cpuset and whatever the
+/// program set), remembering the original for the stop.
+fn set_affinity(
+    d: &mut NumabalDaemon,
+    w: &mut World,
+    tid: Tid,
+    cpus: &Mask,
+    pid: Option<Pid>,
+) -> Value {
+    let t_s = NumabalDaemon::t_s(w);
+    let Some(pid) = pid else {
+        d.counts.gone += 1;
+        let mut v = line::affinity_of(t_s, tid.0, None);
+        v["gone"] = "thread exited before sched_setaffinity".into();
+        return v;
+    };
+    let t = tid.idx() - 1;
+    let original = match d.changed.get(&tid) {
+        Some(c) => c.original.clone(),
+        None => w.sched().tasks[t].allowed.clone(),
+    };
+    let want = cpus.and(&original);
+    if want.is_empty() {
+        d.counts.errors += 1;
+        let mut v = line::affinity_of(t_s, tid.0, Some(pid.0));
+        v["refused"] = format!("CPUs {cpus} are outside the thread's affinity {original}").into();
+        return v;
+    }
+    w.set_affinity(t, want.clone());
+    // clone() copies the creator's mask: threads the main thread starts later get it.
+    if w.main_thread(pid.idx() - 1) == Some(t) {
+        w.set_inherited_affinity(pid.idx() - 1, want.clone());
+    }
+    d.counts.affinity_changes += 1;
+    d.changed.insert(
+        tid,
+        Changed {
+            pid,
+            original,
+            ours: want.clone(),
+        },
+    );
+    line::affinity(t_s, tid.0, Some(pid.0), &want)
+}
