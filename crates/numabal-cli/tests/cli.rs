@@ -1650,3 +1650,51 @@ fn reports_of_runs_and_saved_results() {
         "{err}"
     );
 }
+
+/// The same object in both backends (issue 16): `numabal daemon` on a fixture host and
+/// `numabal sim` of `stable-daemon` build the daemon's default policy through the registry
+/// and say so on their start lines: the same type, the same tunables (also with one set).
+#[test]
+fn the_daemons_policy_is_one_object_on_a_host_and_in_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    numabal_live::procfs::fixture::guest_2n_with_process(
+        dir.path(),
+        145,
+        "numa-mem",
+        "7f00 default anon=10 N0=5 N1=5 kernelpagesize_kB=4\n",
+        &[(145, 0)],
+        "cpu0 0 0 0 1 0\ncpu1 0 0 0 1 0\ncpu2 0 0 0 1 0\ncpu3 0 0 0 1 0\n",
+    );
+    let root = dir.path().display().to_string();
+    for sets in [&[][..], &["--set", "policy.scan_period_ms=500"][..]] {
+        let out = numabal()
+            .args(["daemon", "--dry-run", "--passes", "1", "--root", &root])
+            .args(sets)
+            .assert()
+            .success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        let live: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(live["policy"], "stable-daemon", "the default: {live}");
+        let json = dir.path().join("sim.json");
+        numabal()
+            .args(["sim", "-m", "qemu-guest-4n8", "-w", "numa01-like", "-p"])
+            .args(["stable-daemon", "--quiet", "--set", "sim.max_time_s=2"])
+            .args(sets)
+            .arg("--json")
+            .arg(&json)
+            .assert()
+            .success();
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let sim = &r["daemon"]["log"][0];
+        assert_eq!(sim["policy"], live["policy"]);
+        assert_eq!(
+            sim["policy_type"], "numabal_policy::stable::sampled::StableSampled",
+            "{sim}"
+        );
+        assert_eq!(sim["policy_type"], live["policy_type"]);
+        assert_eq!(sim["tunables"], live["tunables"]);
+        assert!(live["tunables"]["scan_period_ms"].is_u64(), "{live}");
+        assert_eq!(r["scenario"]["tunables"], live["tunables"]);
+    }
+}

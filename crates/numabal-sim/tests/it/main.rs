@@ -3,6 +3,7 @@
 mod autonuma;
 mod autonuma2012;
 mod calibration;
+mod daemon;
 mod determinism;
 mod guest;
 mod hpc;

@@ -1,0 +1,302 @@
+//! numabal's placement daemon on the simulated host (issue 16): the policy object the live
+//! daemon runs, built by the same registry call, fed by simulated sensors and obeyed the
+//! way the live daemon obeys it; the live scenarios' twins on the guest preset.
+
+use crate::util::{Inline, run, scenario_with};
+use numabal_model::scenario::PolicySpec;
+use numabal_sim::RunResult;
+use numabal_sim::result::NumastatSample;
+use serde_json::Value;
+
+fn guest(workload: &str, policy: &str, sets: &[&str]) -> RunResult {
+    run(&scenario_with(
+        &Inline(Vec::new()),
+        "qemu-guest-4n8",
+        workload,
+        policy,
+        1,
+        sets,
+    ))
+}
+
+/// The live scenario's check (`scripts/vm/scenarios/lib.sh`, `placed` and
+/// `watch_placement`) on one `numastat` sample: every process has its workers on one node
+/// holding at least 90 % of its memory, and the processes are on different nodes. Returns
+/// each process's node.
+fn placed(s: &NumastatSample) -> Option<Vec<usize>> {
+    let mut homes = Vec::new();
+    for p in &s.processes {
+        let total: f64 = p.node_mb.iter().sum();
+        let (home, mb) = p
+            .node_mb
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))?;
+        let on_home = !p.worker_nodes.is_empty() && p.worker_nodes.iter().all(|&n| n == home);
+        if !(on_home && total > 0.0 && mb / total >= 0.9) {
+            return None;
+        }
+        homes.push(home);
+    }
+    let mut distinct = homes.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    (distinct.len() == homes.len() && homes.len() >= 2).then_some(homes)
+}
+
+/// The first sample at which the run is placed, and where.
+fn placed_at(r: &RunResult) -> Option<(f64, Vec<usize>)> {
+    r.numastat
+        .iter()
+        .find_map(|s| placed(s).map(|h| (s.t_s, h)))
+}
+
+fn daemon_log(r: &RunResult) -> &[Value] {
+    &r.daemon.as_ref().expect("a daemon run").log
+}
+
+/// When the daemon first managed every process it placed (its `managed` lines).
+fn managed_at(r: &RunResult) -> f64 {
+    daemon_log(r)
+        .iter()
+        .filter(|l| l["managed"] == true)
+        .filter_map(|l| l["t_s"].as_f64())
+        .fold(0.0, f64::max)
+}
+
+fn stop(r: &RunResult) -> &Value {
+    r.daemon
+        .as_ref()
+        .and_then(|d| d.stop())
+        .expect("a stop line")
+}
+
+const TWIN: [&str; 1] = ["sim.numastat_every_s=1"];
+
+/// docs/live-evaluation.md: numa01-like under the daemon (`stable-daemon`, `softdirty`,
+/// `numa_balancing=0`) is placed within 60 s, the kernel's NUMA counters stay 0, and
+/// every changed affinity is given back at the stop.
+#[test]
+fn softdirty_places_numa01_like_as_on_the_guest() {
+    let r = guest(
+        "numa01-like",
+        "stable-daemon",
+        &[TWIN[0], "daemon.sensor=softdirty"],
+    );
+    let (t, homes) = placed_at(&r).expect("placed");
+    let after = t - managed_at(&r);
+    assert!(
+        after <= 60.0,
+        "placed {after} s after the daemon managed both"
+    );
+    let end = r.numastat.last().unwrap();
+    assert_eq!(placed(end), Some(homes.clone()), "still placed at the end");
+    assert_eq!(r.metrics.numa_hint_faults, 0);
+    assert_eq!(r.metrics.numa_pages_migrated, 0);
+    assert!(
+        r.metrics.pgmigrate_success > 0,
+        "the daemon moved the pages"
+    );
+    let d = r.daemon.as_ref().unwrap();
+    assert!(d.soft_dirty_faults > 0);
+    let log = daemon_log(&r);
+    assert_eq!(log[0]["sensor"], "softdirty");
+    assert_eq!(
+        log[0]["policy_type"],
+        "numabal_policy::stable::sampled::StableSampled"
+    );
+    let s = stop(&r);
+    assert!(s["pages_moved"].as_u64().unwrap() > 0);
+    assert!(s["cpu_s"].as_f64().unwrap() > 0.0);
+    let placement: Vec<u64> = s["placement"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        placement,
+        homes.iter().map(|&h| h as u64).collect::<Vec<_>>(),
+        "the daemon's placement is where the memory is"
+    );
+    let restored = log.iter().filter(|l| l["restore"] == "0-7").count();
+    assert_eq!(
+        restored as u64,
+        s["affinity_changes"].as_u64().unwrap().min(4),
+        "each changed thread"
+    );
+}
+
+/// docs/live-evaluation.md: with `numa_balancing=1` and the `hint` sensor the daemon
+/// places the threads and the kernel's NUMA balancing migrates pages on its hinting faults.
+#[test]
+fn hint_places_numa01_like_with_the_kernels_balancing() {
+    let r = guest(
+        "numa01-like",
+        "stable-daemon",
+        &[TWIN[0], "daemon.sensor=hint"],
+    );
+    let (t, _) = placed_at(&r).expect("placed");
+    assert!(t - managed_at(&r) <= 60.0, "placed at {t} s");
+    assert!(r.metrics.numa_hint_faults > 0);
+    assert!(r.metrics.numa_pages_migrated > 0, "the kernel migrated");
+    let d = r.daemon.as_ref().unwrap();
+    assert_eq!(d.soft_dirty_faults, 0);
+    assert_eq!(d.settings.numa_balancing, Some(1));
+    assert_eq!(r.scenario.policy, "stable-daemon");
+    let samples = stop(&r)["samples"].as_u64().unwrap();
+    assert!(
+        samples >= r.metrics.numa_hint_faults / 2,
+        "hinting faults are the samples: {samples} of {}",
+        r.metrics.numa_hint_faults
+    );
+}
+
+/// The same object in both backends: the registry's live build and a simulated run give
+/// the same type with the same tunables; no other Stable-NUMA-on-samples object runs.
+#[test]
+fn the_simulated_daemon_runs_the_object_the_live_daemon_runs() {
+    let spec = PolicySpec {
+        kind: "stable-daemon".into(),
+        tunables: toml::Table::new(),
+        label: "--policy".into(),
+    };
+    let live = numabal_sim::registry::standard()
+        .build_live(&spec)
+        .expect("live");
+    let r = guest(
+        "numa01-like",
+        "stable-daemon",
+        &["sim.max_time_s=3", "daemon.sensor=maps"],
+    );
+    let start = &daemon_log(&r)[0];
+    assert_eq!(start["policy_type"], live.policy.type_name());
+    assert_eq!(start["tunables"], live.tunables);
+    assert_eq!(r.scenario.tunables, live.tunables);
+    assert_eq!(
+        r.daemon.as_ref().unwrap().policy_type,
+        live.policy.type_name()
+    );
+}
+
+/// `migrate_mb_s` bounds the daemon's page moves: what the bucket does not allow is
+/// deferred, and over the run no more moves than the rate plus one second banked.
+#[test]
+fn the_migration_budget_bounds_the_daemons_moves() {
+    let r = guest(
+        "numa01-like",
+        "stable-daemon",
+        &[
+            "daemon.sensor=softdirty",
+            "daemon.migrate_mb_s=1",
+            "sim.max_time_s=40",
+        ],
+    );
+    let s = stop(&r);
+    assert!(s["pages_deferred"].as_u64().unwrap() > 0, "{s}");
+    // 1 MiB/s is 256 pages/s: 40 s and a second banked.
+    let moved = s["pages_moved"].as_u64().unwrap();
+    assert!(moved <= 256 * 41, "{moved} pages in 40 s at 1 MiB/s");
+    let unbounded = guest(
+        "numa01-like",
+        "stable-daemon",
+        &["daemon.sensor=softdirty", "sim.max_time_s=40"],
+    );
+    assert!(stop(&unbounded)["pages_moved"].as_u64().unwrap() > moved);
+}
+
+/// A process whose cpuset someone narrowed is left alone (logged once, never acted on),
+/// and a process below `min_rss_mb` is not even judged.
+#[test]
+fn the_daemon_leaves_narrowed_and_small_processes_alone() {
+    let r = guest(
+        "numa01-like",
+        "stable-daemon",
+        &[
+            "workload.process.0.cpuset_cpus=\"2-3\"",
+            "daemon.sensor=softdirty",
+            "sim.max_time_s=20",
+        ],
+    );
+    let log = daemon_log(&r);
+    let skips: Vec<&Value> = log.iter().filter(|l| l.get("skip").is_some()).collect();
+    assert!(!skips.is_empty(), "{log:?}");
+    for s in &skips {
+        assert_eq!(
+            s["skip"], "CPUs narrowed to 2-3 (cpuset or affinity)",
+            "{s}"
+        );
+    }
+    let narrowed = skips[0]["pid"].clone();
+    let acted = log.iter().filter(|l| {
+        l["pid"] == narrowed
+            && (l.get("sched_setaffinity").is_some()
+                || l.get("move_pages").is_some()
+                || l.get("migrate_pages").is_some())
+    });
+    assert_eq!(acted.count(), 0, "{log:?}");
+    let big = guest(
+        "numa01-like",
+        "stable-daemon",
+        &["daemon.min_rss_mb=1000", "sim.max_time_s=10"],
+    );
+    let log = daemon_log(&big);
+    assert!(
+        log.iter().all(|l| l.get("managed").is_none()),
+        "nothing is big enough: {log:?}"
+    );
+    assert_eq!(stop(&big)["managed_last_pass"], 0);
+}
+
+/// The daemon's pass CPU is taken from the machine: on a machine whose every CPU runs a
+/// worker, an expensive pass (reading `/proc` at 5 ms a file) takes CPU time from them.
+#[test]
+fn the_daemons_cpu_is_taken_from_the_workload() {
+    let user = |sets: &[&str]| {
+        let r = guest("numa02-like", "stable-daemon", sets);
+        (r.metrics.user_cpu_s, stop(&r)["cpu_s"].as_f64().unwrap())
+    };
+    let base = ["daemon.sensor=maps", "sim.max_time_s=20"];
+    let (cheap, cheap_cpu) = user(&base);
+    let (dear, dear_cpu) = user(&[base[0], base[1], "machine.costs.proc_read_ns=5e6"]);
+    assert!(dear_cpu > 10.0 * cheap_cpu, "{dear_cpu} vs {cheap_cpu}");
+    let lost = cheap - dear;
+    assert!(
+        (lost - (dear_cpu - cheap_cpu)).abs() < 0.1 * dear_cpu,
+        "the workload lost {lost} s of CPU, the daemon used {dear_cpu} s"
+    );
+}
+
+/// numad with a `[daemon]` table runs under numabal's daemon (its budget, its log); without
+/// one, as numad's own program (no daemon report).
+#[test]
+fn numad_runs_as_its_own_program_or_under_numabals_daemon() {
+    let own = guest("numa01-like", "numad", &["sim.max_time_s=30"]);
+    assert!(own.daemon.is_none());
+    let under = guest(
+        "numa01-like",
+        "numad",
+        &["daemon.migrate_mb_s=64", "sim.max_time_s=30"],
+    );
+    let log = daemon_log(&under);
+    assert_eq!(log[0]["policy"], "numad");
+    assert_eq!(log[0]["sensor"], "softdirty");
+    assert!(stop(&under)["passes"].as_u64().unwrap() > 1);
+}
+
+/// Same inputs, same seed: the same decision log, line for line.
+#[test]
+fn the_daemon_run_is_deterministic() {
+    let sets = [
+        "daemon.sensor=pmu",
+        "sim.max_time_s=20",
+        "sim.check_invariants=true",
+    ];
+    let a = guest("numa01-like", "stable-daemon", &sets);
+    let b = guest("numa01-like", "stable-daemon", &sets);
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
+    assert!(stop(&a)["samples"].as_u64().unwrap() > 0);
+}
