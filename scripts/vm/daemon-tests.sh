@@ -37,4 +37,9 @@ for s in "${all[@]}"; do
 done
 printf '\n== daemon must-shows\n'
 printf '%s\n' "${summary[@]}"
+# The simulated twins beside the guest's figures (numa01-like, softdirty and hint).
+if [ -f target/vm/logs/daemon-numa01.out ] || [ -f target/vm/logs/daemon-hint.out ]; then
+  printf '\n== the live scenarios and their simulated twins (scripts/twin.sh)\n'
+  scripts/twin.sh target/vm/logs || echo "twin: the simulated twins failed" >&2
+fi
 exit $rc

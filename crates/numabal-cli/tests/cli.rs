@@ -1063,11 +1063,8 @@ fn stat_reads_proc_like_numastat_p() {
     );
 }
 
-/// `numabal daemon --dry-run` on a fixture host: numad's passes, then stable from a TOML
-/// file whose [safety] denies the process (the skip is logged), then the shipped
-/// dist/numabal.toml; bad policies, tunables, sensors and config keys are one-line errors.
-#[test]
-fn daemon_dry_run_and_its_refusals() {
+/// A 2-node fixture host with one process, pid 145 (`numa-mem`, 10 pages over both nodes).
+fn daemon_fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     numabal_live::procfs::fixture::guest_2n_with_process(
         dir.path(),
@@ -1077,6 +1074,15 @@ fn daemon_dry_run_and_its_refusals() {
         &[(145, 0)],
         "cpu0 0 0 0 1 0\ncpu1 0 0 0 1 0\ncpu2 0 0 0 1 0\ncpu3 0 0 0 1 0\n",
     );
+    dir
+}
+
+/// `numabal daemon --dry-run` on a fixture host: numad's passes, then stable from a TOML
+/// file whose [safety] denies the process (the skip is logged), then the shipped
+/// dist/numabal.toml; bad policies, tunables, sensors and config keys are one-line errors.
+#[test]
+fn daemon_dry_run_and_its_refusals() {
+    let dir = daemon_fixture();
     std::fs::write(
         dir.path().join("proc/145/status"),
         "Name:\tnuma-mem\nUid:\t0\t0\t0\t0\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0-1\n",
@@ -1656,15 +1662,7 @@ fn reports_of_runs_and_saved_results() {
 /// and say so on their start lines: the same type, the same tunables (also with one set).
 #[test]
 fn the_daemons_policy_is_one_object_on_a_host_and_in_the_simulator() {
-    let dir = tempfile::tempdir().unwrap();
-    numabal_live::procfs::fixture::guest_2n_with_process(
-        dir.path(),
-        145,
-        "numa-mem",
-        "7f00 default anon=10 N0=5 N1=5 kernelpagesize_kB=4\n",
-        &[(145, 0)],
-        "cpu0 0 0 0 1 0\ncpu1 0 0 0 1 0\ncpu2 0 0 0 1 0\ncpu3 0 0 0 1 0\n",
-    );
+    let dir = daemon_fixture();
     let root = dir.path().display().to_string();
     for sets in [&[][..], &["--set", "policy.scan_period_ms=500"][..]] {
         let out = numabal()

@@ -22,6 +22,7 @@ pub mod budget;
 pub mod judge;
 pub mod log;
 pub mod pacing;
+pub mod roster;
 pub mod samples;
 pub mod sensor;
 
@@ -29,6 +30,7 @@ pub use budget::RateLimit;
 pub use judge::{Candidate, Rules, Skip, check};
 pub use log::Counts;
 pub use numabal_model::daemon::{DaemonSettings, MIN_INTERVAL_MS, SensorKind};
+pub use roster::Roster;
 pub use samples::{RawSample, resolve};
 
 /// Nanoseconds in a millisecond.

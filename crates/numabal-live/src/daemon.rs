@@ -249,10 +249,8 @@ struct Daemon<'a> {
     recording: Option<(PathBuf, BufWriter<File>)>,
     sampler: Option<FaultSampler>,
     actuator: Actuator,
-    /// Processes not managed, with why (logged when the reason changes).
-    skipped: BTreeMap<u32, String>,
-    /// Processes managed by the last pass, with their command names.
-    was_managed: BTreeMap<u32, String>,
+    /// Processes managed or left alone, from pass to pass.
+    roster: numabal_daemon::Roster,
     /// Threads the sensor could not watch (logged once).
     watch_errors: BTreeSet<u32>,
     // softdirty: when each process's bits are cleared next, and samples since the last clear.
@@ -327,8 +325,7 @@ impl<'a> Daemon<'a> {
             recording,
             sampler,
             actuator: Actuator::new(cfg.dry_run, cfg.settings.migrate_mb_s),
-            skipped: BTreeMap::new(),
-            was_managed: BTreeMap::new(),
+            roster: numabal_daemon::Roster::default(),
             watch_errors: BTreeSet::new(),
             next_clear: BTreeMap::new(),
             since_clear: BTreeMap::new(),
@@ -359,17 +356,12 @@ impl<'a> Daemon<'a> {
             if pid == std::process::id() {
                 continue;
             }
-            match self.verdict(pid, procs) {
-                Ok(()) => {
-                    managed.insert(pid);
-                    self.skipped.remove(&pid);
-                }
-                Err(why) => {
-                    if self.skipped.get(&pid) != Some(&why) {
-                        log(line::skip(now as f64 / 1e9, pid, &p.comm, &why));
-                        self.skipped.insert(pid, why);
-                    }
-                }
+            let v = self.verdict(pid, procs);
+            if v.is_ok() {
+                managed.insert(pid);
+            }
+            if let Some(l) = self.roster.judged(now as f64 / 1e9, pid, &p.comm, v) {
+                log(l);
             }
         }
         managed
@@ -413,25 +405,13 @@ impl<'a> Daemon<'a> {
         log: &mut dyn FnMut(Value),
     ) -> BTreeSet<Tid> {
         let live: BTreeSet<u32> = snap.processes.iter().map(|p| p.pid.0).collect();
-        self.skipped.retain(|p, _| live.contains(p));
-        // Managed processes that exited since the last pass (mid-operation or not): logged,
-        // not an error.
-        let before = std::mem::take(&mut self.was_managed);
-        for (pid, comm) in &before {
-            if !live.contains(pid) {
-                log(line::exited(now as f64 / 1e9, *pid, comm));
-            }
-        }
-        self.was_managed = snap
+        let now_managed = snap
             .processes
             .iter()
             .filter(|p| managed.contains(&p.pid.0))
-            .map(|p| (p.pid.0, p.comm.clone()))
-            .collect();
-        for (pid, comm) in &self.was_managed {
-            if !before.contains_key(pid) {
-                log(line::managed(now as f64 / 1e9, *pid, comm));
-            }
+            .map(|p| (p.pid.0, p.comm.clone()));
+        for l in self.roster.pass(now as f64 / 1e9, &live, now_managed) {
+            log(l);
         }
         snap.processes.retain(|p| managed.contains(&p.pid.0));
         snap.threads.retain(|t| managed.contains(&t.pid.0));

@@ -3,6 +3,7 @@
 # same placement criteria as daemon-numa01.sh within 60 s, with both counters reported.
 echo 1 > /proc/sys/kernel/numa_balancing
 mig0=$(vmstat numa_pages_migrated)
+pg0=$(vmstat pgmigrate_success)
 numa01-like --procs 2 --threads 2 --mb 128 --seconds 150 > /tmp/w.out 2>&1 &
 wait_lines /tmp/w.out 2 'mb='
 P=$(pids_in /tmp/w.out)
@@ -13,6 +14,7 @@ watch_placement "$P" 60 "$t0"
 conv=$CONV
 kill -TERM $D; wait $D || true
 tail -1 /tmp/dec.jsonl
+twin_line hint "$conv" $(( $(vmstat pgmigrate_success) - pg0 )) $(( $(vmstat numa_pages_migrated) - mig0 )) /tmp/dec.jsonl
 moved=$(tail -1 /tmp/dec.jsonl | sed -n 's/.*"pages_moved":\([0-9]*\).*/\1/p')
 say "kernel numa_pages_migrated: $(( $(vmstat numa_pages_migrated) - mig0 )); pages moved by the daemon: ${moved:-?}"
 if [ -n "$conv" ]; then pass "hint: placed within 60 s (at ${conv} s)"; else fail "hint: not placed within 60 s"; fi

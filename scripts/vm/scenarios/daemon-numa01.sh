@@ -6,6 +6,7 @@
 echo 0 > /proc/sys/kernel/numa_balancing
 say "== numa01-like (2 processes x 2 threads, 128 MiB each, first touch on node 0); numa_balancing=0"
 mig0=$(vmstat numa_pages_migrated)
+pg0=$(vmstat pgmigrate_success)
 numa01-like --procs 2 --threads 2 --mb 128 --seconds 150 > /tmp/w.out 2>&1 &
 wait_lines /tmp/w.out 2 'mb='
 P=$(pids_in /tmp/w.out)
@@ -23,6 +24,7 @@ wget -q -O - http://127.0.0.1:9893/metrics | grep -v '^#' || fail "no metrics on
 kill -TERM $D; wait $D || true
 mig1=$(vmstat numa_pages_migrated)
 tail -1 /tmp/dec.jsonl
+twin_line softdirty "$conv" $(( $(vmstat pgmigrate_success) - pg0 )) $((mig1 - mig0)) /tmp/dec.jsonl
 if [ -n "$conv" ] && awk -v t="$conv" 'BEGIN { exit !(t <= 60) }'; then
   pass "placed within 60 s: converged at ${conv} s after the daemon started"
 else

@@ -100,3 +100,13 @@ watch_placement() {
   done
   true
 }
+
+# A number of the daemon's last decision-log line in FILE (its stop line): KEY's value.
+stop_field() { tail -1 "$1" | sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p"; }
+
+# The figures scripts/twin.sh sets beside the simulated twin's: one line "twin: k=v ...".
+twin_line() {  # sensor placed_s pgmigrate_delta numa_pages_migrated_delta decision_log
+  echo "twin: sensor=$1 placed_s=$2 pgmigrate_success=$3 numa_pages_migrated=$4" \
+    "daemon_pages_moved=$(stop_field "$5" pages_moved) daemon_cpu_s=$(stop_field "$5" cpu_s)" \
+    "daemon_wall_s=$(stop_field "$5" wall_s)"
+}

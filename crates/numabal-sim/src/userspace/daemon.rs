@@ -32,7 +32,7 @@ use crate::event::EventKind;
 use crate::memory::CHUNK;
 use crate::world::{NS, World};
 use numabal_model::{Mask, Pid};
-use numabal_policy::{Action, Observation};
+use numabal_policy::Action;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -141,22 +141,9 @@ impl UserSpace {
         }
         let threads = w.thread_obs();
         let processes = w.process_obs();
-        let nodes = w.node_obs();
-        let idle = w.cpu_idle_ns();
         let mut out = std::mem::take(&mut self.actions);
         out.clear();
-        self.policy.on_tick(
-            w.machine(),
-            &Observation {
-                now_ns: w.now(),
-                threads: &threads,
-                processes: &processes,
-                nodes: &nodes,
-                cpu_idle_ns: &idle,
-                samples: &[],
-            },
-            &mut out,
-        );
+        self.observe_and_tick(w, &threads, &processes, &[], &mut out);
         for a in &out {
             if let Action::SetThreadAffinity { tid, cpus } = a {
                 // clone() copies the creator's mask: threads started later get it too.

@@ -105,6 +105,32 @@ impl UserSpace {
         Ok(())
     }
 
+    /// A pass of the policy: its observation of `threads` and `processes` with the
+    /// machine's nodes and CPUs' idle time (and a sensor's `samples`), its actions in `out`.
+    fn observe_and_tick(
+        &mut self,
+        w: &World,
+        threads: &[numabal_policy::ThreadObs],
+        processes: &[numabal_policy::ProcessObs],
+        samples: &[numabal_policy::AccessSample],
+        out: &mut Vec<Action>,
+    ) {
+        let nodes = w.node_obs();
+        let idle = w.cpu_idle_ns();
+        self.policy.on_tick(
+            w.machine(),
+            &numabal_policy::Observation {
+                now_ns: w.now(),
+                threads,
+                processes,
+                nodes: &nodes,
+                cpu_idle_ns: &idle,
+                samples,
+            },
+            out,
+        );
+    }
+
     fn apply_actions(&mut self, w: &mut World, actions: &[Action]) -> Result<(), SimError> {
         for a in actions {
             match a {

@@ -32,9 +32,9 @@ use crate::registry::SimDaemon;
 use crate::world::{NS, PerfEvent, RawSample as WorldSample, TState, World};
 use numabal_daemon::log::{self as line, Counts};
 use numabal_daemon::pacing::{interval_range_ns, next_clear_ns, pass_gap_ns};
-use numabal_daemon::{Candidate, RateLimit, RawSample, Rules, SensorKind};
+use numabal_daemon::{Candidate, RateLimit, RawSample, Roster, Rules, SensorKind};
 use numabal_model::{Mask, Pid, Tid};
-use numabal_policy::{AccessSample, Action, NodeObs, Observation, ProcessObs, ThreadObs};
+use numabal_policy::{AccessSample, Action, ProcessObs, ThreadObs};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -73,10 +73,8 @@ pub(crate) struct NumabalDaemon {
     rules: Rules,
     rate: RateLimit,
     counts: Counts,
-    /// Processes not managed, with why (logged when the reason changes).
-    skipped: BTreeMap<u32, String>,
-    /// Processes managed by the last pass, with their command names.
-    was_managed: BTreeMap<u32, String>,
+    /// Processes managed or left alone, from pass to pass.
+    roster: Roster,
     changed: BTreeMap<Tid, Changed>,
     next_clear: BTreeMap<u32, u64>,
     since_clear: BTreeMap<u32, u64>,
@@ -102,8 +100,7 @@ impl NumabalDaemon {
             d,
             rules: Rules::default(),
             counts: Counts::default(),
-            skipped: BTreeMap::new(),
-            was_managed: BTreeMap::new(),
+            roster: Roster::default(),
             changed: BTreeMap::new(),
             next_clear: BTreeMap::new(),
             since_clear: BTreeMap::new(),
@@ -202,19 +199,13 @@ impl NumabalDaemon {
                 has_memory: p.rss_bytes > 0,
                 explicit_policy: w.has_vma_policy(pidx),
             };
-            match numabal_daemon::check(&c, &host_cpus, &host_nodes, &self.rules) {
-                Ok(()) => {
-                    managed.insert(p.pid.0);
-                    self.skipped.remove(&p.pid.0);
-                }
-                Err(why) => {
-                    let why = why.to_string();
-                    if self.skipped.get(&p.pid.0) != Some(&why) {
-                        self.log
-                            .push(line::skip(Self::t_s(w), p.pid.0, &p.comm, &why));
-                        self.skipped.insert(p.pid.0, why);
-                    }
-                }
+            let v = numabal_daemon::check(&c, &host_cpus, &host_nodes, &self.rules);
+            if v.is_ok() {
+                managed.insert(p.pid.0);
+            }
+            let v = v.map_err(|why| why.to_string());
+            if let Some(l) = self.roster.judged(Self::t_s(w), p.pid.0, &p.comm, v) {
+                self.log.push(l);
             }
         }
         managed
@@ -233,27 +224,15 @@ impl NumabalDaemon {
         }
     }
 
-    /// Log the managed processes that exited, remember the managed ones, forget the
-    /// threads that are gone.
+    /// Log the managed processes that exited and the newly managed ones.
     fn keep_managed(&mut self, w: &World, procs: &[ProcessObs], managed: &BTreeSet<u32>) {
         let live: BTreeSet<u32> = w.live_processes().iter().map(|&p| p as u32 + 1).collect();
-        self.skipped.retain(|p, _| live.contains(p));
-        let before = std::mem::take(&mut self.was_managed);
-        for (pid, comm) in &before {
-            if !live.contains(pid) {
-                self.log.push(line::exited(Self::t_s(w), *pid, comm));
-            }
-        }
-        self.was_managed = procs
+        let now_managed = procs
             .iter()
             .filter(|p| managed.contains(&p.pid.0))
-            .map(|p| (p.pid.0, p.comm.clone()))
-            .collect();
-        for (pid, comm) in &self.was_managed {
-            if !before.contains_key(pid) {
-                self.log.push(line::managed(Self::t_s(w), *pid, comm));
-            }
-        }
+            .map(|p| (p.pid.0, p.comm.clone()));
+        let lines = self.roster.pass(Self::t_s(w), &live, now_managed);
+        self.log.extend(lines);
         self.managed_count = managed.len();
     }
 
@@ -378,22 +357,9 @@ impl UserSpace {
             .collect();
         d.changed.retain(|t, _| threads.iter().any(|o| o.tid == *t));
         let (samples, sample_ns) = d.sample(w, &threads, &managed);
-        let nodes: Vec<NodeObs> = w.node_obs();
-        let idle = w.cpu_idle_ns();
         let mut out = std::mem::take(&mut d.actions);
         out.clear();
-        self.policy.on_tick(
-            w.machine(),
-            &Observation {
-                now_ns: w.now(),
-                threads: &threads,
-                processes: &procs,
-                nodes: &nodes,
-                cpu_idle_ns: &idle,
-                samples: &samples,
-            },
-            &mut out,
-        );
+        self.observe_and_tick(w, &threads, &procs, &samples, &mut out);
         d.charge_cpu(w, observe_ns + sample_ns);
         for a in &out {
             self.numabal_act(&mut d, w, a, &threads, &procs);

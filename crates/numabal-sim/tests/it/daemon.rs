@@ -71,7 +71,8 @@ fn stop(r: &RunResult) -> &Value {
         .expect("a stop line")
 }
 
-const TWIN: [&str; 1] = ["sim.numastat_every_s=1"];
+/// The guest's twin: numastat every second, THP `always` as the guest's Debian kernel.
+const TWIN: [&str; 2] = ["sim.numastat_every_s=1", "sim.transparent_hugepage=always"];
 
 /// docs/live-evaluation.md: numa01-like under the daemon (`stable-daemon`, `softdirty`,
 /// `numa_balancing=0`) is placed within 60 s, the kernel's NUMA counters stay 0, and
@@ -81,7 +82,7 @@ fn softdirty_places_numa01_like_as_on_the_guest() {
     let r = guest(
         "numa01-like",
         "stable-daemon",
-        &[TWIN[0], "daemon.sensor=softdirty"],
+        &[TWIN[0], TWIN[1], "daemon.sensor=softdirty"],
     );
     let (t, homes) = placed_at(&r).expect("placed");
     let after = t - managed_at(&r);
@@ -134,7 +135,7 @@ fn hint_places_numa01_like_with_the_kernels_balancing() {
     let r = guest(
         "numa01-like",
         "stable-daemon",
-        &[TWIN[0], "daemon.sensor=hint"],
+        &[TWIN[0], TWIN[1], "daemon.sensor=hint"],
     );
     let (t, _) = placed_at(&r).expect("placed");
     assert!(t - managed_at(&r) <= 60.0, "placed at {t} s");
