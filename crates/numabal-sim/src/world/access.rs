@@ -18,12 +18,35 @@ impl World<'_> {
         tau: &[f64],
         slot: Slot,
     ) -> Result<(f64, f64, bool), SimError> {
+        let (slice, pos) = (self.threads[t].prog.slice, self.threads[t].prog.pos);
+        let r = self.sweep_walk(ag, t, node, a, budget, tau, slot)?;
+        // A sweep's lines are known from where it started and how far it went: sampled
+        // here, not in the walk's loop, which stays as it is when nothing is watched.
+        if self.perf.is_some() {
+            self.perf_sweep(t, a.region, slice, pos, r.1);
+        }
+        Ok(r)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sweep_walk(
+        &mut self,
+        ag: &mut Agents<'_>,
+        t: usize,
+        node: usize,
+        a: &AccessRt,
+        budget: f64,
+        tau: &[f64],
+        slot: Slot,
+    ) -> Result<(f64, f64, bool), SimError> {
         let (s, e) = self.threads[t].prog.slice;
         let slice_bytes = (e - s) as f64 * PAGE_BYTES;
         let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
         let mut used = 0.0;
         let mut bytes_done = 0.0;
         let mut steps = 0u64;
+        // Soft-dirty protection is no fault for a phase that never writes.
+        let prot_faults = !self.soft_dirty || a.write > 0.0;
         loop {
             steps += 1;
             if steps > MAX_STEPS {
@@ -73,8 +96,8 @@ impl World<'_> {
                 p
             };
             // NUMA hinting: the first access to a PROT_NONE page faults; stop the range
-            // before the next protected page. Soft-dirty: only a write faults.
-            if o.chunk_prot(c) > 0 && (!self.soft_dirty || a.write > 0.0) {
+            // before the next protected page.
+            if o.chunk_prot(c) > 0 && prot_faults {
                 let fault_now = if o.is_huge(c) {
                     o.is_prot(c * CHUNK)
                 } else {
@@ -116,9 +139,6 @@ impl World<'_> {
                 frac = room / time;
             }
             let take = range_bytes * frac;
-            if self.perf.is_some() {
-                self.perf_sweep(t, a.region, s, pos, take, range_end);
-            }
             for (n, &c) in h.iter().enumerate() {
                 if c > 0 {
                     self.account(t, node, n, c as f64 / npages * take);

@@ -5,7 +5,7 @@
 //! ```text
 //!   PageFaults: first touch, hinting fault, soft-dirty write fault
 //!     └─► perf_fault: a count per thread, one fault in `period` ─────────┐
-//!   MemAccess: sweep ranges (line position known), random phases         ├─► pending ─► perf_drain
+//!   MemAccess: a sweep (its start and length), a random phase's bytes    ├─► pending ─► perf_drain
 //!     └─► perf_sweep / perf_random: a carry of 64-byte lines per thread ─┘
 //! ```
 //!
@@ -158,7 +158,17 @@ impl World<'_> {
 
     /// A page fault of thread `t` at the entry starting at `head` of its region `ri`
     /// (first touch, hinting fault, soft-dirty write fault): one in `period` is sampled.
+    #[inline]
     pub(crate) fn perf_fault(&mut self, t: usize, ri: usize, head: u64) {
+        if self.perf.is_some() {
+            self.perf_count_fault(t, ri, head);
+        }
+    }
+
+    // Out of line and cold: the fault paths of an unwatched run keep only the test above.
+    #[cold]
+    #[inline(never)]
+    fn perf_count_fault(&mut self, t: usize, ri: usize, head: u64) {
         let Some(p) = self.perf.as_deref_mut() else {
             return;
         };
@@ -172,16 +182,18 @@ impl World<'_> {
     }
 
     /// A sweep by thread `t` accessed `bytes` of region `ri` sequentially from byte `pos`
-    /// of its slice starting at page `s`, within pages before `end`: a sample at the line
-    /// each time the thread's carry of lines reaches `period`.
+    /// of its `slice`, wrapping at the slice's end as the sweep does: a sample at the line
+    /// each time the thread's carry of lines reaches `period`. Out of line and cold, as
+    /// `perf_random`: nothing of it weighs on an unwatched run's access paths.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn perf_sweep(
         &mut self,
         t: usize,
         ri: usize,
-        s: u64,
+        slice: (u64, u64),
         pos: f64,
         bytes: f64,
-        end: u64,
     ) {
         let Some(p) = self.perf.as_deref_mut() else {
             return;
@@ -194,11 +206,14 @@ impl World<'_> {
         let lines = bytes / LINE_BYTES;
         let n = ((carry + lines) / period).floor() as u64;
         p.lines[t] = carry + lines - n as f64 * period;
+        let (s, e) = slice;
+        let slice_bytes = (e - s) as f64 * PAGE_BYTES;
         let obj = self.procs[self.threads[t].proc].regions[ri].obj;
         for j in 1..=n {
             // The j-th sample is line (j * period - carry) of this access, counted from 1.
             let off = (j as f64 * period - carry - 1.0).max(0.0) * LINE_BYTES;
-            let page = (s + ((pos + off) / PAGE_BYTES) as u64).min(end - 1);
+            let at = (pos + off) % slice_bytes;
+            let page = (s + (at / PAGE_BYTES) as u64).min(e - 1);
             let head = self.objects[obj].head(page);
             self.perf_sample(t, ri, head);
         }
@@ -207,6 +222,8 @@ impl World<'_> {
     /// A random-access phase of thread `t` accessed `bytes` of `slice`: the samples those
     /// lines give, each in a range of the pattern chosen by its weight, at a page drawn
     /// uniformly in it (from the sampling stream). Unpopulated pages may be sampled.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn perf_random(&mut self, t: usize, a: &AccessRt, slice: (u64, u64), bytes: f64) {
         let Some(p) = self.perf.as_deref_mut() else {
             return;
@@ -292,22 +309,39 @@ impl World<'_> {
     /// `clear_refs`: the entry is made writable (and soft-dirty) again. It costs what a
     /// hinting fault without migration costs (a minor protection fault either way); the
     /// caller charges it. It is no NUMA hinting fault: no kernel NUMA counter moves.
-    fn soft_dirty_fault(&mut self, t: usize, ri: usize, page: u64) -> f64 {
+    /// `kernel_hints`: the kernel model makes pages PROT_NONE too, which must not be.
+    #[cold]
+    #[inline(never)]
+    fn soft_dirty_fault(
+        &mut self,
+        kernel_hints: bool,
+        t: usize,
+        ri: usize,
+        page: u64,
+    ) -> Result<f64, SimError> {
+        if kernel_hints {
+            return Err(SimError::Invariant(
+                "soft-dirty tracking beside a kernel model that makes pages PROT_NONE: \
+                 both would share one protection bit"
+                    .into(),
+            ));
+        }
         let obj = self.procs[self.threads[t].proc].regions[ri].obj;
         let o = &mut self.objects[obj];
         let head = o.head(page);
         if !o.is_prot(head) {
-            return 0.0;
+            return Ok(0.0);
         }
         o.clear_prot(head);
         self.soft_dirty_faults += 1;
         self.perf_fault(t, ri, head);
-        self.machine.spec.costs.hint_fault_ns
+        Ok(self.machine.spec.costs.hint_fault_ns)
     }
 
     /// An access by thread `t` on `cpu` to a protected entry at `page` of its region `ri`:
     /// a soft-dirty write fault once `clear_refs` was used, else a NUMA hinting fault to
     /// the kernel model. Returns its cost to the thread, ns.
+    #[inline]
     pub(crate) fn protection_fault(
         &mut self,
         ag: &mut Agents<'_>,
@@ -319,14 +353,7 @@ impl World<'_> {
         if !self.soft_dirty {
             return Ok(ag.kernel.hinting_fault(self, t, cpu, ri, page));
         }
-        if ag.kernel.hinting() {
-            return Err(SimError::Invariant(
-                "soft-dirty tracking beside a kernel model that makes pages PROT_NONE: \
-                 both would share one protection bit"
-                    .into(),
-            ));
-        }
-        Ok(self.soft_dirty_fault(t, ri, page))
+        self.soft_dirty_fault(ag.kernel.hinting(), t, ri, page)
     }
 }
 
