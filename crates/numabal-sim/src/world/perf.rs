@@ -13,11 +13,8 @@
 //! as the world does not track a finer time where faults happen (first touches, kernel
 //! models' hinting faults). PMU samples cost nothing (a simplification: PEBS assists and
 //! the ring's interrupts are left out). Soft-dirty write protection uses the PROT_NONE
-//! bits of `memory.rs`: the registry is to refuse the softdirty sensor beside a kernel
-//! model that makes pages PROT_NONE, so a protected page means one thing in a run.
-
-// The simulated daemon is what will open and drain these; until it does, only the tests.
-#![cfg_attr(not(test), allow(dead_code))]
+//! bits of `memory.rs`: the registry refuses the softdirty sensor beside a kernel model
+//! that makes pages PROT_NONE, so a protected page means one thing in a run.
 
 use super::*;
 use crate::memory::{CHUNK, PAGE_BYTES};
@@ -121,6 +118,7 @@ impl World<'_> {
     }
 
     /// Threads watched now (exited threads no longer count).
+    #[cfg(test)]
     pub(crate) fn perf_watched(&self) -> usize {
         self.perf.as_deref().map_or(0, |p| {
             (p.watched.iter().enumerate())
