@@ -462,6 +462,7 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         m.pgmigrate_success, m.pgmigrate_fail
     )
     .ok();
+    daemon_summary(&mut s, r);
     // A daemon's decisions (numad's log lines), the first few; all are in the JSON.
     const SHOWN: usize = 12;
     for (i, l) in r.policy_log.iter().take(SHOWN).enumerate() {
@@ -1056,4 +1057,42 @@ pub fn print_numastat_samples(r: &RunResult, nr_nodes: usize) {
             .collect();
         out!("{}", numastat_table(&rows, nr_nodes));
     }
+}
+
+/// numabal's daemon on the simulated host: its sensor, passes, CPU and moves, from the
+/// stop line of its decision log (the whole log is in the JSON's `daemon.log`).
+fn daemon_summary(s: &mut String, r: &RunResult) {
+    use std::fmt::Write as _;
+    let Some(d) = &r.daemon else {
+        return;
+    };
+    let Some(stop) = d.stop() else {
+        return;
+    };
+    let n = |k: &str| stop[k].as_f64().unwrap_or(0.0);
+    let sensor = d.settings.sensor.map_or("auto", |k| k.name());
+    let passes = n("passes");
+    let plural = if passes == 1.0 { "" } else { "es" };
+    writeln!(
+        s,
+        "  numabal daemon         sensor {sensor}, {passes} pass{plural}, {} samples, {} soft-dirty faults",
+        n("samples"),
+        d.soft_dirty_faults
+    )
+    .ok();
+    writeln!(
+        s,
+        "                         CPU {:.2} s ({:.2}% of one CPU), {} affinity changes",
+        n("cpu_s"),
+        n("cpu_pct_of_one_cpu"),
+        n("affinity_changes"),
+    )
+    .ok();
+    writeln!(
+        s,
+        "                         {} pages moved, {} deferred by migrate_mb_s",
+        n("pages_moved"),
+        n("pages_deferred"),
+    )
+    .ok();
 }

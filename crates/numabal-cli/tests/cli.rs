@@ -1674,7 +1674,7 @@ fn the_daemons_policy_is_one_object_on_a_host_and_in_the_simulator() {
         let live: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(live["policy"], "stable-daemon", "the default: {live}");
         let json = dir.path().join("sim.json");
-        numabal()
+        let out = numabal()
             .args(["sim", "-m", "qemu-guest-4n8", "-w", "numa01-like", "-p"])
             .args(["stable-daemon", "--quiet", "--set", "sim.max_time_s=2"])
             .args(sets)
@@ -1682,6 +1682,11 @@ fn the_daemons_policy_is_one_object_on_a_host_and_in_the_simulator() {
             .arg(&json)
             .assert()
             .success();
+        let summary = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        assert!(
+            summary.contains("numabal daemon         sensor softdirty, 1 pass, 0 samples"),
+            "{summary}"
+        );
         let r: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let sim = &r["daemon"]["log"][0];
