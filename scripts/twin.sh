@@ -98,7 +98,7 @@ def cell(v, k):
         return "?" if c is None or not w else f"{c:.2f} s in {w:.0f} s ({100 * c / w:.1f} % of a CPU)"
     if x is None:
         return "not placed" if k == "placed_s" else "?"
-    return f"{x:.0f} s" if k == "placed_s" else f"{int(x):,}"
+    return f"{x:.1f} s" if k == "placed_s" else f"{int(x):,}"
 
 rows = [("placed, s after the daemon managed both (5 s checks)", "placed_s"),
         ("pages migrated (pgmigrate_success)", "pgmigrate"),

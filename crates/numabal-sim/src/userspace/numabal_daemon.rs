@@ -88,8 +88,6 @@ pub(crate) struct NumabalDaemon {
     kthreads: KThreads,
     /// Its CPU time so far, ns.
     cpu_ns: f64,
-    /// The pass's start, while its calls run: the next pass is a gap after it.
-    pass_start_ns: u64,
     pub(crate) log: Vec<Value>,
 }
 
@@ -112,7 +110,6 @@ impl NumabalDaemon {
             cpu: 0,
             kthreads: KThreads::new(nr_cpus),
             cpu_ns: 0.0,
-            pass_start_ns: 0,
             log: Vec::new(),
         }
     }
@@ -343,7 +340,6 @@ impl UserSpace {
         if d.pass == 0 {
             d.start(w, &*self.policy);
         }
-        d.pass_start_ns = w.now();
         let (procs, threads, observe_ns) = d.observe(w);
         let managed = d.judge(w, &procs);
         d.keep_managed(w, &procs, &managed);
