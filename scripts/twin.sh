@@ -55,10 +55,10 @@ def sim(sensor):
     log = r["daemon"]["log"]
     managed = max(l["t_s"] for l in log if l.get("managed"))
     stop = log[-1]["stop"]
-    by_t = {round(s["t_s"], 3): s for s in r["numastat"]}
+    samples = r["numastat"]
     at = None
-    for k in range(1, 1000):  # every 5 s after the daemon manages both
-        s = by_t.get(round(managed + 5 * k, 3))
+    for k in range(1, 1000):  # every 5 s after the daemon manages both: the first sample then
+        s = next((x for x in samples if x["t_s"] >= managed + 5 * k - 1e-9), None)
         if s is None:
             break
         if placed(s):

@@ -42,7 +42,8 @@ impl Roster {
         }
     }
 
-    /// The pass's verdicts are in: `live` the processes seen, `managed` those it manages
+    /// The pass's verdicts are in: `live` the processes that exist (judged or not: one that
+    /// fell below `min_rss_mb` is left alone, not exited), `managed` those it manages
     /// (pid, comm). Returns the `exited` and `managed` lines, in that order.
     pub fn pass(
         &mut self,
@@ -70,6 +71,11 @@ impl Roster {
     /// Processes managed by the last pass.
     pub fn managed(&self) -> usize {
         self.managed.len()
+    }
+
+    /// Their pids.
+    pub fn managed_pids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.managed.keys().copied()
     }
 }
 

@@ -404,7 +404,11 @@ impl<'a> Daemon<'a> {
         now: u64,
         log: &mut dyn FnMut(Value),
     ) -> BTreeSet<Tid> {
-        let live: BTreeSet<u32> = snap.processes.iter().map(|p| p.pid.0).collect();
+        // A managed process not judged this pass has exited, or fell below min_rss_mb
+        // (then it is still in /proc, left alone, not exited).
+        let mut live: BTreeSet<u32> = snap.processes.iter().map(|p| p.pid.0).collect();
+        let root = &self.cfg.root;
+        live.extend(self.roster.managed_pids().filter(|&pid| running(root, pid)));
         let now_managed = snap
             .processes
             .iter()
@@ -598,6 +602,16 @@ fn open_record(path: &Path, topo: &LiveTopology) -> Result<(PathBuf, BufWriter<F
     Ok((path.to_path_buf(), f))
 }
 
+/// Whether process `pid` still runs: its `stat` is there and its state is not a zombie's
+/// (`Z`) or a dead task's (`X`): a process killed and not yet reaped has exited.
+fn running(root: &Path, pid: u32) -> bool {
+    std::fs::read_to_string(root.join(format!("proc/{pid}/stat"))).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| !matches!(state, 'Z' | 'X'))
+    })
+}
+
 fn target_of(snap: &Snapshot, pid: Pid) -> Option<Target> {
     snap.processes
         .iter()
@@ -628,4 +642,23 @@ pub fn resolve(
         nodes.resize(addrs.len(), None);
         Some(nodes)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A managed process that fell below min_rss_mb still runs; a killed one that its
+    /// parent has not reaped yet does not.
+    #[test]
+    fn a_zombie_has_exited_a_small_process_has_not() {
+        let dir = tempfile::tempdir().unwrap();
+        for (pid, stat) in [(7, "7 (a (b)) S 1 7 7 0 -1"), (8, "8 (dead) Z 1 8 8 0 -1")] {
+            std::fs::create_dir_all(dir.path().join(format!("proc/{pid}"))).unwrap();
+            std::fs::write(dir.path().join(format!("proc/{pid}/stat")), stat).unwrap();
+        }
+        assert!(running(dir.path(), 7));
+        assert!(!running(dir.path(), 8));
+        assert!(!running(dir.path(), 9), "gone");
+    }
 }

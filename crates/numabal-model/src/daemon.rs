@@ -22,6 +22,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub const MIN_INTERVAL_MS: u64 = 10;
 /// The longest `interval_ms` and `idle_interval_ms`, ms.
 pub const MAX_INTERVAL_MS: u64 = 3_600_000;
+/// The largest `min_rss_mb` (16 TiB).
+pub const MAX_MIN_RSS_MB: u64 = 1 << 24;
 /// The `pmu` sensor's default period: one memory access (a 64-byte line) in this many.
 pub const PMU_SAMPLE_PERIOD: u64 = 10_000;
 
@@ -209,6 +211,21 @@ impl DaemonSettings {
                 format!("is {} (allowed: 0 to 1000000 MiB/s)", self.migrate_mb_s),
             );
         }
+        if self.min_rss_mb > MAX_MIN_RSS_MB {
+            return bad(
+                "min_rss_mb",
+                format!(
+                    "is {} (allowed: 0 to {MAX_MIN_RSS_MB} MiB)",
+                    self.min_rss_mb
+                ),
+            );
+        }
+        if self.fault_cost_ns > 1_000_000_000 {
+            return bad(
+                "fault_cost_ns",
+                format!("is {} (allowed: 0 to 1000000000 ns)", self.fault_cost_ns),
+            );
+        }
         if self.sample_period == Some(0) {
             return bad("sample_period", "is 0 (allowed: 1 or more)".into());
         }
@@ -290,6 +307,10 @@ mod tests {
             (
                 "softdirty_budget_pct = 0.0",
                 "d.toml: softdirty_budget_pct: is 0 (allowed: above 0, at most 100)",
+            ),
+            (
+                "min_rss_mb = 99999999999",
+                "d.toml: min_rss_mb: is 99999999999 (allowed: 0 to 16777216 MiB)",
             ),
             (
                 "numa_balancing = 2",

@@ -33,6 +33,11 @@ impl KThreads {
         }
     }
 
+    /// Whether the thread that last held `cpu` is still running there at `now`.
+    pub fn running(&self, cpu: usize, now: u64) -> bool {
+        self.busy_until[cpu] > now
+    }
+
     /// A kernel thread holds `cpu` for `ns` from now (or from when the one before it ends).
     pub fn hold(&mut self, w: &World, cpu: usize, ns: f64) {
         let now = w.now();

@@ -21,10 +21,10 @@
 //!    loop is synchronous: it sleeps after bind_process_and_migrate_memory returns)
 //! ```
 //!
-//! Simplifications (docs/model-notes.md, "numad in the simulator"): the daemon's own CPU
-//! time (reading `/proc`, copying pages) is not taken from any simulated CPU; a page being
-//! migrated stays accessible until it has moved (the kernel blocks a thread that touches
-//! it for the copy's duration).
+//! Simplifications (docs/model-notes.md, "numad in the simulator"): numad's own program's
+//! CPU time (reading `/proc`, copying pages) is not taken from any simulated CPU (numabal's
+//! daemon's is: numabal_daemon.rs); a page being migrated stays accessible until it has
+//! moved (the kernel blocks a thread that touches it for the copy's duration).
 
 use super::UserSpace;
 use crate::error::SimError;
@@ -44,9 +44,8 @@ struct MigJob {
     to: usize,
     /// Where the walk over the process's pages is: (region, page).
     at: (usize, u64),
-    /// numabal's daemon: its log line, and the bytes its budget is charged.
+    /// numabal's daemon: its log line.
     line: Option<usize>,
-    bytes: f64,
     /// Base pages moved, and left where they were (the destination full).
     moved: u64,
     failed: u64,
@@ -65,20 +64,39 @@ struct MoveJob {
     /// numabal's daemon: its log line.
     line: Option<usize>,
     /// Addresses on the node when the call returns (the kernel's status is the node, also
-    /// for a page that was there already), and the others.
+    /// for a page that was there already), and the others by the kernel's error.
     moved: u64,
-    failed: u64,
+    errors: PageErrors,
 }
 
-/// A call of numabal's daemon that returned: its log line, what moved and what did not,
-/// and what its migration budget is charged (the live daemon's rule: `move_pages` 4 KiB
-/// per address moved, `migrate_pages` the process's bytes on the source node).
+/// `move_pages`' per-page errors, by the name of the status the kernel gives.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct PageErrors {
+    /// `-EFAULT`: the address is in no mapping.
+    pub efault: u64,
+    /// `-ENOENT`: the page is not present.
+    pub enoent: u64,
+    /// `-EACCES`: other processes map the page (no `MPOL_MF_MOVE_ALL`).
+    pub eacces: u64,
+    /// `-ENOMEM`: the node has no room above its high watermark.
+    pub enomem: u64,
+}
+
+impl PageErrors {
+    /// Every page that did not move.
+    pub fn total(&self) -> u64 {
+        self.efault + self.enoent + self.eacces + self.enomem
+    }
+}
+
+/// A call of numabal's daemon that returned: its log line, what moved and what did not
+/// (`move_pages`' per-page errors; `migrate_pages` counts the pages it left).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CallDone {
     pub line: usize,
     pub moved: u64,
     pub failed: u64,
-    pub bytes_charged: f64,
+    pub page_errors: Option<PageErrors>,
 }
 
 /// A system call of the daemon's, run in its context one after another.
@@ -124,6 +142,17 @@ impl DaemonRt {
     /// `migrate_pages` calls are queued.
     pub(crate) fn has_jobs(&self) -> bool {
         !self.jobs.is_empty()
+    }
+
+    /// The log lines of numabal's daemon's calls that have not returned yet.
+    pub(crate) fn pending_lines(&self) -> Vec<usize> {
+        self.jobs
+            .iter()
+            .filter_map(|c| match c {
+                Call::MigratePages(j) => j.line,
+                Call::MovePages(j) => j.line,
+            })
+            .collect()
     }
 
     /// numabal's daemon: its next pass at `at`, or when the queued calls return if later.
@@ -179,31 +208,26 @@ impl UserSpace {
             to,
             at: (0, 0),
             line: None,
-            bytes: 0.0,
             moved: 0,
             failed: 0,
         }));
     }
 
     /// Queue numabal's daemon's `migrate_pages` call, whose outcome goes to its log line
-    /// `line`; the budget is charged the process's bytes on `from` now.
+    /// `line`.
     pub(crate) fn queue_migrate_pages_logged(
         &mut self,
-        w: &World,
         pid: Pid,
         from: usize,
         to: usize,
         line: usize,
     ) {
-        let pidx = pid.idx() - 1;
-        let bytes = w.process_node_bytes(pidx)[from] as f64;
         self.daemon.jobs.push_back(Call::MigratePages(MigJob {
-            pidx,
+            pidx: pid.idx() - 1,
             from,
             to,
             at: (0, 0),
             line: Some(line),
-            bytes,
             moved: 0,
             failed: 0,
         }));
@@ -228,7 +252,7 @@ impl UserSpace {
             next: 0,
             line: Some(line),
             moved: 0,
-            failed: 0,
+            errors: PageErrors::default(),
         }));
     }
 
@@ -252,7 +276,7 @@ impl UserSpace {
             next: 0,
             line: None,
             moved: 0,
-            failed: 0,
+            errors: PageErrors::default(),
         }));
     }
 
@@ -331,7 +355,8 @@ impl UserSpace {
             }
         }
         if self.numabal.is_some() {
-            self.numabal_charge(w, tick - budget.max(0.0));
+            // The last page of a tick may run past it: its whole cost is the daemon's.
+            self.numabal_charge(w, tick - budget);
             for d in done {
                 self.numabal_call_done(d);
             }
@@ -370,13 +395,13 @@ fn call_done(call: &Call) -> Option<CallDone> {
             line,
             moved: j.moved,
             failed: j.failed,
-            bytes_charged: j.bytes,
+            page_errors: None,
         }),
         Call::MovePages(j) => j.line.map(|line| CallDone {
             line,
             moved: j.moved,
-            failed: j.failed,
-            bytes_charged: j.moved as f64 * 4096.0,
+            failed: j.errors.total(),
+            page_errors: Some(j.errors.clone()),
         }),
     }
 }
@@ -391,12 +416,14 @@ fn move_pages_step(w: &mut World, job: &mut MoveJob, budget: &mut f64) -> bool {
         let at = job.pages[job.next];
         job.next += 1;
         let Some((ri, page)) = at else {
-            job.failed += 1;
+            job.errors.efault += 1;
             continue;
         };
         let obj = w.proc(job.pidx).regions[ri].obj;
         match w.object(obj).node_of(page) {
             Some(n) if n == job.to => job.moved += 1,
+            // Without MPOL_MF_MOVE_ALL the kernel moves only pages this process alone maps.
+            Some(_) if w.obj_refs(obj) > 1 => job.errors.eacces += 1,
             Some(_) => match w.migrate_page(obj, page, job.to) {
                 Some(cost) => {
                     *budget -= cost;
@@ -404,10 +431,10 @@ fn move_pages_step(w: &mut World, job: &mut MoveJob, budget: &mut f64) -> bool {
                 }
                 None => {
                     *budget -= w.machine().spec.costs.migrate_page_ns;
-                    job.failed += 1;
+                    job.errors.enomem += 1;
                 }
             },
-            None => job.failed += 1,
+            None => job.errors.enoent += 1,
         }
     }
     true

@@ -30,6 +30,7 @@ use crate::event::EventKind;
 use crate::kernel::kthread::KThreads;
 use crate::registry::SimDaemon;
 use crate::world::{NS, PerfEvent, RawSample as WorldSample, TState, World};
+use numabal_daemon::budget::PAGE;
 use numabal_daemon::log::{self as line, Counts};
 use numabal_daemon::pacing::{interval_range_ns, next_clear_ns, pass_gap_ns};
 use numabal_daemon::{Candidate, RateLimit, RawSample, Roster, Rules, SensorKind};
@@ -211,13 +212,13 @@ impl NumabalDaemon {
     /// `Cpus_allowed_list` of a process (its main thread's), as set by the program or its
     /// launcher: an affinity the daemon narrowed is its own doing, so the original counts.
     fn original_cpus(&self, w: &World, pidx: usize) -> Mask {
-        let main = w.main_thread(pidx);
-        match main.and_then(|t| self.changed.get(&Tid(t as u32 + 1))) {
-            Some(c) => c.original.clone(),
-            None => main.map_or_else(
-                || w.proc(pidx).cpuset_cpus.clone(),
-                |t| w.sched().tasks[t].allowed.clone(),
-            ),
+        let Some(main) = w.main_thread(pidx) else {
+            return w.proc(pidx).cpuset_cpus.clone();
+        };
+        let now = &w.sched().tasks[main].allowed;
+        match self.changed.get(&Tid(main as u32 + 1)) {
+            Some(c) if &c.ours == now => c.original.clone(),
+            _ => now.clone(),
         }
     }
 
@@ -310,24 +311,21 @@ impl NumabalDaemon {
         ns
     }
 
-    /// The daemon's thread runs `ns` of CPU now: on an idle CPU near the one it last ran
-    /// on (the wakeup's `select_idle_sibling`), else there, taking it from the threads
-    /// that run there.
+    /// The daemon's thread runs `ns` of CPU now: where it is still running if it is, else
+    /// on an idle CPU of its node from the one it last ran on (the wakeup's
+    /// `select_idle_sibling` stays within the LLC, which is within the node), else there,
+    /// taking the time from the threads that run there.
     pub(crate) fn charge_cpu(&mut self, w: &mut World, ns: f64) {
         if ns <= 0.0 {
             return;
         }
-        let nodes = w.machine().nr_nodes();
-        let home = w.machine().cpus[self.cpu].node;
-        let mut picked = None;
-        for k in 0..nodes {
-            let (c, others) = self.kthreads.cpu(w, self.cpu, (home + k) % nodes);
-            if others == 0 && w.machine().cpus[c].node == (home + k) % nodes {
-                picked = Some(c);
-                break;
+        if !self.kthreads.running(self.cpu, w.now()) {
+            let node = w.machine().cpus[self.cpu].node;
+            let (c, others) = self.kthreads.cpu(w, self.cpu, node);
+            if others == 0 {
+                self.cpu = c;
             }
         }
-        self.cpu = picked.unwrap_or(self.cpu);
         self.kthreads.run(w, self.cpu, ns);
         self.cpu_ns += ns;
     }
@@ -393,7 +391,8 @@ impl UserSpace {
                 d.log.push(v);
             }
             Action::MoveThread { tid, node } => {
-                let cpus = w.machine().nodes[*node].cpus.clone();
+                let cpus = w.machine().nodes.get(*node).map(|n| n.cpus.clone());
+                let cpus = cpus.unwrap_or_default();
                 let v = set_affinity(d, w, *tid, &cpus, pid_of(*tid));
                 d.log.push(v);
             }
@@ -430,6 +429,10 @@ impl UserSpace {
             d.counts.pages_deferred += (addrs.len() - n) as u64;
             v["deferred"] = (addrs.len() - n).into();
         }
+        // Charged as the call is made, the pages that do not move refunded when it returns:
+        // the live daemon's calls are synchronous, so the next call of the pass sees the
+        // bucket less what this one moved.
+        d.rate.charge(n as f64 * PAGE);
         d.log.push(v);
         let at = d.log.len() - 1;
         self.queue_move_pages_logged(w, pid, &addrs[..n], node, at);
@@ -450,20 +453,23 @@ impl UserSpace {
             d.log.push(v);
             return;
         }
+        let bytes = procs
+            .iter()
+            .find(|p| p.pid == pid)
+            .and_then(|p| p.node_bytes.get(from).copied())
+            .unwrap_or(0);
         if d.rate.pages(w.now()) == 0 {
-            let bytes = procs
-                .iter()
-                .find(|p| p.pid == pid)
-                .and_then(|p| p.node_bytes.get(from).copied())
-                .unwrap_or(0);
             d.counts.pages_deferred += bytes / 4096;
             v["deferred"] = (bytes / 4096).into();
             d.log.push(v);
             return;
         }
+        // The live daemon charges the process's bytes on `from` after the call returns;
+        // here as it is made, which the pass's next call sees the same way.
+        d.rate.charge(bytes as f64);
         d.log.push(v);
         let at = d.log.len() - 1;
-        self.queue_migrate_pages_logged(w, pid, from, to, at);
+        self.queue_migrate_pages_logged(pid, from, to, at);
     }
 
     /// The outcome of a queued call of the numabal daemon: its line completed, the budget
@@ -472,14 +478,26 @@ impl UserSpace {
         let Some(d) = self.numabal.as_mut() else {
             return;
         };
-        d.rate.charge(done.bytes_charged);
         d.counts.pages_moved += done.moved;
         d.counts.pages_failed += done.failed;
         let v = &mut d.log[done.line];
-        if v.get("migrate_pages").is_some() {
-            v["not_moved"] = done.failed.into();
-        } else {
-            v["moved"] = done.moved.into();
+        match done.page_errors {
+            None => v["not_moved"] = done.failed.into(),
+            Some(e) => {
+                // move_pages: the addresses that did not move are given back to the bucket.
+                d.rate.charge(-(done.failed as f64) * PAGE);
+                v["moved"] = done.moved.into();
+                let named = [
+                    ("EFAULT", e.efault),
+                    ("ENOENT", e.enoent),
+                    ("EACCES", e.eacces),
+                    ("ENOMEM", e.enomem),
+                ];
+                let errs: BTreeMap<&str, u64> = named.into_iter().filter(|x| x.1 > 0).collect();
+                if !errs.is_empty() {
+                    v["page_errors"] = serde_json::json!(errs);
+                }
+            }
         }
     }
 
@@ -495,6 +513,11 @@ impl UserSpace {
         let Some(d) = self.numabal.as_mut() else {
             return;
         };
+        // Calls still running when the run ends: their lines say so (the live daemon's stop
+        // waits for its synchronous call; a run's end does not).
+        for at in self.daemon.pending_lines() {
+            d.log[at]["pending"] = true.into();
+        }
         let node_cpus: Vec<Mask> = w.machine().nodes.iter().map(|n| n.cpus.clone()).collect();
         let placement = line::placement(d.changed.values().map(|c| (c.pid, &c.ours)), &node_cpus);
         for (tid, c) in &d.changed {

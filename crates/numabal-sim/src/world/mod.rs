@@ -34,7 +34,6 @@ pub mod records;
 mod report;
 mod samples;
 pub use agents::{Agents, KernelHooks, UserHooks};
-// Until the simulated daemon uses them, only the tests do.
 pub(crate) use perf::{PerfEvent, RawSample};
 pub(crate) const NS: f64 = 1e9;
 pub(crate) const STALL_NS: f64 = 1e6;

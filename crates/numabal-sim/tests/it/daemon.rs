@@ -301,3 +301,89 @@ fn the_daemon_run_is_deterministic() {
     );
     assert!(stop(&a)["samples"].as_u64().unwrap() > 0);
 }
+
+/// A policy that asks, every second, for two `move_pages` calls per process: 256 pages
+/// to node 1, the next 256 to node 2.
+struct TwoMoves;
+
+impl numabal_policy::Policy for TwoMoves {
+    fn name(&self) -> &str {
+        "two-moves"
+    }
+    fn tick_interval_ns(&self) -> Option<u64> {
+        Some(1_000_000_000)
+    }
+    fn on_tick(
+        &mut self,
+        _m: &numabal_model::Machine,
+        obs: &numabal_policy::Observation<'_>,
+        out: &mut Vec<numabal_policy::Action>,
+    ) {
+        for p in obs.processes {
+            for (node, first) in [(1, 0), (2, 256)] {
+                let addrs = (first..first + 256)
+                    .map(|i| numabal_sim::world::page_addr(0, i))
+                    .collect();
+                out.push(numabal_policy::Action::MovePages {
+                    pid: p.pid,
+                    addrs,
+                    node,
+                });
+            }
+        }
+    }
+}
+
+/// The budget is spent call by call within a pass, as the live daemon's synchronous calls
+/// spend it: at 1 MiB/s (256 pages, one second banked) a pass's first `move_pages` of 256
+/// pages moves them and every later call of that pass is deferred whole.
+#[test]
+fn a_pass_spends_the_budget_call_by_call() {
+    use numabal_sim::registry::{Built, DaemonUse, Entry, Registry};
+    let registry = Registry::standard_copy().with(Entry {
+        name: "two-moves",
+        summary: "two move_pages calls per process per pass",
+        sim: true,
+        live: false,
+        daemon: DaemonUse::Always,
+        build: |_| {
+            Ok(Built {
+                kernel: None,
+                policy: Box::new(TwoMoves),
+                tunables: serde_json::json!({}),
+                daemon: None,
+            })
+        },
+    });
+    let sc = scenario_with(
+        &Inline(Vec::new()),
+        "qemu-guest-4n8",
+        "numa01-like",
+        "two-moves",
+        1,
+        &[
+            "daemon.migrate_mb_s=1",
+            "daemon.sensor=maps",
+            "sim.max_time_s=6",
+            "sim.transparent_hugepage=never",
+        ],
+    );
+    let r = numabal_sim::run_in(&registry, &sc, None).unwrap_or_else(|e| panic!("{e}"));
+    let calls: Vec<&Value> = daemon_log(&r)
+        .iter()
+        .filter(|l| l.get("move_pages").is_some())
+        .collect();
+    let first_t = calls[0]["t_s"].clone();
+    let pass: Vec<&&Value> = calls.iter().filter(|l| l["t_s"] == first_t).collect();
+    assert_eq!(
+        pass.len(),
+        4,
+        "two calls for each of the two processes: {pass:?}"
+    );
+    assert_eq!(pass[0]["moved"], 256, "{:?}", pass[0]);
+    assert!(pass[0].get("deferred").is_none());
+    for l in &pass[1..] {
+        assert_eq!(l["deferred"], 256, "{l}");
+        assert_eq!(l["moved"], 0, "{l}");
+    }
+}
