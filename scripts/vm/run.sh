@@ -6,7 +6,7 @@
 #
 # Usage: scripts/vm/run.sh --scenario FILE [--nodes 2|4] [--timeout SECONDS] [--log FILE]
 #                          [--mem-mb N] [--cpus-per-node N] [--dist flat|ring]
-#                          [--env KEY=VALUE]... [--append "KERNEL ARGS"]
+#                          [--env KEY=VALUE]... [--append "KERNEL ARGS"] [--kernel K]
 #   --nodes          emulated nodes (default 2)
 #   --cpus-per-node  vCPUs per node (default 2; 2 nodes = 4 vCPUs, 4 nodes = 8 vCPUs)
 #   --mem-mb         guest memory in MiB, split evenly over the nodes (default 1024 per
@@ -18,8 +18,15 @@
 #   --env KEY=VALUE  environment variable for the scenario (through the kernel command
 #                    line: KEY is [A-Za-z_][A-Za-z0-9_]*, VALUE has no spaces)
 #   --append ARGS    more kernel command-line arguments
+#   --kernel K       the guest kernel: 6.1 or bookworm (default), 6.12 or trixie, 7.2 or sid
+#                    (scripts/vm/setup.sh --kernel K fetches it first)
+#   --tcg multi|single  TCG with a host thread per vCPU (default for 6.1) or one thread for
+#                    all (default for 6.12 and 7.2: their live text patching, a static key
+#                    flipped while other vCPUs run the code, meets an int3 that multi-threaded
+#                    TCG still executes after the patch is done, and the guest panics)
 # The whole serial console goes to target/vm/logs/NAME-<N>n.console.log, QEMU's own
-# messages to NAME-<N>n.qemu-stderr, its command line to NAME-<N>n.qemu-cmdline. The
+# messages to NAME-<N>n.qemu-stderr, its command line to NAME-<N>n.qemu-cmdline (with
+# another kernel than the default, NAME-<N>n-SUITE.*). The
 # guest always gets NUMABAL_VM_NODES and NUMABAL_VM_CPUS_PER_NODE in its environment.
 # Needs scripts/vm/setup.sh once and the release binaries (cargo build --release --locked
 # -p numabal-cli -p numabal-testprogs); the initramfs is (re)built as needed.
@@ -28,14 +35,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
 die() { printf 'vm/run: error: %s\n' "$*" >&2; exit 2; }
+# shellcheck source=kernels.sh
+. "$here/kernels.sh"
 say() { printf 'vm/run: %s\n' "$*" >&2; }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 
-nodes=2 cpn=2 mem="" dist=flat timeout=600 log="" scenario="" append=""
+nodes=2 cpn=2 mem="" dist=flat timeout=600 log="" scenario="" append="" kernel_arg=6.1 tcg=""
 envs=()
 while [ $# -gt 0 ]; do
   case $1 in
-    --nodes|--cpus-per-node|--mem-mb|--dist|--timeout|--log|--scenario|--env|--append)
+    --nodes|--cpus-per-node|--mem-mb|--dist|--timeout|--log|--scenario|--env|--append|--kernel|--tcg)
       [ $# -ge 2 ] || die "$1 needs a value" ;;
   esac
   case $1 in
@@ -48,6 +57,8 @@ while [ $# -gt 0 ]; do
     --scenario) scenario=${2:-}; shift 2 ;;
     --env) envs+=("${2:-}"); shift 2 ;;
     --append) append=${2:-}; shift 2 ;;
+    --kernel) kernel_arg=${2:-}; shift 2 ;;
+    --tcg) tcg=${2:-}; shift 2 ;;
     -h|--help) usage ;;
     *) printf 'vm/run: error: unknown argument %s\n' "$1" >&2; usage ;;
   esac
@@ -66,10 +77,17 @@ for e in ${envs[@]+"${envs[@]}"}; do
   [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*=[^[:space:]]*$ ]] || die "--env '$e' is not KEY=VALUE without spaces"
 done
 
+suite=$(kernel_suite "$kernel_arg")
+[ -n "$suite" ] || die "--kernel must be one of $KERNEL_NAMES, got '$kernel_arg'"
+tag=$(kernel_tag "$suite")
+[ -n "$tcg" ] || { [ "$suite" = bookworm ] && tcg=multi || tcg=single; }
+case $tcg in multi|single) ;; *) die "--tcg must be multi or single, got '$tcg'" ;; esac
+
 # The ELF kernel boots through its PVH entry (faster); the bzImage is the fallback.
-kernel=$repo/target/vm/cache/vmlinux
-[ -f "$kernel" ] || kernel=$repo/target/vm/cache/vmlinuz
-[ -f "$kernel" ] || die "no guest kernel in target/vm/cache/: run scripts/vm/setup.sh"
+kdir=$repo/target/vm/cache/kernel-$suite
+kernel=$kdir/vmlinux
+[ -f "$kernel" ] || kernel=$kdir/vmlinuz
+[ -f "$kernel" ] || die "no $suite kernel in target/vm/cache/: run scripts/vm/setup.sh --kernel $kernel_arg"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found: run scripts/vm/setup.sh"
 
 name=$(basename "$scenario" .sh)
@@ -98,7 +116,7 @@ for e in ${envs[@]+"${envs[@]}"}; do cmdline+=" $e"; done
 [ -n "$append" ] && cmdline+=" $append"
 
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine pc
-      -accel tcg,thread=multi -cpu max
+      -accel "tcg,thread=$tcg" -cpu max
       -smp "$vcpus,sockets=$nodes,cores=$cpn,threads=1" -m "${mem}M"
       "${numa[@]}"
       -kernel "$kernel" -initrd "$initrd" -append "$cmdline"
@@ -106,15 +124,16 @@ qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine pc
 
 logs=$repo/target/vm/logs
 mkdir -p "$logs"
-console=$logs/$name-${nodes}n.console.log
-say "booting $nodes nodes x $cpn vCPUs, ${per} MiB per node, dist $dist, timeout ${timeout}s: $(basename "$scenario")"
+base=$logs/$name-${nodes}n$tag
+console=$base.console.log
+say "booting $nodes nodes x $cpn vCPUs, ${per} MiB per node, dist $dist, kernel $(cat "$kdir/release" 2>/dev/null || echo "$suite"), TCG $tcg, timeout ${timeout}s: $(basename "$scenario")"
 say "console: $console"
-printf '%q ' "${qemu[@]}" > "$logs/$name-${nodes}n.qemu-cmdline"
-echo >> "$logs/$name-${nodes}n.qemu-cmdline"
+printf '%q ' "${qemu[@]}" > "$base.qemu-cmdline"
+echo >> "$base.qemu-cmdline"
 
 start=$(date +%s.%N)
 set +e
-qemu_err=$logs/$name-${nodes}n.qemu-stderr
+qemu_err=$base.qemu-stderr
 timeout --kill-after=10 "$timeout" "${qemu[@]}" < /dev/null > "$console" 2> "$qemu_err"
 qrc=$?
 set -e

@@ -2,10 +2,13 @@
 # Prepares the QEMU NUMA test guests (docs/vm-tests.md). Idempotent.
 #
 #  * installs with apt-get, only what is missing: qemu-system-x86, busybox-static, cpio,
-#    linux-perf, numactl, xz-utils (`apt-get update` only when something has to be installed);
-#  * downloads Debian's current kernel package (the linux-image-*-amd64 that
-#    linux-image-amd64 depends on) into target/vm/cache/ with `apt-get download` and
-#    extracts its vmlinuz and config with `dpkg-deb -x`. The kernel is never installed on
+#    linux-perf, numactl, xz-utils, zstd (`apt-get update` only when something has to be installed);
+#  * downloads a Debian suite's current kernel package (the linux-image-*-amd64 that its
+#    linux-image-amd64 depends on, resolved now) into target/vm/cache/ with `apt-get
+#    download` and extracts its vmlinuz and config with `dpkg-deb -x`: bookworm's 6.1 by
+#    default (the host's own package lists), trixie's 6.12 or sid's 7.2 with --kernel
+#    (package lists of their own under target/vm/apt/SUITE/, from the host's Debian mirror:
+#    the host's apt configuration is never changed). The kernel is never installed on
 #    this host. Every driver the guest needs (8250 serial console, ACPI SRAT/SLIT NUMA,
 #    devtmpfs, tmpfs, cgroup2, NUMA balancing, page migration) is built into Debian's
 #    kernel; the script checks the config for them, so the guest needs no modules;
@@ -14,8 +17,9 @@
 #    in-guest XZ decompression, about 4 s per boot under TCG. run.sh falls back to
 #    vmlinuz when there is no vmlinux.
 #
-# Usage: scripts/vm/setup.sh        (prints what it did; the kernel's path is in
-#                                    target/vm/cache/vmlinuz, a symlink)
+# Usage: scripts/vm/setup.sh [--kernel K]   K: 6.1 or bookworm (default), 6.12 or trixie,
+#        7.2 or sid. Prints what it did; the kernel is in target/vm/cache/kernel-SUITE/ (a
+#        symlink to the package's directory; target/vm/cache/kernel is the default's).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CACHE=target/vm/cache
@@ -23,6 +27,17 @@ mkdir -p "$CACHE"
 
 say() { printf 'vm/setup: %s\n' "$*"; }
 die() { printf 'vm/setup: error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=kernels.sh
+. scripts/vm/kernels.sh
+
+kernel_arg=6.1
+case ${1:-} in
+  --kernel) [ $# -ge 2 ] || die "--kernel needs a value ($KERNEL_NAMES)"; kernel_arg=$2 ;;
+  "") ;;
+  *) die "unknown argument $1 (usage: scripts/vm/setup.sh [--kernel K])" ;;
+esac
+suite=$(kernel_suite "$kernel_arg")
+[ -n "$suite" ] || die "--kernel must be one of $KERNEL_NAMES, got '$kernel_arg'"
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then
@@ -32,7 +47,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 
 # --- host packages -------------------------------------------------------------------
-pkgs=(qemu-system-x86 busybox-static cpio linux-perf numactl xz-utils)
+pkgs=(qemu-system-x86 busybox-static cpio linux-perf numactl xz-utils zstd)
 missing=()
 for p in "${pkgs[@]}"; do
   if [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" != installed ]; then
@@ -50,17 +65,38 @@ else
 fi
 
 # --- the guest kernel ----------------------------------------------------------------
-kpkg() { apt-cache depends linux-image-amd64 2>/dev/null |
+# APT: the host's apt with, for another suite than bookworm, package lists of its own.
+APT=()
+if [ "$suite" != bookworm ]; then
+  adir=$PWD/target/vm/apt/$suite
+  mkdir -p "$adir/lists/partial" "$adir/cache/archives/partial"
+  # The host's Debian mirror (its sources, deb822 or one-line), with this suite.
+  mirror=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+             awk '$1 == "URIs:" && $2 ~ /\/debian\/?$/ { print $2; exit }')
+  [ -n "$mirror" ] || mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+             awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^(http|https|file):.*\/debian\/?$/) { print $i; exit } }')
+  [ -n "$mirror" ] || die "no Debian mirror in the host's apt sources to fetch $suite's kernel from"
+  keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  echo "deb [signed-by=$keyring] $mirror $suite main" > "$adir/sources.list"
+  APT=(-o "Dir::Etc::sourcelist=$adir/sources.list" -o Dir::Etc::sourceparts=-
+       -o "Dir::State::Lists=$adir/lists" -o "Dir::Cache=$adir/cache")
+  if [ ! -s "$adir/resolved" ] || [ -n "$(find "$adir/resolved" -mtime +0 2>/dev/null)" ]; then
+    say "package lists of $suite into $adir (a day at most old)"
+    apt-get -qq "${APT[@]}" update || die "apt-get update of $suite's lists failed"
+    touch "$adir/resolved"
+  fi
+fi
+kpkg() { apt-cache "${APT[@]}" depends linux-image-amd64 2>/dev/null |
            awk '$1 == "Depends:" && $2 ~ /^linux-image-.*-amd64$/ { print $2; exit }'; }
 kernel_pkg=$(kpkg)
-if [ -z "$kernel_pkg" ] && [ $updated = 0 ]; then
+if [ -z "$kernel_pkg" ] && [ $updated = 0 ] && [ "$suite" = bookworm ]; then
   # A fresh machine may have no package lists yet.
   say "no package lists for linux-image-amd64: apt-get update"
   $SUDO apt-get update -qq
   updated=1
   kernel_pkg=$(kpkg)
 fi
-[ -n "$kernel_pkg" ] || die "cannot resolve the kernel package linux-image-amd64 depends on"
+[ -n "$kernel_pkg" ] || die "cannot resolve the kernel package $suite's linux-image-amd64 depends on"
 
 kdir="$CACHE/$kernel_pkg"
 if [ -f "$kdir/vmlinuz" ] && [ -f "$kdir/config" ]; then
@@ -68,24 +104,38 @@ if [ -f "$kdir/vmlinuz" ] && [ -f "$kdir/config" ]; then
 else
   rm -rf "$kdir" "$CACHE/extract.$$"
   mkdir -p "$kdir"
+  # Since 7.x Debian splits the image: linux-image-R depends on linux-binary-R (vmlinuz)
+  # and linux-base-R (config), both under usr/lib/modules/R/. Earlier: boot/vmlinuz-R and
+  # boot/config-R in linux-image-R itself.
+  parts=$(apt-cache "${APT[@]}" depends "$kernel_pkg" 2>/dev/null |
+            awk '$1 == "Depends:" && $2 ~ /^linux-(binary|base)-.*-amd64$/ { print $2 }')
   # apt-get download writes into the current directory; as root it warns that the
   # _apt sandbox cannot write there, harmless.
-  ( cd "$kdir" && apt-get download -q "$kernel_pkg" 2>&1 | grep -v -e '^W: Download is performed unsandboxed' -e '^$' || true )
-  deb=$(ls "$kdir"/"${kernel_pkg}"_*.deb 2>/dev/null | head -1)
-  [ -n "$deb" ] || die "apt-get download $kernel_pkg produced no .deb in $kdir"
+  # shellcheck disable=SC2086
+  ( cd "$kdir" && apt-get download -q "${APT[@]}" "$kernel_pkg" $parts 2>&1 | grep -v -e '^W: Download is performed unsandboxed' -e '^$' || true )
+  debs=$(ls "$kdir"/*.deb 2>/dev/null || true)
+  [ -n "$debs" ] || die "apt-get download $kernel_pkg produced no .deb in $kdir"
   mkdir -p "$CACHE/extract.$$"
-  dpkg-deb -x "$deb" "$CACHE/extract.$$"
-  vmlinuz=$(ls "$CACHE/extract.$$"/boot/vmlinuz-* | head -1)
-  config=$(ls "$CACHE/extract.$$"/boot/config-* | head -1)
-  [ -f "$vmlinuz" ] && [ -f "$config" ] || die "no boot/vmlinuz-* or boot/config-* in $deb"
+  for deb in $debs; do dpkg-deb -x "$deb" "$CACHE/extract.$$"; done
+  x=$CACHE/extract.$$
+  vmlinuz=$(ls "$x"/boot/vmlinuz-* "$x"/usr/lib/modules/*/vmlinuz 2>/dev/null | head -1 || true)
+  config=$(ls "$x"/boot/config-* "$x"/usr/lib/modules/*/config 2>/dev/null | head -1 || true)
+  [ -n "$vmlinuz" ] && [ -n "$config" ] || die "no vmlinuz or config (boot/ or usr/lib/modules/R/) in $kernel_pkg $parts"
   cp "$vmlinuz" "$kdir/vmlinuz"
   cp "$config" "$kdir/config"
-  basename "$vmlinuz" | sed 's/^vmlinuz-//' > "$kdir/release"
-  rm -rf "$CACHE/extract.$$" "$deb"
+  case $vmlinuz in
+    */boot/vmlinuz-*) basename "$vmlinuz" | sed 's/^vmlinuz-//' > "$kdir/release" ;;
+    *) basename "$(dirname "$vmlinuz")" > "$kdir/release" ;;
+  esac
+  rm -rf "$x" "$kdir"/*.deb
   say "kernel $kernel_pkg: extracted vmlinuz ($(du -h "$kdir/vmlinuz" | cut -f1)) into $kdir (not installed on the host)"
 fi
-ln -sfn "$kernel_pkg" "$CACHE/kernel"
-ln -sfn "$kernel_pkg/vmlinuz" "$CACHE/vmlinuz"
+ln -sfn "$kernel_pkg" "$CACHE/kernel-$suite"
+if [ "$suite" = bookworm ]; then
+  # The default kernel (build-initramfs.sh picks perf for its release).
+  ln -sfn "$kernel_pkg" "$CACHE/kernel"
+  ln -sfn "$kernel_pkg/vmlinuz" "$CACHE/vmlinuz"
+fi
 
 # The uncompressed ELF kernel for a PVH boot: the XZ stream inside the bzImage (what the
 # kernel's scripts/extract-vmlinux does). xz complains about the bytes after the stream;
@@ -93,12 +143,19 @@ ln -sfn "$kernel_pkg/vmlinuz" "$CACHE/vmlinuz"
 is_elf() { [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
 if [ -f "$kdir/vmlinux" ] && is_elf "$kdir/vmlinux"; then
   say "vmlinux (PVH boot) already in $kdir"
-elif ! grep -qx 'CONFIG_PVH=y' "$kdir/config" || ! grep -qx 'CONFIG_KERNEL_XZ=y' "$kdir/config"; then
-  say "kernel is not XZ-compressed with CONFIG_PVH: guests boot the bzImage (slower)"
+elif ! grep -qx 'CONFIG_PVH=y' "$kdir/config" ||
+     ! grep -qxE 'CONFIG_KERNEL_(XZ|ZSTD)=y' "$kdir/config"; then
+  say "kernel is not XZ- or zstd-compressed with CONFIG_PVH: guests boot the bzImage (slower)"
 else
-  off=$(LC_ALL=C grep -obUa $'\xfd7zXZ' "$kdir/vmlinuz" | head -1 | cut -d: -f1 || true)
+  # The compressed stream's magic: XZ's FD 37 7A 58 5A, zstd's 28 B5 2F FD.
+  if grep -qx 'CONFIG_KERNEL_XZ=y' "$kdir/config"; then
+    magic=$'\xfd7zXZ' unpack=(xz -dc)
+  else
+    magic=$'\x28\xb5\x2f\xfd' unpack=(zstd -dcq)
+  fi
+  off=$(LC_ALL=C grep -obUa "$magic" "$kdir/vmlinuz" | head -1 | cut -d: -f1 || true)
   if [ -n "$off" ]; then
-    tail -c +$((off + 1)) "$kdir/vmlinuz" | xz -dc 2>/dev/null > "$kdir/vmlinux.tmp" || true
+    tail -c +$((off + 1)) "$kdir/vmlinuz" | "${unpack[@]}" 2>/dev/null > "$kdir/vmlinux.tmp" || true
   fi
   if [ -n "$off" ] && is_elf "$kdir/vmlinux.tmp"; then
     mv "$kdir/vmlinux.tmp" "$kdir/vmlinux"
@@ -108,7 +165,7 @@ else
     say "could not extract vmlinux from vmlinuz: guests boot the bzImage (slower)"
   fi
 fi
-ln -sfn "$kernel_pkg/vmlinux" "$CACHE/vmlinux"
+[ "$suite" = bookworm ] && ln -sfn "$kernel_pkg/vmlinux" "$CACHE/vmlinux"
 
 # Everything the guest relies on must be built in (=y): the initramfs carries no modules.
 need=(CONFIG_NUMA CONFIG_NUMA_BALANCING CONFIG_ACPI_NUMA CONFIG_X86_64_ACPI_NUMA
