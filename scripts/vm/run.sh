@@ -24,6 +24,9 @@
 #                    all (default for 6.12 and 7.2: their live text patching, a static key
 #                    flipped while other vCPUs run the code, meets an int3 that multi-threaded
 #                    TCG still executes after the patch is done, and the guest panics)
+# 6.12 and 7.2 also boot with `mitigations=off`: under `-cpu max` they turn on speculation
+# mitigations whose emulation makes system calls and page migrations several times slower
+# than 6.1's (the daemon's passes took seconds, too slow for perf bench's 40 s).
 # The whole serial console goes to target/vm/logs/NAME-<N>n.console.log, QEMU's own
 # messages to NAME-<N>n.qemu-stderr, its command line to NAME-<N>n.qemu-cmdline (with
 # another kernel than the default, NAME-<N>n-SUITE.*). The
@@ -112,6 +115,7 @@ for ((a = 0; a < nodes; a++)); do
 done
 
 cmdline="console=ttyS0 rdinit=/init quiet loglevel=3 panic=-1 NUMABAL_VM_NODES=$nodes NUMABAL_VM_CPUS_PER_NODE=$cpn"
+[ "$suite" = bookworm ] || cmdline+=" mitigations=off"
 for e in ${envs[@]+"${envs[@]}"}; do cmdline+=" $e"; done
 [ -n "$append" ] && cmdline+=" $append"
 
