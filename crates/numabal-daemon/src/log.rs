@@ -104,6 +104,48 @@ pub fn affinity_of(t_s: f64, tid: u32, pid: Option<u32>) -> Value {
     json!({"t_s": t_s, "tid": tid, "pid": pid})
 }
 
+/// A thread whose affinity the daemon changed (given back on stop).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    /// Its process.
+    pub pid: Pid,
+    /// Its affinity before the daemon's first change.
+    pub original: Mask,
+    /// What the daemon set last.
+    pub ours: Mask,
+}
+
+/// A thread that exited before its `sched_setaffinity`.
+pub fn thread_gone(counts: &mut Counts, t_s: f64, tid: u32) -> Value {
+    counts.gone += 1;
+    let mut v = affinity_of(t_s, tid, None);
+    v["gone"] = json!("thread exited before sched_setaffinity");
+    v
+}
+
+/// The mask a thread's `sched_setaffinity` gets: `cpus` within its own affinity
+/// `original` (its cpuset, and whatever the program set), never outside it; or the line
+/// refusing it.
+pub fn within_own_affinity(
+    counts: &mut Counts,
+    t_s: f64,
+    tid: u32,
+    pid: Pid,
+    cpus: &Mask,
+    original: &Mask,
+) -> Result<Mask, Value> {
+    let want = cpus.and(original);
+    if want.is_empty() {
+        counts.errors += 1;
+        let mut v = affinity_of(t_s, tid, Some(pid.0));
+        v["refused"] = json!(format!(
+            "CPUs {cpus} are outside the thread's affinity {original}"
+        ));
+        return Err(v);
+    }
+    Ok(want)
+}
+
 /// `move_pages` of `addrs` addresses of `pid` to node `to`.
 pub fn move_pages(t_s: f64, pid: Pid, addrs: usize, to: usize) -> Value {
     json!({"t_s": t_s, "pid": pid.0, "move_pages": addrs, "to": to})
@@ -114,11 +156,29 @@ pub fn migrate_pages(t_s: f64, pid: Pid, from: usize, to: usize) -> Value {
     json!({"t_s": t_s, "pid": pid.0, "migrate_pages": {"from": from, "to": to}})
 }
 
-/// A move refused before any page moved: `node` is outside the process's `Mems_allowed`.
-pub fn refuse_outside_mems(v: &mut Value, node: usize, mems_allowed: &Mask) {
-    v["refused"] = json!(format!(
-        "node {node} is outside Mems_allowed {mems_allowed}"
-    ));
+/// May `call` (`move_pages`, `migrate_pages`) move pages to `node`? Only if the process is
+/// there (`mems_allowed`: its `Mems_allowed`, `None` when it exited) and `node` is in its
+/// `Mems_allowed`; else the call's line `v` says why not and `counts` count it.
+pub fn admit(
+    counts: &mut Counts,
+    v: &mut Value,
+    call: &str,
+    node: usize,
+    mems_allowed: Option<&Mask>,
+) -> bool {
+    match mems_allowed {
+        None => {
+            counts.gone += 1;
+            v["gone"] = json!(format!("process exited before {call}"));
+            false
+        }
+        Some(m) if !m.contains(node) => {
+            counts.errors += 1;
+            v["refused"] = json!(format!("node {node} is outside Mems_allowed {m}"));
+            false
+        }
+        Some(_) => true,
+    }
 }
 
 /// On stop: a changed affinity given back.
@@ -222,5 +282,18 @@ mod tests {
         );
         let a = affinity(1.5, 8, Some(7), &Mask::from_ids([2, 3]));
         assert_eq!(a["sched_setaffinity"], "2-3");
+        let mut c = Counts::default();
+        let mut v = m.clone();
+        assert!(admit(&mut c, &mut v, "move_pages", 1, Some(&Mask::full(2))));
+        assert!(!admit(
+            &mut c,
+            &mut v,
+            "move_pages",
+            2,
+            Some(&Mask::full(2))
+        ));
+        assert_eq!(v["refused"], "node 2 is outside Mems_allowed 0-1");
+        assert!(!admit(&mut c, &mut v, "move_pages", 0, None));
+        assert_eq!((c.errors, c.gone), (1, 1));
     }
 }

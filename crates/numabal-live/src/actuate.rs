@@ -26,18 +26,7 @@ pub const MOVE_CHUNK: usize = 512;
 const PAGE: f64 = numabal_daemon::budget::PAGE;
 
 pub use numabal_daemon::RateLimit;
-pub use numabal_daemon::log::{Counts, placement};
-
-/// A thread whose affinity the daemon changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Changed {
-    /// Its process.
-    pub pid: Pid,
-    /// Its affinity before the daemon's first change.
-    pub original: Mask,
-    /// What the daemon set last.
-    pub ours: Mask,
-}
+pub use numabal_daemon::log::{Changed, Counts, placement};
 
 /// Carries out actions.
 #[derive(Debug)]
@@ -139,19 +128,10 @@ impl Actuator {
     }
 
     fn set_affinity(&mut self, t_s: f64, tid: Tid, cpus: &Mask, pid: Option<Pid>) -> Value {
-        let base = line::affinity_of(t_s, tid.0, pid.map(|p| p.0));
-        let with = |mut v: Value, k: &str, x: Value| {
-            v[k] = x;
-            v
-        };
         let Some(pid) = pid else {
-            self.counts.gone += 1;
-            return with(
-                base,
-                "gone",
-                json!("thread exited before sched_setaffinity"),
-            );
+            return line::thread_gone(&mut self.counts, t_s, tid.0);
         };
+        let base = line::affinity_of(t_s, tid.0, Some(pid.0));
         let original = match self.changed.get(&tid) {
             Some(c) => c.original.clone(),
             None if self.dry_run => cpus.clone(),
@@ -160,18 +140,11 @@ impl Actuator {
                 Err(e) => return self.failed(base, "sched_getaffinity", &e),
             },
         };
-        // Never outside the thread's own affinity (its cpuset, and whatever it set).
-        let want = cpus.and(&original);
-        if want.is_empty() {
-            self.counts.errors += 1;
-            return with(
-                base,
-                "refused",
-                json!(format!(
-                    "CPUs {cpus} are outside the thread's affinity {original}"
-                )),
-            );
-        }
+        let want =
+            match line::within_own_affinity(&mut self.counts, t_s, tid.0, pid, cpus, &original) {
+                Ok(m) => m,
+                Err(refused) => return refused,
+            };
         let mut v = line::affinity(t_s, tid.0, Some(pid.0), &want);
         if self.dry_run {
             v["dry_run"] = json!(true);
@@ -206,30 +179,6 @@ impl Actuator {
         v
     }
 
-    /// A page move to `node` may go ahead: the process is there and `node` is in its
-    /// `Mems_allowed`; else the log line saying why not.
-    fn admit(
-        &mut self,
-        v: &mut Value,
-        call: &str,
-        node: usize,
-        target: Option<&Target>,
-    ) -> Result<(), Value> {
-        match target {
-            None => {
-                self.counts.gone += 1;
-                v["gone"] = json!(format!("process exited before {call}"));
-                Err(v.clone())
-            }
-            Some(t) if !t.mems_allowed.contains(node) => {
-                self.counts.errors += 1;
-                line::refuse_outside_mems(v, node, &t.mems_allowed);
-                Err(v.clone())
-            }
-            Some(_) => Ok(()),
-        }
-    }
-
     fn move_pages(
         &mut self,
         now_ns: u64,
@@ -240,8 +189,9 @@ impl Actuator {
     ) -> Value {
         let t_s = now_ns as f64 / 1e9;
         let mut v = line::move_pages(t_s, pid, addrs.len(), node);
-        if let Err(why) = self.admit(&mut v, "move_pages", node, target.as_ref()) {
-            return why;
+        let mems = target.as_ref().map(|t| &t.mems_allowed);
+        if !line::admit(&mut self.counts, &mut v, "move_pages", node, mems) {
+            return v;
         }
         let budget = self.rate.pages(now_ns);
         let n = addrs.len().min(budget);
@@ -298,8 +248,9 @@ impl Actuator {
     ) -> Value {
         let t_s = now_ns as f64 / 1e9;
         let mut v = line::migrate_pages(t_s, pid, from, to);
-        if let Err(why) = self.admit(&mut v, "migrate_pages", to, target.as_ref()) {
-            return why;
+        let mems = target.as_ref().map(|t| &t.mems_allowed);
+        if !line::admit(&mut self.counts, &mut v, "migrate_pages", to, mems) {
+            return v;
         }
         let target = target.expect("admitted");
         let bytes = target.node_bytes.get(from).copied().unwrap_or(0);

@@ -20,7 +20,6 @@ use crate::userspace::UserSpace;
 use crate::world::{Agents, TState, World};
 use numabal_model::Scenario;
 use numabal_policy::Policy;
-use numabal_policy::static_policies::NoPolicy;
 
 pub use crate::error::SimError;
 
@@ -66,11 +65,7 @@ pub fn run_in(
     progress: Option<&(dyn Fn(RunProgress) + Sync)>,
 ) -> Result<RunResult, SimError> {
     let built = registry.build_run(&sc.policy, sc.daemon.as_ref())?;
-    let mut sim = Sim::new(sc, built.policy);
-    if built.daemon.is_some() {
-        let policy = std::mem::replace(&mut sim.user, UserSpace::new(Box::new(NoPolicy), None, 0));
-        sim.user = UserSpace::new(policy.into_policy(), built.daemon, sc.machine.nr_cpus());
-    }
+    let mut sim = Sim::with_user(sc, UserSpace::new(built.policy, built.daemon, &sc.machine));
     if let Some(k) = built.kernel {
         sim.kernel = k(&mut sim.world);
     }
@@ -91,10 +86,15 @@ pub fn run_with(sc: &Scenario, policy: Box<dyn Policy>) -> Result<RunResult, Sim
 impl<'a> Sim<'a> {
     /// Set up a simulation (nothing runs until `run`).
     pub fn new(sc: &'a Scenario, policy: Box<dyn Policy>) -> Self {
+        Sim::with_user(sc, UserSpace::new(policy, None, &sc.machine))
+    }
+
+    /// Set up a simulation of `sc` with `user` as its user space.
+    fn with_user(sc: &'a Scenario, user: UserSpace) -> Self {
         Sim {
             world: World::new(sc),
             kernel: Box::new(NoBalancing),
-            user: UserSpace::new(policy, None, 0),
+            user,
             progress: None,
             nominal_total_ns: 0.0,
             tunables: serde_json::Value::Null,

@@ -155,8 +155,7 @@ impl Registry {
             }
             (_, d) => d.unwrap_or(&default),
         };
-        let mut d = sim_daemon(settings)?;
-        d.tunables = built.tunables.clone();
+        let d = sim_daemon(settings, built.tunables.clone())?;
         if d.settings.numa_balancing == Some(1) {
             if built.kernel.is_some() {
                 return Err(InputError::new(
@@ -338,11 +337,12 @@ const ENTRIES: &[Entry] = &[
     },
 ];
 
-/// The daemon's settings on the simulated host: `kernel.numa_balancing` as given (else 1
-/// for the `hint` sensor, 0 otherwise) and the sensor chosen on that host's facts.
+/// The daemon's settings on the simulated host, with the policy's `tunables`:
+/// `kernel.numa_balancing` as given (else 1 for the `hint` sensor, 0 otherwise) and the
+/// sensor chosen on that host's facts.
 /// Soft-dirty write protection shares the page's protection bit with the kernel's
 /// PROT_NONE in the simulator, so it is not offered beside `numa_balancing=1`.
-fn sim_daemon(s: &DaemonSettings) -> Result<SimDaemon, InputError> {
+fn sim_daemon(s: &DaemonSettings, tunables: serde_json::Value) -> Result<SimDaemon, InputError> {
     let nb = s
         .numa_balancing
         .unwrap_or(u32::from(s.sensor == Some(SensorKind::Hint)));
@@ -364,7 +364,7 @@ fn sim_daemon(s: &DaemonSettings) -> Result<SimDaemon, InputError> {
         settings,
         sensor,
         sensor_why,
-        tunables: serde_json::Value::Null,
+        tunables,
     })
 }
 

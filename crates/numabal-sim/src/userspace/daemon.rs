@@ -192,89 +192,59 @@ impl UserSpace {
         Ok(())
     }
 
-    /// Queue a `migrate_pages` call.
-    pub(crate) fn queue_migrate_pages(&mut self, w: &World, pid: Pid, from: usize, to: usize) {
-        let pidx = pid.idx() - 1;
-        let b = self.daemon.batch.get_or_insert(Batch {
-            pid: pid.0,
-            start_ns: w.now(),
-            to: Mask::new(),
-            pages: 0,
-        });
-        b.to.insert(to);
-        self.daemon.jobs.push_back(Call::MigratePages(MigJob {
-            pidx,
-            from,
-            to,
-            at: (0, 0),
-            line: None,
-            moved: 0,
-            failed: 0,
-        }));
-    }
-
-    /// Queue numabal's daemon's `migrate_pages` call, whose outcome goes to its log line
-    /// `line`.
-    pub(crate) fn queue_migrate_pages_logged(
+    /// Queue a `migrate_pages` call; `line`: numabal's daemon's log line for its outcome,
+    /// else numad's own program's "moved" line counts it.
+    pub(crate) fn queue_migrate_pages(
         &mut self,
+        w: &World,
         pid: Pid,
         from: usize,
         to: usize,
-        line: usize,
+        line: Option<usize>,
     ) {
+        if line.is_none() {
+            let b = self.daemon.batch.get_or_insert(Batch {
+                pid: pid.0,
+                start_ns: w.now(),
+                to: Mask::new(),
+                pages: 0,
+            });
+            b.to.insert(to);
+        }
         self.daemon.jobs.push_back(Call::MigratePages(MigJob {
             pidx: pid.idx() - 1,
             from,
             to,
             at: (0, 0),
-            line: Some(line),
+            line,
             moved: 0,
             failed: 0,
         }));
     }
 
-    /// Queue numabal's daemon's `move_pages` call, whose outcome goes to its log line
-    /// `line` (the node is within the cpuset's mems: the daemon checked).
-    pub(crate) fn queue_move_pages_logged(
+    /// Queue a `move_pages` call: the pages at `addrs` of process `pid` to `node`
+    /// (`line`: numabal's daemon's log line for its outcome). An address outside the
+    /// process's mappings is that page's `-EFAULT`; the whole call is refused when `node`
+    /// is outside its cpuset's memory nodes (`-EACCES`).
+    pub(crate) fn queue_move_pages(
         &mut self,
         w: &World,
         pid: Pid,
         addrs: &[u64],
         node: usize,
-        line: usize,
+        line: Option<usize>,
     ) {
         let pidx = pid.idx() - 1;
+        if !w.proc(pidx).cpuset_mems.contains(node) {
+            return;
+        }
         let pages = addrs.iter().map(|&a| w.page_at(pidx, a)).collect();
         self.daemon.jobs.push_back(Call::MovePages(MoveJob {
             pidx,
             pages,
             to: node,
             next: 0,
-            line: Some(line),
-            moved: 0,
-            errors: PageErrors::default(),
-        }));
-    }
-
-    /// Queue a `move_pages` call: the pages at `addrs` of process `pid` to `node`.
-    /// Addresses outside the process's mappings are skipped (`-EFAULT` for that page), and
-    /// so is the whole call when `node` is outside its cpuset's memory nodes (`-EACCES`).
-    pub(crate) fn queue_move_pages(&mut self, w: &World, pid: Pid, addrs: &[u64], node: usize) {
-        let pidx = pid.idx() - 1;
-        if !w.proc(pidx).cpuset_mems.contains(node) {
-            return;
-        }
-        let pages = addrs
-            .iter()
-            .filter_map(|&a| w.page_at(pidx, a))
-            .map(Some)
-            .collect();
-        self.daemon.jobs.push_back(Call::MovePages(MoveJob {
-            pidx,
-            pages,
-            to: node,
-            next: 0,
-            line: None,
+            line,
             moved: 0,
             errors: PageErrors::default(),
         }));
@@ -304,9 +274,7 @@ impl UserSpace {
                         Some(cost) => {
                             *budget -= cost;
                             job.moved += nr;
-                            if let Some(b) =
-                                self.daemon.batch.as_mut().filter(|_| job.line.is_none())
-                            {
+                            if let Some(b) = self.daemon.batch.as_mut() {
                                 b.pages += nr;
                             }
                         }

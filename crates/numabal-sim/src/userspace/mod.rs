@@ -22,7 +22,7 @@ use crate::memory::CHUNK;
 use crate::registry::SimDaemon;
 use crate::sched::Cause;
 use crate::world::{UserHooks, World};
-use numabal_model::{Pid, Tid};
+use numabal_model::{Machine, Pid, Tid};
 use numabal_policy::{Action, MigrateVerdict, Policy, ProcessInfo, ThreadInfo};
 
 /// The run's user-space policy and what carries out its actions.
@@ -37,19 +37,15 @@ pub struct UserSpace {
 }
 
 impl UserSpace {
-    /// User space running `policy`; as numabal's daemon with `daemon`'s settings.
-    pub fn new(policy: Box<dyn Policy>, daemon: Option<SimDaemon>, nr_cpus: usize) -> UserSpace {
+    /// User space running `policy` on `machine`; as numabal's daemon with `daemon`'s
+    /// settings.
+    pub fn new(policy: Box<dyn Policy>, daemon: Option<SimDaemon>, machine: &Machine) -> UserSpace {
         UserSpace {
             policy,
             actions: Vec::new(),
             daemon: daemon::DaemonRt::default(),
-            numabal: daemon.map(|d| numabal_daemon::NumabalDaemon::new(d, nr_cpus)),
+            numabal: daemon.map(|d| numabal_daemon::NumabalDaemon::new(d, machine.nr_cpus())),
         }
-    }
-
-    /// The policy object, taken back.
-    pub fn into_policy(self) -> Box<dyn Policy> {
-        self.policy
     }
 
     /// The policy runs as numabal's daemon.
@@ -190,13 +186,13 @@ impl UserSpace {
                     w.move_task_to_node(tid.idx() - 1, *node, Cause::Policy);
                 }
                 Action::MigrateProcessPages { pid, from, to } => {
-                    self.queue_migrate_pages(w, *pid, *from, *to)
+                    self.queue_migrate_pages(w, *pid, *from, *to, None)
                 }
                 Action::Log { pid, message } => self.policy_log(w, *pid, message),
                 // Addresses mean nothing here: simulated policies name pages by region
                 // and index (MigratePages).
                 Action::MovePages { pid, addrs, node } => {
-                    self.queue_move_pages(w, *pid, addrs, *node)
+                    self.queue_move_pages(w, *pid, addrs, *node, None)
                 }
             }
         }

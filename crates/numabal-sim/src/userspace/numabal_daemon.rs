@@ -29,9 +29,9 @@ use crate::error::SimError;
 use crate::event::EventKind;
 use crate::kernel::kthread::KThreads;
 use crate::registry::SimDaemon;
-use crate::world::{NS, PerfEvent, RawSample as WorldSample, TState, World};
+use crate::world::{NS, PerfEvent, TState, World};
 use numabal_daemon::budget::PAGE;
-use numabal_daemon::log::{self as line, Counts};
+use numabal_daemon::log::{self as line, Changed, Counts};
 use numabal_daemon::pacing::{interval_range_ns, next_clear_ns, pass_gap_ns};
 use numabal_daemon::{Candidate, RateLimit, RawSample, Roster, Rules, SensorKind};
 use numabal_model::{Mask, Pid, Tid};
@@ -39,14 +39,6 @@ use numabal_policy::{AccessSample, Action, ProcessObs, ThreadObs};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// A thread whose affinity the daemon changed.
-#[derive(Debug, Clone)]
-struct Changed {
-    pid: Pid,
-    original: Mask,
-    ours: Mask,
-}
 
 /// What the daemon's run reports in the result (`daemon` in the run's JSON).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -79,7 +71,8 @@ pub(crate) struct NumabalDaemon {
     changed: BTreeMap<Tid, Changed>,
     next_clear: BTreeMap<u32, u64>,
     since_clear: BTreeMap<u32, u64>,
-    raw: Vec<WorldSample>,
+    /// Reused sample buffer.
+    raw: Vec<RawSample>,
     actions: Vec<Action>,
     interval_min_ns: u64,
     pass: u64,
@@ -254,22 +247,13 @@ impl NumabalDaemon {
                 w.perf_unwatch(t);
             }
         }
-        w.perf_drain(&mut self.raw);
-        let raw: Vec<RawSample> = self
-            .raw
-            .iter()
-            .map(|s| RawSample {
-                pid: s.pid,
-                tid: s.tid,
-                cpu: s.cpu,
-                addr: s.addr,
-            })
-            .collect();
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.clear();
+        w.perf_drain(&mut raw);
         let period = self.d.settings.sample_period_of(self.d.sensor);
         for r in &raw {
             *self.since_clear.entry(r.pid).or_default() += period;
         }
-        self.raw.clear();
         let cpu_nodes: Vec<Option<usize>> = w.machine().cpus.iter().map(|c| Some(c.node)).collect();
         let live: BTreeSet<usize> = threads.iter().map(|t| t.pid.idx() - 1).collect();
         let samples = numabal_daemon::resolve(&raw, managed, &cpu_nodes, |pid, addrs| {
@@ -285,6 +269,7 @@ impl NumabalDaemon {
             })
         });
         let mut ns = raw.len() as f64 * w.machine().spec.costs.perf_sample_ns;
+        self.raw = raw;
         if self.d.sensor == SensorKind::SoftDirty {
             ns += self.clear_soft_dirty_bits(w, managed);
         }
@@ -420,7 +405,8 @@ impl UserSpace {
         procs: &[ProcessObs],
     ) {
         let mut v = line::move_pages(NumabalDaemon::t_s(w), pid, addrs.len(), node);
-        if let Err(()) = admit(d, &mut v, "move_pages", node, procs, pid) {
+        let mems = procs.iter().find(|p| p.pid == pid).map(|p| &p.mems_allowed);
+        if !line::admit(&mut d.counts, &mut v, "move_pages", node, mems) {
             d.log.push(v);
             return;
         }
@@ -435,7 +421,7 @@ impl UserSpace {
         d.rate.charge(n as f64 * PAGE);
         d.log.push(v);
         let at = d.log.len() - 1;
-        self.queue_move_pages_logged(w, pid, &addrs[..n], node, at);
+        self.queue_move_pages(w, pid, &addrs[..n], node, Some(at));
     }
 
     /// `migrate_pages` when the budget has a page left; charged after it returns.
@@ -449,7 +435,8 @@ impl UserSpace {
         procs: &[ProcessObs],
     ) {
         let mut v = line::migrate_pages(NumabalDaemon::t_s(w), pid, from, to);
-        if let Err(()) = admit(d, &mut v, "migrate_pages", to, procs, pid) {
+        let mems = procs.iter().find(|p| p.pid == pid).map(|p| &p.mems_allowed);
+        if !line::admit(&mut d.counts, &mut v, "migrate_pages", to, mems) {
             d.log.push(v);
             return;
         }
@@ -469,7 +456,7 @@ impl UserSpace {
         d.rate.charge(bytes as f64);
         d.log.push(v);
         let at = d.log.len() - 1;
-        self.queue_migrate_pages_logged(pid, from, to, at);
+        self.queue_migrate_pages(w, pid, from, to, Some(at));
     }
 
     /// The outcome of a queued call of the numabal daemon: its line completed, the budget
@@ -546,31 +533,6 @@ impl UserSpace {
     }
 }
 
-/// A page move to `node` may go ahead: the process is managed and `node` is in its
-/// `Mems_allowed`; else the line says why not.
-fn admit(
-    d: &mut NumabalDaemon,
-    v: &mut Value,
-    call: &str,
-    node: usize,
-    procs: &[ProcessObs],
-    pid: Pid,
-) -> Result<(), ()> {
-    match procs.iter().find(|p| p.pid == pid) {
-        None => {
-            d.counts.gone += 1;
-            v["gone"] = format!("process exited before {call}").into();
-            Err(())
-        }
-        Some(p) if !p.mems_allowed.contains(node) => {
-            d.counts.errors += 1;
-            line::refuse_outside_mems(v, node, &p.mems_allowed);
-            Err(())
-        }
-        Some(_) => Ok(()),
-    }
-}
-
 /// `sched_setaffinity` within the thread's own affinity (its cpuset and whatever the
 /// program set), remembering the original for the stop.
 fn set_affinity(
@@ -582,23 +544,17 @@ fn set_affinity(
 ) -> Value {
     let t_s = NumabalDaemon::t_s(w);
     let Some(pid) = pid else {
-        d.counts.gone += 1;
-        let mut v = line::affinity_of(t_s, tid.0, None);
-        v["gone"] = "thread exited before sched_setaffinity".into();
-        return v;
+        return line::thread_gone(&mut d.counts, t_s, tid.0);
     };
     let t = tid.idx() - 1;
     let original = match d.changed.get(&tid) {
         Some(c) => c.original.clone(),
         None => w.sched().tasks[t].allowed.clone(),
     };
-    let want = cpus.and(&original);
-    if want.is_empty() {
-        d.counts.errors += 1;
-        let mut v = line::affinity_of(t_s, tid.0, Some(pid.0));
-        v["refused"] = format!("CPUs {cpus} are outside the thread's affinity {original}").into();
-        return v;
-    }
+    let want = match line::within_own_affinity(&mut d.counts, t_s, tid.0, pid, cpus, &original) {
+        Ok(m) => m,
+        Err(refused) => return refused,
+    };
     w.set_affinity(t, want.clone());
     // clone() copies the creator's mask: threads the main thread starts later get it.
     if w.main_thread(pid.idx() - 1) == Some(t) {

@@ -34,7 +34,7 @@ pub mod records;
 mod report;
 mod samples;
 pub use agents::{Agents, KernelHooks, UserHooks};
-pub(crate) use perf::{PerfEvent, RawSample};
+pub(crate) use perf::PerfEvent;
 pub(crate) const NS: f64 = 1e9;
 pub(crate) const STALL_NS: f64 = 1e6;
 /// Remainders of an access phase below this many bytes count as done: floating-point

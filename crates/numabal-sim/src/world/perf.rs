@@ -9,10 +9,9 @@
 //!     └─► perf_sweep / perf_random: a carry of 64-byte lines per thread ─┘
 //! ```
 //!
-//! A sample's time is the world's `now`: inside an interval that is the interval's start,
-//! as the world does not track a finer time where faults happen (first touches, kernel
-//! models' hinting faults). PMU samples cost nothing (a simplification: PEBS assists and
-//! the ring's interrupts are left out). Soft-dirty write protection uses the PROT_NONE
+//! A sample carries no time, as the live sensor's samples do not (the daemon reads them at
+//! its pass): they are drained in the order taken. PMU samples cost nothing (a
+//! simplification: PEBS assists and the ring's interrupts are left out). Soft-dirty write protection uses the PROT_NONE
 //! bits of `memory.rs`: the registry refuses the softdirty sensor beside a kernel model
 //! that makes pages PROT_NONE, so a protected page means one thing in a run.
 
@@ -29,18 +28,10 @@ pub(crate) enum PerfEvent {
     MemAccess,
 }
 
-/// One sample as perf's ring would give it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RawSample {
-    pub t_ns: u64,
-    /// 1-based: task `t` is `t + 1`.
-    pub tid: u32,
-    /// 1-based: process `pidx` is `pidx + 1`.
-    pub pid: u32,
-    pub cpu: u32,
-    /// `page_addr(region, head page)`: a THP's address is its 2 MiB head.
-    pub addr: u64,
-}
+/// One sample as perf's ring would give it: the live sensor's type (1-based `tid` and
+/// `pid`: task `t` is `t + 1`; `addr` is `page_addr(region, head page)`, a THP's 2 MiB
+/// head). Drained in the order taken, which is time order.
+pub(crate) use numabal_daemon::RawSample;
 
 /// Bytes of the line a memory-access sample stands for.
 const LINE_BYTES: f64 = 64.0;
@@ -143,7 +134,6 @@ impl World<'_> {
     fn perf_sample(&mut self, t: usize, ri: usize, head: u64) {
         let task = &self.sched.tasks[t];
         let s = RawSample {
-            t_ns: self.now,
             tid: t as u32 + 1,
             pid: self.threads[t].proc as u32 + 1,
             cpu: task.cpu.unwrap_or(task.prev_cpu) as u32,

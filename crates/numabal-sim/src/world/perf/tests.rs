@@ -5,7 +5,8 @@
 use crate::RunResult;
 use crate::kernel::{KernelModel, KernelReport};
 use crate::registry::{Built, Entry, Registry};
-use crate::world::{KernelHooks, PerfEvent, RawSample, World};
+use crate::world::{KernelHooks, PerfEvent, World};
+use numabal_daemon::RawSample;
 use numabal_model::scenario::{Kind, Resolver, Scenario, ScenarioInput, Source};
 use numabal_model::workload::thread_slice;
 use numabal_policy::static_policies::NoPolicy;
@@ -47,10 +48,12 @@ struct Clear {
     faults_before: u64,
 }
 
-/// A drained sample and its page as the daemon resolves it: (region, page).
+/// A drained sample, when it was drained (every tick: within a tick of when it was
+/// taken) and its page as the daemon resolves it: (region, page).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Seen {
     s: RawSample,
+    at: u64,
     page: Option<(usize, u64)>,
 }
 
@@ -87,7 +90,11 @@ impl Probe {
         LOG.with_borrow_mut(|log| {
             for s in v {
                 let page = w.page_at(s.pid as usize - 1, s.addr);
-                log.samples.push(Seen { s, page });
+                log.samples.push(Seen {
+                    s,
+                    at: w.now(),
+                    page,
+                });
             }
         });
     }
@@ -475,14 +482,15 @@ fn unwatched_and_exited_threads_give_no_samples() {
     let wl = workload("64MiB", 2, &["slice = \"thread\"\nseconds = 2"]);
     let (_, log) = probe(cfg, &wl, &[THP_NEVER]);
     assert!(!log.samples.is_empty());
-    // Samples carry the interval's start: none after the tick that closed the watches.
+    // None drained after the tick that closed the watches (drained by the tick they were
+    // taken in).
     let closed = log
         .watched
         .iter()
         .find(|w| w.0 >= 1_000_000_000)
         .expect("a tick")
         .0;
-    assert!(log.samples.iter().all(|x| x.s.t_ns < closed));
+    assert!(log.samples.iter().all(|x| x.at <= closed));
     assert!(
         log.watched
             .iter()
@@ -498,7 +506,7 @@ fn unwatched_and_exited_threads_give_no_samples() {
         &wl,
         &[THP_NEVER],
     );
-    assert!(log.samples.iter().any(|x| x.s.t_ns > 1_900_000_000));
+    assert!(log.samples.iter().any(|x| x.at > 1_900_000_000));
     let (last, before) = log.watched.split_last().expect("ticks");
     assert!(before.iter().all(|w| w.1 == 2), "{before:?}");
     assert_eq!(last.1, 0, "{last:?}");
