@@ -505,7 +505,7 @@ fn sweep_errors_name_the_grid_entry_or_the_flag() {
     );
     with(
         &["--each", "policy.nosuch=1"],
-        &["--each policy.nosuch=1: unknown tunable (allowed: scan_delay_ms"],
+        &["--each policy.nosuch=1: unknown tunable (allowed: kernel, scan_delay_ms"],
     );
     with(
         &["--policies", "nosuch"],

@@ -20,4 +20,5 @@ pub mod filter;
 pub mod period;
 pub mod task;
 pub mod tunables;
+pub mod version;
 pub mod vma;

@@ -2,6 +2,7 @@
 //! `/sys/kernel/debug/sched/numa_balancing/`), plus the options that switch on the changes
 //! proposed in the reference documents.
 
+use super::version::KernelVersion;
 use numabal_model::InputError;
 use numabal_model::scenario::PolicySpec;
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Tunables {
+    /// The Linux release whose scan rules the model follows (`autonuma::version`): 6.1
+    /// to 7.2, the newest by default. `vma_pid_filter` and `cpuset_skip` turn off a rule
+    /// the release has; they cannot give a release one it lacks.
+    pub kernel: KernelVersion,
     /// `scan_delay_ms`: delay before a new mm (and a new VMA) is first scanned.
     pub scan_delay_ms: u64,
     /// `scan_period_min_ms`: lower bound of the time to scan the whole RSS.
@@ -37,6 +42,7 @@ pub struct Tunables {
 impl Default for Tunables {
     fn default() -> Self {
         Tunables {
+            kernel: KernelVersion::NEWEST,
             scan_delay_ms: 1000,
             scan_period_min_ms: 1000,
             scan_period_max_ms: 60000,
@@ -53,6 +59,7 @@ impl Default for Tunables {
 
 /// Every tunable's name, as a policy table writes it.
 const NAMES: &[&str] = &[
+    "kernel",
     "scan_delay_ms",
     "scan_period_min_ms",
     "scan_period_max_ms",

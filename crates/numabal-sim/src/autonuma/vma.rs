@@ -1,6 +1,8 @@
 //! Per-VMA scan state (`struct vma_numab_state`, v6.4-v6.10 shape) and the PID-activity
 //! filter `vma_is_accessed` (kernel/sched/fair.c, include/linux/mm.h).
 
+use super::version::KernelVersion;
+
 /// `GOLDEN_RATIO_32` of `hash_32`.
 const GOLDEN_RATIO_32: u32 = 0x61C8_8647;
 
@@ -91,27 +93,34 @@ impl VmaNumab {
     /// `nr_threads` threads; `offset_inside` is `mm->numa_scan_offset > vma->vm_start`.
     /// Returns whether to scan and, when it is because a partial scan is finished, the
     /// informational reason.
+    /// `kernel` gates the rules by the release that brought them (`super::version`).
     pub fn is_accessed(
         &self,
         mm_seq: u64,
         pid: u32,
         offset_inside: bool,
         nr_threads: u64,
+        kernel: KernelVersion,
     ) -> (bool, Option<SkipReason>) {
-        // The first two passes after the VMA appeared scan it unconditionally.
-        if mm_seq.saturating_sub(self.start_scan_seq) < 2 {
+        // The first two passes scan it unconditionally: the mm's before 6.8, the VMA's since.
+        let first = if kernel.vma_start_scan_seq() {
+            self.start_scan_seq
+        } else {
+            0
+        };
+        if mm_seq.saturating_sub(first) < 2 {
             return (true, None);
         }
         let pids = self.pids_active[0] | self.pids_active[1];
         if pids & pid_bit(pid) != 0 {
             return (true, None);
         }
-        // A scan of this VMA is in progress: finish it.
-        if offset_inside {
+        // A scan of this VMA is in progress: finish it (6.7).
+        if offset_inside && kernel.scan_complete_vmas() {
             return (true, Some(SkipReason::IgnorePidInactive));
         }
-        // Anti-starvation: not scanned for more passes than there are threads to help.
-        if mm_seq as i64 > self.prev_scan_seq + nr_threads as i64 {
+        // Anti-starvation: not scanned for more passes than there are threads to help (6.12).
+        if kernel.vma_starvation_fix() && mm_seq as i64 > self.prev_scan_seq + nr_threads as i64 {
             return (true, None);
         }
         (false, None)
@@ -123,6 +132,7 @@ mod tests {
     use super::*;
 
     const D: u64 = 1_000_000_000; // scan_delay 1 s
+    const K: KernelVersion = KernelVersion::NEWEST;
 
     #[test]
     fn pid_hash_is_hash_32() {
@@ -139,23 +149,23 @@ mod tests {
         assert_eq!(v.pids_active_reset, 5 * D);
         assert_eq!(v.prev_scan_seq, -1);
         // Passes 0 and 1 after creation: always scanned, whoever asks.
-        assert!(v.is_accessed(0, 7, false, 4).0);
-        assert!(v.is_accessed(1, 7, false, 4).0);
+        assert!(v.is_accessed(0, 7, false, 4, K).0);
+        assert!(v.is_accessed(1, 7, false, 4, K).0);
         // Pass 2: pid 7 never faulted here, no scan in progress, prev_scan_seq 1 (completed
         // in pass 1): 2 > 1 + 4 is false -> skip.
         v.prev_scan_seq = 1;
-        assert_eq!(v.is_accessed(2, 7, false, 4), (false, None));
+        assert_eq!(v.is_accessed(2, 7, false, 4, K), (false, None));
         // A hinting fault by pid 7 makes it active in the current window.
         v.record_pid(7);
-        assert!(v.is_accessed(2, 7, false, 4).0);
+        assert!(v.is_accessed(2, 7, false, 4, K).0);
         // Rotation at t > 5 s moves it to the previous window: still active...
         v.maybe_rotate(5 * D + 1, 2, D);
         assert_eq!(v.pids_active[1], 0);
-        assert!(v.is_accessed(2, 7, false, 4).0);
+        assert!(v.is_accessed(2, 7, false, 4, K).0);
         assert_eq!(v.pids_active_reset, 9 * D);
         // ...and after the next rotation it is forgotten.
         v.maybe_rotate(9 * D + 1, 2, D);
-        assert_eq!(v.is_accessed(2, 7, false, 4), (false, None));
+        assert_eq!(v.is_accessed(2, 7, false, 4, K), (false, None));
         // No rotation before the mm completed a pass.
         let mut w = VmaNumab::new(0, 0, D);
         w.record_pid(3);
@@ -163,14 +173,14 @@ mod tests {
         assert_ne!(w.pids_active[1], 0);
         // A partial scan is finished regardless.
         assert_eq!(
-            v.is_accessed(2, 7, true, 4),
+            v.is_accessed(2, 7, true, 4, K),
             (true, Some(SkipReason::IgnorePidInactive))
         );
         // Anti-starvation: seq 6 > prev 1 + 4 threads.
-        assert!(v.is_accessed(6, 7, false, 4).0);
-        assert!(!v.is_accessed(5, 7, false, 4).0);
+        assert!(v.is_accessed(6, 7, false, 4, K).0);
+        assert!(!v.is_accessed(5, 7, false, 4, K).0);
         // A VMA that appeared at pass 10 is scanned unconditionally in passes 10 and 11.
         let n = VmaNumab::new(0, 10, D);
-        assert!(n.is_accessed(11, 99, false, 1).0);
+        assert!(n.is_accessed(11, 99, false, 1, K).0);
     }
 }

@@ -134,7 +134,7 @@ impl Linux6 {
         let single_mem = w.proc(pidx).cpuset_mems.count() == 1;
         let tick = w.tick_ns();
         let nb = self;
-        if nb.tun.cpuset_skip && single_mem {
+        if nb.tun.cpuset_skip && nb.tun.kernel.cpuset_skip() && single_mem {
             nb.stats.cpuset_skips += 1;
             nb.trace
                 .task(now, "sched_skip_cpuset_numa", t, pidx, String::new());
@@ -182,6 +182,7 @@ impl Linux6 {
         let delay = nb.tun.scan_delay_ms * MS;
         let mut pages = nb.tun.scan_pages() as i64;
         let mut virtpages = pages * 8;
+        let kernel = nb.tun.kernel;
         let pid_filter = nb.tun.vma_pid_filter;
         let scan_window = nb.tun.scan_window;
 
@@ -216,26 +217,41 @@ impl Linux6 {
                 let mm = &mut nb.mms[pidx];
                 let seq = mm.scan_seq;
                 let offset_inside = mm.scan_offset.0 == ri && mm.scan_offset.1 > 0;
-                if skip.is_none() {
+                // An informational reason: scanned although its PIDs are inactive.
+                let mut scanned_anyway = None;
+                // 6.1 keeps no per-VMA state: every suitable VMA is scanned.
+                if skip.is_none() && kernel.vma_numab_state() {
                     // numab_state is allocated on first sight, after the checks above.
                     let v = mm.vmas[ri].get_or_insert_with(|| VmaNumab::new(now, seq, delay));
+                    // 6.7 moved the PID windows' reset before the checks; 6.4 to 6.6 reset
+                    // them only for a VMA that passed them.
+                    let early_reset = kernel.scan_complete_vmas();
                     if seq != 0 && now < v.next_scan {
                         skip = Some(SkipReason::ScanDelay);
                     } else {
-                        v.maybe_rotate(now, seq, delay);
-                        if v.prev_scan_seq == seq as i64 {
+                        if early_reset {
+                            v.maybe_rotate(now, seq, delay);
+                        }
+                        if kernel.scan_complete_vmas() && v.prev_scan_seq == seq as i64 {
                             mm.scan_offset = (ri + 1, 0);
                             skip = Some(SkipReason::SeqCompleted);
                         } else if pid_filter && !forced {
-                            let (acc, info) = v.is_accessed(seq, pid, offset_inside, nthreads);
+                            let (acc, info) =
+                                v.is_accessed(seq, pid, offset_inside, nthreads, kernel);
                             if !acc {
                                 pids_skipped = true;
                                 skip = Some(SkipReason::PidInactive);
-                            } else if let Some(i) = info {
-                                nb.skip_vma(now, t, pidx, i);
+                            } else {
+                                scanned_anyway = info;
                             }
                         }
+                        if !early_reset && skip.is_none() {
+                            v.maybe_rotate(now, seq, delay);
+                        }
                     }
+                }
+                if let Some(i) = scanned_anyway {
+                    nb.skip_vma(now, t, pidx, i);
                 }
                 if let Some(reason) = skip {
                     nb.skip_vma(now, t, pidx, reason);
@@ -307,7 +323,7 @@ impl Linux6 {
                 off = 0;
             }
             // The VMA list is exhausted.
-            if !forced && pids_skipped {
+            if !forced && pids_skipped && kernel.scan_complete_vmas() {
                 forced = true;
                 continue 'retry;
             }
