@@ -16,3 +16,12 @@ kernel_suite() {
 
 # What file names of a kernel's runs carry: nothing for the default, "-SUITE" otherwise.
 kernel_tag() { [ "$1" = bookworm ] || printf -- '-%s' "$1"; }
+
+# The Linux release of a suite's kernel, MAJOR.MINOR (the simulator's policy.kernel).
+kernel_version() {
+  case $1 in
+    bookworm) echo 6.1 ;;
+    trixie) echo 6.12 ;;
+    sid) echo 7.2 ;;
+  esac
+}

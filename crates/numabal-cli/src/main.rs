@@ -19,6 +19,7 @@ mod stat;
 mod suite;
 mod svg;
 mod sweep;
+mod twin;
 
 use clap::{Args, Parser, Subcommand};
 use fsresolver::FsResolver;
@@ -77,6 +78,11 @@ enum Cmd {
     /// The report of a saved result (`--json` of sim, compare or suite, or a sweep's
     /// results file): one self-contained HTML file and/or the figures as SVG.
     Report(ReportArgs),
+    /// A guest's run of a workload under a real kernel's NUMA balancing beside the
+    /// simulator's run of it (scripts/vm/twin.sh): the NUMA counters, each process's
+    /// placement and the time it was reached, PASS or FAIL per figure; exit status 1 if
+    /// any failed.
+    Twin(twin::TwinArgs),
 }
 
 /// Where a command writes its report.
@@ -299,6 +305,8 @@ enum Failure {
     NotFound(Vec<String>),
     /// A bug: status 1.
     Internal(String),
+    /// Checks that ran and failed (`twin`'s figures): said on stderr, status 1.
+    Failed(String),
 }
 
 impl From<InputError> for Failure {
@@ -374,6 +382,7 @@ fn main() -> ExitCode {
         Some(Cmd::Sweep(a)) => sweep::sweep(&a),
         Some(Cmd::Record(a)) => record::record(&a),
         Some(Cmd::Report(a)) => report_cmd(&a),
+        Some(Cmd::Twin(a)) => twin::twin(&a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -387,7 +396,7 @@ fn main() -> ExitCode {
             }
             ExitCode::from(1)
         }
-        Err(Failure::Internal(msg)) => {
+        Err(Failure::Internal(msg)) | Err(Failure::Failed(msg)) => {
             eprintln!("numabal: {msg}");
             ExitCode::from(1)
         }

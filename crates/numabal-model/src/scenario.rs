@@ -225,6 +225,11 @@ pub struct SimSettings {
     /// ...and every this many seconds (0: not periodically).
     #[serde(default, skip_serializing_if = "is_zero_f")]
     pub numastat_every_s: f64,
+    /// Sample `/proc` as the twin harness reads it in the guest (`/proc/vmstat`'s NUMA
+    /// counters, each task's `/proc/PID/sched` NUMA fields and CPU, `numastat -p`) every
+    /// this many seconds (0: never): the result's `proc_samples`.
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub proc_every_s: f64,
     /// The run's time series (per node and per process: memory, local access ratio,
     /// hinting faults, pages migrated, thread migrations, scan CPU) every this many
     /// seconds; 0: automatically, every second and then every 2, 4, ... s as the run grows,
@@ -275,6 +280,7 @@ impl Default for SimSettings {
             check_invariants: false,
             numastat_at_s: Vec::new(),
             numastat_every_s: 0.0,
+            proc_every_s: 0.0,
             series_every_s: 0.0,
             allow_numa_imbalance: true,
             warmup_s: 0.0,
@@ -306,6 +312,7 @@ impl SimSettings {
         let tick_s = self.tick_ms / 1e3;
         for (field, e, zero) in [
             ("numastat_every_s", self.numastat_every_s, "0"),
+            ("proc_every_s", self.proc_every_s, "0"),
             ("series_every_s", self.series_every_s, "0 for automatic"),
         ] {
             if !(e == 0.0 || (e >= tick_s && e <= 1e7)) {

@@ -179,9 +179,20 @@ impl<'a> Sim<'a> {
             }
             EventKind::Tick => self.tick()?,
             EventKind::NumastatSample { periodic } => w.numastat_sample(periodic),
+            EventKind::ProcSample => self.proc_sample(),
             EventKind::PolicyTick => self.user.policy_tick(&mut self.world)?,
         }
         Ok(())
+    }
+
+    /// What `/proc` shows now: the world's part and the kernel model's
+    /// `/proc/PID/sched` fields.
+    fn proc_sample(&mut self) {
+        let mut s = self.world.proc_sample();
+        for task in s.processes.iter_mut().flat_map(|p| p.tasks.iter_mut()) {
+            task.sched = self.kernel.sched_numa(&self.world, task.tid as usize);
+        }
+        self.world.push_proc_sample(s);
     }
 
     /// A scheduler tick: the kernel model's tick, runqueue rotation and load balancing,
@@ -246,6 +257,7 @@ impl<'a> Sim<'a> {
             numa_balancing: kernel.numa_balancing,
             stable: kernel.stable,
             numastat: w.numastat().to_vec(),
+            proc_samples: w.proc_samples().to_vec(),
             series: w.series(),
             policy_log: self.user.log().to_vec(),
             node_state: w.node_state_at_end(),

@@ -37,6 +37,8 @@ pub enum EventKind {
         /// `numastat_at_s`.
         periodic: bool,
     },
+    /// Record what `/proc` shows of NUMA balancing (`sim.proc_every_s`).
+    ProcSample,
 }
 
 /// An event with its ordering key.

@@ -59,6 +59,10 @@ pub struct RunResult {
     /// `numastat -p` samples over the run (`sim.numastat_at_s`, `sim.numastat_every_s`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub numastat: Vec<NumastatSample>,
+    /// What `/proc` showed of NUMA balancing every `sim.proc_every_s` (the twin harness's
+    /// samples: docs/vm-tests.md, "The twin").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proc_samples: Vec<ProcSample>,
     /// Per node and per process over the run, every `sim.series_every_s` (see `series`).
     #[serde(default)]
     pub series: crate::series::Series,

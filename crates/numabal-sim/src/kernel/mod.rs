@@ -20,7 +20,7 @@ pub mod kthread;
 pub mod linux6;
 pub mod stable;
 
-use crate::world::records::Metrics;
+use crate::world::records::{Metrics, SchedNuma};
 use crate::world::{KernelHooks, World};
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +36,10 @@ pub trait KernelModel: KernelHooks {
     /// The model's sections of the result.
     fn report(&self, _w: &World) -> KernelReport {
         KernelReport::default()
+    }
+    /// Task `t`'s `/proc/PID/sched` NUMA fields (`None`: the model keeps none).
+    fn sched_numa(&self, _w: &World, _t: usize) -> Option<SchedNuma> {
+        None
     }
 }
 

@@ -279,6 +279,9 @@ pub struct World<'a> {
     stalls: StallHistogram,
     /// `numastat -p` samples (`sim.numastat_at_s`, `sim.numastat_every_s`).
     numastat: Vec<records::NumastatSample>,
+    /// `/proc` samples (`sim.proc_every_s`): the world's part, the kernel model's
+    /// `/proc/PID/sched` fields added by the engine.
+    proc_samples: Vec<records::ProcSample>,
     /// Per `[[process]]`: the next instance to start (`jobs`).
     next_instance: Vec<u32>,
     /// Per CPU: time it has run threads, ns (its idle time is the rest).
@@ -475,6 +478,7 @@ impl<'a> World<'a> {
             cpu_free_from: vec![None; m.nr_cpus()],
             stalls: StallHistogram::default(),
             numastat: Vec::new(),
+            proc_samples: Vec::new(),
             next_instance: Vec::new(),
             cpu_busy_ns: vec![0.0; m.nr_cpus()],
             busy_snapshots: std::collections::VecDeque::new(),
@@ -536,6 +540,10 @@ impl<'a> World<'a> {
                 self.on_tick(every),
                 EventKind::NumastatSample { periodic: true },
             );
+        }
+        let every = self.sc.sim.proc_every_s;
+        if every > 0.0 {
+            self.events.push(self.on_tick(every), EventKind::ProcSample);
         }
     }
 }

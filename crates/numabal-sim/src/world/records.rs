@@ -131,6 +131,83 @@ pub struct NumastatProcess {
     pub work_units: f64,
 }
 
+/// What `/proc` shows of NUMA balancing at one moment, as the twin harness reads it in
+/// the guest every second (scripts/vm/twin.sh): `/proc/vmstat`'s NUMA counters, each
+/// workload task's `/proc/PID/sched` NUMA fields and CPU, each process's `numastat -p`.
+/// The guest's raw text is parsed into the same record (`numabal twin`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProcSample {
+    /// Seconds since the run started (the guest: since the workload started).
+    pub t_s: f64,
+    /// `/proc/vmstat`, cumulative since the start.
+    pub vmstat: VmstatNuma,
+    /// Live processes with memory, by pid.
+    pub processes: Vec<ProcProcess>,
+}
+
+/// `/proc/vmstat`'s NUMA balancing and migration counters (base pages but for the
+/// `numa_huge_pte_updates` PMDs and the fault events).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct VmstatNuma {
+    /// `numa_pte_updates`.
+    pub numa_pte_updates: u64,
+    /// `numa_huge_pte_updates`.
+    pub numa_huge_pte_updates: u64,
+    /// `numa_hint_faults`.
+    pub numa_hint_faults: u64,
+    /// `numa_hint_faults_local`.
+    pub numa_hint_faults_local: u64,
+    /// `numa_pages_migrated`.
+    pub numa_pages_migrated: u64,
+    /// `pgmigrate_success`.
+    pub pgmigrate_success: u64,
+}
+
+/// One process in a [`ProcSample`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProcProcess {
+    /// Process id.
+    pub pid: u32,
+    /// Its name.
+    pub name: String,
+    /// `numastat -p`: MB per node.
+    pub node_mb: Vec<f64>,
+    /// Its threads, by thread id.
+    pub tasks: Vec<ProcTask>,
+}
+
+/// One thread in a [`ProcProcess`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProcTask {
+    /// Thread id.
+    pub tid: u32,
+    /// The CPU it runs or last ran on (`/proc/PID/task/TID/stat`, field 39).
+    pub cpu: usize,
+    /// That CPU's node.
+    pub node: usize,
+    /// Its `/proc/PID/task/TID/sched` NUMA fields (absent without NUMA balancing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<SchedNuma>,
+}
+
+/// The NUMA lines of `/proc/PID/sched` (kernel/sched/debug.c: `sched_show_numa`,
+/// `print_numa_stats`). Fault counts are the decayed `NUMA_MEM` statistics.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SchedNuma {
+    /// `mm->numa_scan_seq`.
+    pub numa_scan_seq: u64,
+    /// `numa_pages_migrated`: pages its hinting faults migrated.
+    pub numa_pages_migrated: u64,
+    /// `numa_preferred_nid` (-1: none).
+    pub numa_preferred_nid: i64,
+    /// `total_numa_faults`.
+    pub total_numa_faults: u64,
+    /// `numa_group_id`: the group's creator's pid, 0 when it has no group.
+    pub numa_group_id: u32,
+    /// Per node: `task_private`, `task_shared`, `group_private`, `group_shared`.
+    pub faults: Vec<[u64; 4]>,
+}
+
 fn is_zero_f64(x: &f64) -> bool {
     *x == 0.0
 }

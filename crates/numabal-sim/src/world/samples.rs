@@ -46,6 +46,62 @@ impl World<'_> {
         });
     }
 
+    /// What `/proc` shows now (`sim.proc_every_s`), without the kernel model's
+    /// `/proc/PID/sched` fields (the engine adds them); schedules the next sample.
+    pub(crate) fn proc_sample(&mut self) -> records::ProcSample {
+        let every = self.sc.sim.proc_every_s;
+        let k = (self.now as f64 / NS / every).round() + 1.0;
+        let next = self.on_tick(k * every).max(self.now + self.tick_ns);
+        self.events.push(next, EventKind::ProcSample);
+        let m = &self.metrics;
+        let vmstat = records::VmstatNuma {
+            numa_pte_updates: m.numa_pte_updates,
+            numa_huge_pte_updates: m.numa_huge_pte_updates,
+            numa_hint_faults: m.numa_hint_faults,
+            numa_hint_faults_local: m.numa_hint_faults_local,
+            numa_pages_migrated: m.numa_pages_migrated,
+            pgmigrate_success: m.pgmigrate_success,
+        };
+        let processes = self
+            .live_processes()
+            .into_iter()
+            .map(|i| records::ProcProcess {
+                pid: i as u32 + 1,
+                name: self.procs[i].name.clone(),
+                node_mb: self.process_node_mb(i),
+                tasks: self
+                    .live_threads(i)
+                    .into_iter()
+                    .map(|t| {
+                        let task = &self.sched.tasks[t];
+                        let cpu = task.cpu.unwrap_or(task.prev_cpu);
+                        records::ProcTask {
+                            tid: t as u32,
+                            cpu,
+                            node: self.machine.cpus[cpu].node,
+                            sched: None,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        records::ProcSample {
+            t_s: self.now as f64 / NS,
+            vmstat,
+            processes,
+        }
+    }
+
+    /// Keep a `/proc` sample.
+    pub(crate) fn push_proc_sample(&mut self, s: records::ProcSample) {
+        self.proc_samples.push(s);
+    }
+
+    /// The `/proc` samples so far.
+    pub(crate) fn proc_samples(&self) -> &[records::ProcSample] {
+        &self.proc_samples
+    }
+
     /// A time-series sample now (it reads counters only). `at_end`: the run's last, which
     /// also has the processes that exited since the previous sample, at their exit.
     pub(crate) fn series_sample(&mut self, at_end: bool) {
@@ -125,18 +181,25 @@ impl World<'_> {
     /// The node each live thread of process `pidx` but its main one last ran on.
     fn worker_nodes(&self, pidx: usize) -> Vec<usize> {
         let main = self.main_thread(pidx);
-        let mut tids: Vec<usize> = self.procs[pidx]
-            .groups
-            .iter()
-            .flat_map(|g| g.threads.iter().copied())
-            .filter(|&t| Some(t) != main && self.threads[t].state != TState::Done)
-            .collect();
-        tids.sort_unstable();
-        tids.iter()
-            .map(|&t| {
+        self.live_threads(pidx)
+            .into_iter()
+            .filter(|&t| Some(t) != main)
+            .map(|t| {
                 let task = &self.sched.tasks[t];
                 self.machine.cpus[task.cpu.unwrap_or(task.prev_cpu)].node
             })
             .collect()
+    }
+
+    /// A process's threads that have not exited, by thread id.
+    fn live_threads(&self, pidx: usize) -> Vec<usize> {
+        let mut tids: Vec<usize> = self.procs[pidx]
+            .groups
+            .iter()
+            .flat_map(|g| g.threads.iter().copied())
+            .filter(|&t| self.threads[t].state != TState::Done)
+            .collect();
+        tids.sort_unstable();
+        tids
     }
 }

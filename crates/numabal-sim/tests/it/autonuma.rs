@@ -69,6 +69,111 @@ fn cpuset_skip_stops_scanning_a_single_node_cpuset() {
 }
 
 #[test]
+fn policy_kernel_gates_the_scan_rules_by_release() {
+    let r = Inline(vec![("pinned", pinned())]);
+    let at = |k: &str| {
+        let set = format!("policy.kernel={k}");
+        run(&scenario_with(
+            &r,
+            "tiny-2n4",
+            "pinned",
+            "autonuma",
+            1,
+            &[set.as_str()],
+        ))
+    };
+    let stats = |x: &numabal_sim::RunResult| x.numa_balancing.clone().expect("report").stats;
+    // The cpuset skip came with 6.16: 6.12 scans the pinned process, 6.16 and 7.2 do not.
+    let (k612, k616) = (at("6.12"), at("6.16"));
+    assert!(k612.metrics.numa_pte_updates > 0 && stats(&k612).cpuset_skips == 0);
+    assert_eq!(k616.metrics.numa_pte_updates, 0);
+    assert_eq!(at("7.2").metrics, k616.metrics);
+    assert_eq!(k616.scenario.tunables["kernel"], "6.16");
+    // 6.1 keeps no per-VMA state: no VMA is ever skipped for its scan delay, its PIDs or a
+    // completed pass (unsuitable ones are, in every release); 6.4 skips new VMAs during
+    // their scan delay.
+    let k61 = run(&scenario_with(
+        &Inline(Vec::new()),
+        "autonuma-2n24",
+        "numa01",
+        "autonuma",
+        1,
+        &["policy.kernel=6.1", "sim.max_time_s=20"],
+    ));
+    let k64 = run(&scenario_with(
+        &Inline(Vec::new()),
+        "autonuma-2n24",
+        "numa01",
+        "autonuma",
+        1,
+        &["policy.kernel=6.4", "sim.max_time_s=20"],
+    ));
+    assert!(
+        ["scan_delay", "pid_inactive", "seq_completed"]
+            .iter()
+            .all(|r| !stats(&k61).vma_skips.contains_key(*r)),
+        "{:?}",
+        stats(&k61).vma_skips
+    );
+    assert!(
+        stats(&k64)
+            .vma_skips
+            .get("scan_delay")
+            .is_some_and(|&n| n > 0),
+        "{:?}",
+        stats(&k64).vma_skips
+    );
+    assert!(k61.metrics.numa_pte_updates > 0);
+}
+
+#[test]
+fn proc_samples_show_what_the_guest_reads() {
+    let sets = ["sim.proc_every_s=1", "sim.max_time_s=12"];
+    let r = run(&scenario_with(
+        &Inline(Vec::new()),
+        "qemu-guest-4n8",
+        "numa01-like",
+        "autonuma",
+        1,
+        &sets,
+    ));
+    let s = &r.proc_samples;
+    assert_eq!(
+        s.iter().map(|x| x.t_s).collect::<Vec<_>>(),
+        (1..=11).map(f64::from).collect::<Vec<_>>()
+    );
+    // Counters only grow, and the last sample is no later than the run's totals.
+    for w in s.windows(2) {
+        assert!(w[1].vmstat.numa_hint_faults >= w[0].vmstat.numa_hint_faults);
+    }
+    let last = s.last().unwrap();
+    assert!(
+        last.vmstat.numa_pte_updates > 0
+            && last.vmstat.numa_pte_updates <= r.metrics.numa_pte_updates
+    );
+    // Two processes of a main thread and 2 workers; the workers' /proc/PID/sched fields
+    // come from the kernel model: faults recorded, per node, summing to total_numa_faults.
+    assert_eq!(last.processes.len(), 2);
+    for p in &last.processes {
+        assert_eq!(p.tasks.len(), 3);
+        assert!(
+            (p.node_mb.iter().sum::<f64>() - 128.0).abs() < 1.0,
+            "{:?}",
+            p.node_mb
+        );
+        for t in &p.tasks[1..] {
+            let sn = t.sched.as_ref().expect("sched fields");
+            assert!(sn.numa_scan_seq > 0 && sn.total_numa_faults > 0);
+            let sum: u64 = sn.faults.iter().map(|f| f[0] + f[1]).sum();
+            assert_eq!(sum, sn.total_numa_faults);
+        }
+    }
+    // Without the setting, no samples (and no key in the result).
+    let plain = run(&scenario("qemu-guest-4n8", "numa01-like", "none", 1));
+    assert!(plain.proc_samples.is_empty());
+}
+
+#[test]
 fn tunables_are_validated_by_name() {
     let spec = |kind: &str, k: &str, v: toml::Value| {
         let mut t = toml::Table::new();
@@ -101,6 +206,14 @@ fn tunables_are_validated_by_name() {
         "scan_sleep_millisecs",
         toml::Value::Integer(64),
     ));
+    // A release outside the modelled range is refused, naming the key and the range.
+    for bad in [toml::Value::Float(5.15), toml::Value::String("7.3".into())] {
+        let e = err(&spec("autonuma", "kernel", bad));
+        assert!(
+            e.contains("policy.kernel") && e.contains("from 6.1 to 7.2"),
+            "{e}"
+        );
+    }
     // The original AutoNUMA's tunables are not the 6.x model's: refused with the 6.x list.
     assert!(
         e.contains("policy.scan_sleep_millisecs: unknown tunable")

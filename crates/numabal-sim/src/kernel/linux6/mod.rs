@@ -14,14 +14,14 @@ use crate::autonuma::period::{
     update_task_scan_period,
 };
 use crate::autonuma::task::{
-    Faults, GroupDecision, LOAD_AVG_MAX, NUMA_CPUBUF, NUMA_MEMBUF, NumaGroup, fold_faults,
-    group_decision, group_weight, task_weight,
+    Faults, GroupDecision, LOAD_AVG_MAX, NUMA_CPUBUF, NUMA_MEM, NUMA_MEMBUF, NumaGroup,
+    fold_faults, group_decision, group_weight, task_weight,
 };
 use crate::autonuma::tunables::Tunables;
 use crate::autonuma::vma::{SkipReason, VmaNumab};
 use crate::memory::CHUNK;
 use crate::sched::{CanMigrate, Cause, LbCtx};
-use crate::world::records::Metrics;
+use crate::world::records::{Metrics, SchedNuma};
 use crate::world::{HintAt, KernelHooks, NS, TState, World};
 use numabal_model::MemPolicy;
 use serde::{Deserialize, Serialize};
@@ -285,5 +285,32 @@ impl KernelModel for Linux6 {
             }),
             stable: None,
         }
+    }
+    /// `sched_show_numa`: the mm's scan sequence, the task's counters and its decayed
+    /// `NUMA_MEM` faults per node with its group's (`show_numa_stats`). The group id is
+    /// the creator's thread index + 1, as the group's `gid` is kept.
+    fn sched_numa(&self, w: &World, t: usize) -> Option<SchedNuma> {
+        let tk = self.tasks.get(t)?;
+        let pidx = w.thread(t).proc;
+        let ng = tk.group.map(|g| &self.groups[g]);
+        let faults = (0..w.machine().nr_nodes())
+            .map(|n| {
+                let task = |private| {
+                    tk.faults
+                        .as_ref()
+                        .map_or(0, |f| f.get(NUMA_MEM, n, private))
+                };
+                let group = |private| ng.map_or(0, |g| g.faults.get(NUMA_MEM, n, private));
+                [task(true), task(false), group(true), group(false)]
+            })
+            .collect();
+        Some(SchedNuma {
+            numa_scan_seq: self.mms.get(pidx).map_or(0, |m| m.scan_seq),
+            numa_pages_migrated: tk.pages_migrated,
+            numa_preferred_nid: tk.preferred.map_or(-1, |n| n as i64),
+            total_numa_faults: tk.total_faults,
+            numa_group_id: ng.map_or(0, |g| g.gid),
+            faults,
+        })
     }
 }
