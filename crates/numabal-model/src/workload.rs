@@ -113,6 +113,14 @@ pub struct RegionSpec {
     /// Use 2 MiB transparent huge pages (`MADV_HUGEPAGE`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub thp: bool,
+    /// The program mallocs it (not with `size` a multiple of 2 MiB at a 2 MiB boundary):
+    /// glibc maps a large request with a 16-byte header, so the mapping is a page longer
+    /// than asked and the kernel places it on a page, not a 2 MiB, boundary. A THP can
+    /// only back a 2 MiB-aligned range wholly inside the mapping, so 513 of its pages
+    /// are base pages (the partial 2 MiB at each end), the rest THPs. Modelled as its
+    /// first 2 MiB mapped by base pages (docs/model-notes.md, "Memory").
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub malloc: bool,
     /// `mbind` policy of the region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mempolicy: Option<MemPolicySpec>,

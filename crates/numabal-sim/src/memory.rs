@@ -33,6 +33,9 @@ pub struct MemObject {
     pub pages: u64,
     /// Allocate 2 MiB THPs where a whole chunk fits.
     pub thp: bool,
+    /// The mapping does not start on a 2 MiB boundary (a malloc'd buffer): its first chunk
+    /// is never a THP.
+    pub misaligned: bool,
     nr_nodes: usize,
     node: Vec<u8>,
     hist: Vec<u16>,
@@ -60,6 +63,7 @@ impl MemObject {
         MemObject {
             pages,
             thp,
+            misaligned: false,
             nr_nodes,
             node: vec![NO_NODE; pages as usize],
             hist: vec![0; chunks * nr_nodes],
@@ -362,6 +366,15 @@ impl MemObject {
         self.set_run(page, 1, node);
     }
 
+    /// Whether a first touch in `chunk` may allocate a THP: THPs on, the chunk whole and
+    /// untouched, and 2 MiB-aligned in the mapping.
+    pub fn thp_chunk(&self, chunk: u64) -> bool {
+        self.thp
+            && !(self.misaligned && chunk == 0)
+            && self.chunk_len(chunk) == CHUNK
+            && self.chunk_populated(chunk) == 0
+    }
+
     /// First touch of a whole chunk as a THP.
     pub fn populate_huge(&mut self, chunk: u64, node: usize) {
         debug_assert_eq!(self.chunk_populated(chunk), 0);
@@ -387,7 +400,9 @@ impl MemObject {
     pub fn release(&mut self) -> Vec<u64> {
         let freed = self.node_pages.clone();
         let hinting = self.hinting();
+        let misaligned = self.misaligned;
         *self = MemObject::new(self.pages, self.thp, self.nr_nodes);
+        self.misaligned = misaligned;
         if hinting {
             self.enable_hinting();
         }

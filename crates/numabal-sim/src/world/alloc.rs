@@ -125,7 +125,7 @@ impl World<'_> {
         let vma_offset = |nr: u64| -> u64 { if vma_pol { page / nr } else { il_next } };
         let o = &self.objects[obj];
         let chunk = page / CHUNK;
-        if o.thp && o.chunk_len(chunk) == CHUNK && o.chunk_populated(chunk) == 0 {
+        if o.thp_chunk(chunk) {
             let off = vma_offset(CHUNK);
             if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off) {
                 self.objects[obj].populate_huge(chunk, n);

@@ -130,7 +130,9 @@ impl World<'_> {
                     let pages = r.size.expect("validated").pages();
                     let file = r.kind == RegionKind::File;
                     let thp = self.thp_for(r.thp, file);
-                    self.objects.push(MemObject::new(pages, thp, n));
+                    let mut o = MemObject::new(pages, thp, n);
+                    o.misaligned = r.malloc;
+                    self.objects.push(o);
                     self.obj_refs.push(1);
                     self.obj_owner.push(Some(self.procs.len()));
                     regions.push(Region {
