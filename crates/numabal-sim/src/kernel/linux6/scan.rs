@@ -3,6 +3,7 @@
 //! `change_prot_numa`.
 
 use super::*;
+use crate::autonuma::version::KernelVersion;
 
 impl Linux6 {
     /// `task_tick_numa` for every running task (processor sharing: all of them run).
@@ -215,40 +216,20 @@ impl Linux6 {
                 let mut skip = self.vma_unsuitable(w, t, ri);
                 let nb = &mut *self;
                 let mm = &mut nb.mms[pidx];
-                let seq = mm.scan_seq;
-                let offset_inside = mm.scan_offset.0 == ri && mm.scan_offset.1 > 0;
                 // An informational reason: scanned although its PIDs are inactive.
                 let mut scanned_anyway = None;
-                // 6.1 keeps no per-VMA state: every suitable VMA is scanned.
-                if skip.is_none() && kernel.vma_numab_state() {
-                    // numab_state is allocated on first sight, after the checks above.
-                    let v = mm.vmas[ri].get_or_insert_with(|| VmaNumab::new(now, seq, delay));
-                    // 6.7 moved the PID windows' reset before the checks; 6.4 to 6.6 reset
-                    // them only for a VMA that passed them.
-                    let early_reset = kernel.scan_complete_vmas();
-                    if seq != 0 && now < v.next_scan {
-                        skip = Some(SkipReason::ScanDelay);
-                    } else {
-                        if early_reset {
-                            v.maybe_rotate(now, seq, delay);
-                        }
-                        if kernel.scan_complete_vmas() && v.prev_scan_seq == seq as i64 {
-                            mm.scan_offset = (ri + 1, 0);
-                            skip = Some(SkipReason::SeqCompleted);
-                        } else if pid_filter && !forced {
-                            let (acc, info) =
-                                v.is_accessed(seq, pid, offset_inside, nthreads, kernel);
-                            if !acc {
-                                pids_skipped = true;
-                                skip = Some(SkipReason::PidInactive);
-                            } else {
-                                scanned_anyway = info;
-                            }
-                        }
-                        if !early_reset && skip.is_none() {
-                            v.maybe_rotate(now, seq, delay);
-                        }
-                    }
+                if skip.is_none() {
+                    let ctx = VmaCheck {
+                        ri,
+                        now,
+                        delay,
+                        pid,
+                        nthreads,
+                        kernel,
+                        pid_filter: pid_filter && !forced,
+                    };
+                    (skip, scanned_anyway) = vma_numab_checks(mm, &ctx);
+                    pids_skipped |= skip == Some(SkipReason::PidInactive);
                 }
                 if let Some(i) = scanned_anyway {
                     nb.skip_vma(now, t, pidx, i);
@@ -389,4 +370,58 @@ impl Linux6 {
         }
         (changed, huge, visited as f64 * pte_ns)
     }
+}
+
+/// What the per-VMA checks of `task_numa_work` need besides the mm.
+struct VmaCheck {
+    ri: usize,
+    now: u64,
+    delay: u64,
+    pid: u32,
+    nthreads: u64,
+    kernel: KernelVersion,
+    /// The PID filter applies (on, and not the forced retry).
+    pid_filter: bool,
+}
+
+/// `task_numa_work`'s checks of a suitable VMA's `numab_state` (none before 6.4: every
+/// suitable VMA is scanned): the scan delay, the PID windows' reset, `seq_completed`,
+/// `vma_is_accessed`. Returns why it is skipped, and the informational reason when it is
+/// scanned although its PIDs are inactive.
+fn vma_numab_checks(mm: &mut MmNuma, c: &VmaCheck) -> (Option<SkipReason>, Option<SkipReason>) {
+    let kernel = c.kernel;
+    if !kernel.vma_numab_state() {
+        return (None, None);
+    }
+    let seq = mm.scan_seq;
+    let offset_inside = mm.scan_offset.0 == c.ri && mm.scan_offset.1 > 0;
+    // numab_state is allocated on first sight, after the checks before this one.
+    let v = mm.vmas[c.ri].get_or_insert_with(|| VmaNumab::new(c.now, seq, c.delay));
+    if seq != 0 && c.now < v.next_scan {
+        return (Some(SkipReason::ScanDelay), None);
+    }
+    // 6.7 moved the PID windows' reset before the checks; 6.4 to 6.6 reset them only for a
+    // VMA that passed them.
+    let early_reset = kernel.scan_complete_vmas();
+    if early_reset {
+        v.maybe_rotate(c.now, seq, c.delay);
+    }
+    let (skip, info) = if kernel.scan_complete_vmas() && v.prev_scan_seq == seq as i64 {
+        mm.scan_offset = (c.ri + 1, 0);
+        (Some(SkipReason::SeqCompleted), None)
+    } else if c.pid_filter {
+        match v.is_accessed(seq, c.pid, offset_inside, c.nthreads, kernel) {
+            (false, _) => (Some(SkipReason::PidInactive), None),
+            (true, info) => (None, info),
+        }
+    } else {
+        (None, None)
+    };
+    if !early_reset
+        && skip.is_none()
+        && let Some(v) = mm.vmas[c.ri].as_mut()
+    {
+        v.maybe_rotate(c.now, seq, c.delay);
+    }
+    (skip, info)
 }
