@@ -20,6 +20,10 @@ pub const MACHINES: &[(&str, &str)] = &[
         include_str!("../../../presets/machines/xeon-2n104.toml"),
     ),
     (
+        "lkp-csl-2sp9",
+        include_str!("../../../presets/machines/lkp-csl-2sp9.toml"),
+    ),
+    (
         "tiny-2n4",
         include_str!("../../../presets/machines/tiny-2n4.toml"),
     ),

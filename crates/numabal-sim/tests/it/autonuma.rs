@@ -127,6 +127,40 @@ fn policy_kernel_gates_the_scan_rules_by_release() {
 }
 
 #[test]
+fn the_6_4_scan_regression_and_its_6_7_recovery_on_numa01() {
+    let at = |k: &str| {
+        let set = format!("policy.kernel={k}");
+        run(&scenario_with(
+            &Inline(Vec::new()),
+            "autonuma-2n24",
+            "numa01",
+            "autonuma",
+            1,
+            &[set.as_str()],
+        ))
+        .metrics
+    };
+    let (k63, k64, k67) = (at("6.3"), at("6.4"), at("6.7"));
+    // numa01's threads first-touch under MPOL_BIND: the first passes find its VMA
+    // unsuitable and numa_scan_seq passes 2, after which 6.4's PID filter never scans it
+    // again (no fault, no PID bit); 6.7's forced retry does.
+    assert!(k63.numa_pte_updates > 0 && k67.numa_pte_updates > 0);
+    assert_eq!(k64.numa_pte_updates, 0);
+    assert!(
+        k64.runtime_s > k63.runtime_s * 1.15,
+        "{} vs {}",
+        k64.runtime_s,
+        k63.runtime_s
+    );
+    assert!(
+        k67.runtime_s < k64.runtime_s * 0.9,
+        "{} vs {}",
+        k67.runtime_s,
+        k64.runtime_s
+    );
+}
+
+#[test]
 fn proc_samples_show_what_the_guest_reads() {
     let sets = ["sim.proc_every_s=1", "sim.max_time_s=12"];
     let r = run(&scenario_with(
