@@ -475,10 +475,31 @@ fn permutations(v: &[usize]) -> Vec<Vec<usize>> {
     out
 }
 
-/// When the placement last changed: the first sample from which every later one has the
-/// final placement (the first sample with processes if it never changed).
+/// The samples in which the workload runs whole: every process of it there (as many as
+/// any sample had), each with its workers (a task besides the main thread). The samples
+/// of its start and of its exit, as processes come and go, are left out.
+fn whole(samples: &[ProcSample]) -> Vec<&ProcSample> {
+    let most = samples.iter().map(|s| s.processes.len()).max().unwrap_or(0);
+    samples
+        .iter()
+        .filter(|s| {
+            most > 0 && s.processes.len() == most && s.processes.iter().all(|p| p.tasks.len() > 1)
+        })
+        .collect()
+}
+
+/// The placement at the end: in the last sample of the workload running whole.
+pub fn final_placement(samples: &[ProcSample]) -> Vec<Placement> {
+    whole(samples)
+        .last()
+        .map(|s| placement(s))
+        .unwrap_or_default()
+}
+
+/// When the placement last changed: the first sample (of the workload running whole) from
+/// which every later one has the final placement.
 pub fn converged_at(samples: &[ProcSample]) -> Option<f64> {
-    let with: Vec<&ProcSample> = samples.iter().filter(|s| !s.processes.is_empty()).collect();
+    let with = whole(samples);
     let last = placement(with.last()?);
     let mut at = with.last()?.t_s;
     for s in with.iter().rev() {
@@ -533,15 +554,10 @@ pub fn compare(guest: &Side, sim: &Side) -> Vec<Figure> {
             note: format!("simulated/kernel {ratio:.3} (bound 0.75 to 1.25)"),
         });
     }
-    let final_of = |s: &Side| {
-        s.samples
-            .iter()
-            .rev()
-            .find(|x| !x.processes.is_empty())
-            .map(placement)
-            .unwrap_or_default()
-    };
-    let (pg, ps) = (final_of(guest), final_of(sim));
+    let (pg, ps) = (
+        final_placement(&guest.samples),
+        final_placement(&sim.samples),
+    );
     out.push(Figure {
         name: "final placement".into(),
         kernel: describe(&pg),

@@ -161,6 +161,25 @@ fn the_6_4_scan_regression_and_its_6_7_recovery_on_numa01() {
 }
 
 #[test]
+fn a_shared_anonymous_mapping_is_never_scanned() {
+    // perf bench's global buffer is MAP_SHARED anonymous memory (shmem): vma_policy_mof asks
+    // shmem's get_policy, which has no policy to give, so task_numa_work skips it. With THP
+    // `always` the private buffers are all THPs, so every PTE update is a huge PMD's.
+    let sets = ["sim.transparent_hugepage=always", "sim.max_time_s=10"];
+    let r = run(&scenario_with(
+        &Inline(Vec::new()),
+        "qemu-guest-4n8",
+        "perf-bench-numa-mem",
+        "autonuma",
+        1,
+        &sets,
+    ));
+    let m = &r.metrics;
+    assert!(m.numa_huge_pte_updates > 0);
+    assert_eq!(m.numa_pte_updates, 512 * m.numa_huge_pte_updates);
+}
+
+#[test]
 fn proc_samples_show_what_the_guest_reads() {
     let sets = ["sim.proc_every_s=1", "sim.max_time_s=12"];
     let r = run(&scenario_with(

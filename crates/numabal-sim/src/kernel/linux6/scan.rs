@@ -115,8 +115,15 @@ impl Linux6 {
         if r.file_ro {
             return Some(SkipReason::SharedRo);
         }
-        // vma_policy_mof: a VMA policy, or else the task's policy, must have MPOL_F_MOF;
-        // only the default (local preferred) policy has it.
+        // vma_policy_mof (mm/mempolicy.c): a VMA whose vm_ops has get_policy asks it, and
+        // returns false unless the policy it gets has MPOL_F_MOF. shmem's returns its
+        // shared policy, none unless mbind set one, so a shared anonymous (shmem) mapping is
+        // never scanned in the releases modelled (the twin: perf bench's global buffer).
+        if r.vm_shared {
+            return Some(SkipReason::Unsuitable);
+        }
+        // Otherwise a VMA policy, or else the task's policy, must have MPOL_F_MOF; only the
+        // default (local preferred) policy has it.
         if !r.ranges.is_empty() || r.wl_policy.is_some() {
             return Some(SkipReason::Unsuitable);
         }
