@@ -14,6 +14,19 @@ fn pinned() -> String {
         .to_string()
 }
 
+/// A built-in machine and workload under `autonuma`, seed 1, with `sets`.
+fn autonuma(machine_workload: &[&str; 2], sets: &[&str]) -> numabal_sim::RunResult {
+    let [m, w] = *machine_workload;
+    run(&scenario_with(
+        &Inline(Vec::new()),
+        m,
+        w,
+        "autonuma",
+        1,
+        sets,
+    ))
+}
+
 #[test]
 fn numa02_memory_follows_the_threads() {
     let none = run(&scenario("autonuma-2n24", "numa02", "none", 1));
@@ -92,22 +105,14 @@ fn policy_kernel_gates_the_scan_rules_by_release() {
     // 6.1 keeps no per-VMA state: no VMA is ever skipped for its scan delay, its PIDs or a
     // completed pass (unsuitable ones are, in every release); 6.4 skips new VMAs during
     // their scan delay.
-    let k61 = run(&scenario_with(
-        &Inline(Vec::new()),
-        "autonuma-2n24",
-        "numa01",
-        "autonuma",
-        1,
+    let k61 = autonuma(
+        &["autonuma-2n24", "numa01"],
         &["policy.kernel=6.1", "sim.max_time_s=20"],
-    ));
-    let k64 = run(&scenario_with(
-        &Inline(Vec::new()),
-        "autonuma-2n24",
-        "numa01",
-        "autonuma",
-        1,
+    );
+    let k64 = autonuma(
+        &["autonuma-2n24", "numa01"],
         &["policy.kernel=6.4", "sim.max_time_s=20"],
-    ));
+    );
     assert!(
         ["scan_delay", "pid_inactive", "seq_completed"]
             .iter()
@@ -130,15 +135,7 @@ fn policy_kernel_gates_the_scan_rules_by_release() {
 fn the_6_4_scan_regression_and_its_6_7_recovery_on_numa01() {
     let at = |k: &str| {
         let set = format!("policy.kernel={k}");
-        run(&scenario_with(
-            &Inline(Vec::new()),
-            "autonuma-2n24",
-            "numa01",
-            "autonuma",
-            1,
-            &[set.as_str()],
-        ))
-        .metrics
+        autonuma(&["autonuma-2n24", "numa01"], &[set.as_str()]).metrics
     };
     let (k63, k64, k67) = (at("6.3"), at("6.4"), at("6.7"));
     // numa01's threads first-touch under MPOL_BIND: the first passes find its VMA
@@ -166,14 +163,7 @@ fn a_shared_anonymous_mapping_is_never_scanned() {
     // shmem's get_policy, which has no policy to give, so task_numa_work skips it. With THP
     // `always` the private buffers are all THPs, so every PTE update is a huge PMD's.
     let sets = ["sim.transparent_hugepage=always", "sim.max_time_s=10"];
-    let r = run(&scenario_with(
-        &Inline(Vec::new()),
-        "qemu-guest-4n8",
-        "perf-bench-numa-mem",
-        "autonuma",
-        1,
-        &sets,
-    ));
+    let r = autonuma(&["qemu-guest-4n8", "perf-bench-numa-mem"], &sets);
     let m = &r.metrics;
     assert!(m.numa_huge_pte_updates > 0);
     assert_eq!(m.numa_pte_updates, 512 * m.numa_huge_pte_updates);
@@ -182,14 +172,7 @@ fn a_shared_anonymous_mapping_is_never_scanned() {
 #[test]
 fn proc_samples_show_what_the_guest_reads() {
     let sets = ["sim.proc_every_s=1", "sim.max_time_s=12"];
-    let r = run(&scenario_with(
-        &Inline(Vec::new()),
-        "qemu-guest-4n8",
-        "numa01-like",
-        "autonuma",
-        1,
-        &sets,
-    ));
+    let r = autonuma(&["qemu-guest-4n8", "numa01-like"], &sets);
     let s = &r.proc_samples;
     assert_eq!(
         s.iter().map(|x| x.t_s).collect::<Vec<_>>(),
