@@ -11,16 +11,21 @@ impl World<'_> {
         ((t * NS) as u64).div_ceil(self.tick_ns).max(1) * self.tick_ns
     }
 
+    /// Schedule a periodic sample at the next multiple of `every` seconds (counted from 0,
+    /// so rounding to ticks does not drift), at least a tick from now.
+    fn schedule_periodic(&mut self, every: f64, kind: EventKind) {
+        let k = (self.now as f64 / NS / every).round() + 1.0;
+        let next = self.on_tick(k * every).max(self.now + self.tick_ns);
+        self.events.push(next, kind);
+    }
+
     /// Record every live process's memory per node now (once per instant, when samples
     /// coincide); a periodic sample schedules the next multiple of `numastat_every_s`
     /// (counted from 0, so rounding to ticks does not drift).
     pub(crate) fn numastat_sample(&mut self, periodic: bool) {
         if periodic {
             let every = self.sc.sim.numastat_every_s;
-            let k = (self.now as f64 / NS / every).round() + 1.0;
-            let next = self.on_tick(k * every).max(self.now + self.tick_ns);
-            self.events
-                .push(next, EventKind::NumastatSample { periodic: true });
+            self.schedule_periodic(every, EventKind::NumastatSample { periodic: true });
         }
         if self
             .numastat
@@ -49,10 +54,7 @@ impl World<'_> {
     /// What `/proc` shows now (`sim.proc_every_s`), without the kernel model's
     /// `/proc/PID/sched` fields (the engine adds them); schedules the next sample.
     pub(crate) fn proc_sample(&mut self) -> records::ProcSample {
-        let every = self.sc.sim.proc_every_s;
-        let k = (self.now as f64 / NS / every).round() + 1.0;
-        let next = self.on_tick(k * every).max(self.now + self.tick_ns);
-        self.events.push(next, EventKind::ProcSample);
+        self.schedule_periodic(self.sc.sim.proc_every_s, EventKind::ProcSample);
         let m = &self.metrics;
         let vmstat = records::VmstatNuma {
             numa_pte_updates: m.numa_pte_updates,
