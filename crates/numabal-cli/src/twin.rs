@@ -114,8 +114,9 @@ pub fn twin(a: &TwinArgs) -> Result<(), Failure> {
         )?;
     }
     if let Some(s) = &a.svg {
-        let title = format!("{} | {}", guest.what, sim.what);
-        let doc = svg::lines_svg(&title, &panels(&guest, &sim, nr_nodes))
+        // The workload and the kernel; the legend says which line is which side.
+        let title = format!("{}: {} and its model", sc.workload, guest.what);
+        let doc = svg::lines_svg(&title, &panels(&guest, &sim))
             .ok_or_else(|| Failure::Internal("the twin's figure could not be drawn".into()))?;
         output::write_atomic(s, doc.as_bytes())?;
     }
@@ -625,13 +626,7 @@ fn print(guest: &Side, sim: &Side, figures: &[Figure]) {
             mv.numa_hint_faults
         );
     }
-    outln!(
-        "{:<24} {:>16} {:>16}  {}",
-        "figure",
-        "kernel",
-        "simulated",
-        "check"
-    );
+    outln!("figures, each judged against its bound:");
     for f in figures {
         outln!(
             "{}: {:<24} kernel {} | simulated {} | {}",
@@ -646,7 +641,7 @@ fn print(guest: &Side, sim: &Side, figures: &[Figure]) {
 
 /// The figure: each counter over time, and each process's largest share of memory on one
 /// node, kernel and simulator on the same axes.
-fn panels(guest: &Side, sim: &Side, _nr_nodes: usize) -> Vec<svg::Panel> {
+fn panels(guest: &Side, sim: &Side) -> Vec<svg::Panel> {
     let counter = |name: &str, get: fn(&VmstatNuma) -> u64| svg::Panel {
         title: name.into(),
         x_desc: "seconds".into(),
