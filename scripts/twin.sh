@@ -3,7 +3,8 @@
 # on the 4-node QEMU guest under numabal daemon (stable-daemon) with the softdirty sensor
 # (kernel.numa_balancing=0) and with the hint sensor (numa_balancing=1), and the same runs in
 # the simulator on the guest's preset (qemu-guest-4n8, workload numa01-like, the daemon's
-# defaults, THP `always` as the guest's Debian kernel has it). For each: when both processes were placed (each with its workers on one node
+# defaults, THP `always` as the guest's Debian kernel has it, and beside the hint sensor
+# the model of that kernel's release, 6.1: daemon-tests.sh runs this after the 6.1 guest). For each: when both processes were placed (each with its workers on one node
 # holding >= 90 % of its memory, on different nodes; checked every 5 s after the daemon
 # started managing them, as the guest script checks), pages migrated (pgmigrate_success),
 # of which by the kernel's NUMA balancing (numa_pages_migrated), the daemon's page moves
@@ -24,9 +25,11 @@ mkdir -p "$out"
 # The guest's daemon runs 60 s after it starts managing the processes (then SIGTERM):
 # each twin runs once to find when its daemon managed both, then to 60 s after that.
 for sensor in softdirty hint; do
+  host=()
+  [ $sensor = hint ] && host=(--set daemon.kernel=6.1)
   run() {
     "$bin" sim -m qemu-guest-4n8 -w numa01-like -p stable-daemon --quiet \
-      --set daemon.sensor=$sensor --set sim.transparent_hugepage=always \
+      --set daemon.sensor=$sensor "${host[@]}" --set sim.transparent_hugepage=always \
       --set sim.numastat_every_s=1 "$@" --json "$out/$sensor.json" > /dev/null
   }
   run

@@ -125,6 +125,8 @@ struct DaemonTable {
     fault_cost_ns: Option<u64>,
     /// A simulated host's setting: refused here with the reason.
     numa_balancing: Option<toml::Value>,
+    /// A simulated host's setting: refused here with the reason.
+    kernel: Option<toml::Value>,
     decision_log: Option<PathBuf>,
     metrics_port: Option<u16>,
     record: Option<PathBuf>,
@@ -228,6 +230,13 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
             src("numa_balancing")
         )));
     }
+    if d.kernel.is_some() {
+        return Err(Failure::Input(format!(
+            "{}: is the simulated host's kernel release (allowed only in a scenario's [daemon] \
+             table; on a host the running kernel is the one)",
+            src("kernel")
+        )));
+    }
     let defaults = DaemonSettings::default();
     let settings = DaemonSettings {
         sensor,
@@ -245,6 +254,7 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
             .unwrap_or(defaults.softdirty_budget_pct),
         fault_cost_ns: d.fault_cost_ns.unwrap_or(defaults.fault_cost_ns),
         numa_balancing: None,
+        kernel: None,
     };
     // The checks a simulated daemon's settings get too; the error names where the value
     // was written.

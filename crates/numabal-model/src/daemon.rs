@@ -15,6 +15,7 @@
 //! ```
 
 use crate::InputError;
+use crate::KernelVersion;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Passes never come closer together than this, ms: a policy asking for less waits this
@@ -141,6 +142,11 @@ pub struct DaemonSettings {
     /// `None`: 1 with the `hint` sensor, else 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa_balancing: Option<u32>,
+    /// The simulator only: the release of the simulated host's kernel, whose NUMA
+    /// balancing runs beside the daemon when `numa_balancing` is 1 (`autonuma`'s `kernel`,
+    /// `MAJOR.MINOR`). `None`: that model's default release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelVersion>,
 }
 
 fn d_idle_interval() -> u64 {
@@ -171,6 +177,7 @@ impl Default for DaemonSettings {
             softdirty_budget_pct: d_softdirty_budget(),
             fault_cost_ns: d_fault_cost(),
             numa_balancing: None,
+            kernel: None,
         }
     }
 }

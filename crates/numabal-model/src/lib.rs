@@ -14,6 +14,7 @@
 pub mod daemon;
 pub mod error;
 pub mod ids;
+pub mod kernel_version;
 pub mod machine;
 pub mod mask;
 pub mod mempolicy;
@@ -26,6 +27,7 @@ pub mod workload;
 pub use daemon::{DaemonSettings, SensorKind};
 pub use error::InputError;
 pub use ids::{CpuId, NodeId, Pid, Tid};
+pub use kernel_version::KernelVersion;
 pub use machine::{Machine, MachineSpec};
 pub use mask::Mask;
 pub use mempolicy::MemPolicy;

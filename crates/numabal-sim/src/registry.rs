@@ -18,6 +18,7 @@
 //!
 //! Adding a kernel model is a module under `kernel/` and one entry here.
 
+use crate::autonuma::version::KernelVersion;
 use crate::autonuma::{aa2012, tunables::Tunables};
 use crate::kernel::KernelModel;
 use crate::kernel::aa2012::AutoNuma2012;
@@ -156,6 +157,7 @@ impl Registry {
             (_, d) => d.unwrap_or(&default),
         };
         let d = sim_daemon(settings, built.tunables.clone())?;
+        let kernel = daemon_kernel(&d.settings)?;
         if d.settings.numa_balancing == Some(1) {
             if built.kernel.is_some() {
                 return Err(InputError::new(
@@ -164,7 +166,10 @@ impl Registry {
                     format!("policy `{}` has a kernel model of its own", spec.kind),
                 ));
             }
-            let tun = Tunables::default();
+            let tun = Tunables {
+                kernel,
+                ..Tunables::default()
+            };
             built.kernel = Some(Box::new(move |w: &mut World| {
                 Box::new(Linux6::new(w, tun)) as Box<dyn KernelModel>
             }));
@@ -342,6 +347,20 @@ const ENTRIES: &[Entry] = &[
 /// sensor chosen on that host's facts.
 /// Soft-dirty write protection shares the page's protection bit with the kernel's
 /// PROT_NONE in the simulator, so it is not offered beside `numa_balancing=1`.
+/// `[daemon] kernel` of settings `s` resolved by `sim_daemon`: the release of the kernel
+/// model beside the daemon.
+fn daemon_kernel(s: &DaemonSettings) -> Result<KernelVersion, InputError> {
+    match s.kernel {
+        Some(_) if s.numa_balancing != Some(1) => Err(InputError::new(
+            "[daemon]",
+            "kernel",
+            "is the release of the simulated host's NUMA balancing: allowed only with \
+             numa_balancing = 1 (the default with the hint sensor)",
+        )),
+        k => Ok(k.unwrap_or_default()),
+    }
+}
+
 fn sim_daemon(s: &DaemonSettings, tunables: serde_json::Value) -> Result<SimDaemon, InputError> {
     let nb = s
         .numa_balancing
