@@ -8,6 +8,9 @@
 //!  query_nodes                   move_pages(2) with nodes = NULL: where pages are, no move
 //!  move_pages_to                 move_pages(2) to one node, MPOL_MF_MOVE
 //!  process_cpu_ns                clock_gettime(CLOCK_PROCESS_CPUTIME_ID): this process's CPU
+//!  AnonMap                       mmap(2) MAP_PRIVATE|MAP_ANONYMOUS, madvise(2) THP advice,
+//!                                mprotect(2) read-only and back (numa-costs, the guest's
+//!                                cost program)
 //! ```
 #![allow(unsafe_code)]
 
@@ -160,6 +163,117 @@ pub fn gettid() -> u32 {
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
 }
 
+/// Private anonymous memory of this process (`MAP_PRIVATE | MAP_ANONYMOUS`, read and
+/// write), unmapped when dropped: the memory the test workloads' `malloc` gives, for
+/// measuring what its faults, PTE changes and moves cost.
+pub struct AnonMap {
+    ptr: *mut u8,
+    len: usize,
+}
+
+/// An [`AnonMap`] made read-only (`mprotect(PROT_READ)`): readable, not writable.
+pub struct ReadOnlyAnonMap(AnonMap);
+
+impl AnonMap {
+    /// Map `len` bytes (more than 0).
+    pub fn new(len: usize) -> io::Result<AnonMap> {
+        if len == 0 {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: a fresh mapping at an address the kernel chooses, touching no existing
+        // memory; the result is checked against MAP_FAILED before use.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(AnonMap { ptr: p.cast(), len })
+    }
+
+    /// `madvise(MADV_HUGEPAGE)` (`huge`) or `madvise(MADV_NOHUGEPAGE)`.
+    pub fn advise_huge(&self, huge: bool) -> io::Result<()> {
+        let advice = if huge {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        // SAFETY: the range is exactly this mapping; THP advice changes how the kernel
+        // backs it, never its contents or validity.
+        let rc = unsafe { libc::madvise(self.ptr.cast(), self.len, advice) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// `mprotect(PROT_READ)` of the whole mapping: the type keeps it from being written.
+    pub fn make_read_only(self) -> io::Result<ReadOnlyAnonMap> {
+        protect(&self, libc::PROT_READ)?;
+        Ok(ReadOnlyAnonMap(self))
+    }
+}
+
+impl ReadOnlyAnonMap {
+    /// `mprotect(PROT_READ | PROT_WRITE)`: writable again.
+    pub fn make_writable(self) -> io::Result<AnonMap> {
+        protect(&self.0, libc::PROT_READ | libc::PROT_WRITE)?;
+        Ok(self.0)
+    }
+}
+
+fn protect(m: &AnonMap, prot: libc::c_int) -> io::Result<()> {
+    // SAFETY: the range is exactly the mapping `m` owns; while it is read-only it is held
+    // by a `ReadOnlyAnonMap`, which hands out no mutable access.
+    let rc = unsafe { libc::mprotect(m.ptr.cast(), m.len, prot) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+impl std::ops::Deref for AnonMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr` is a live readable mapping of `len` bytes owned by `self` (anonymous
+        // memory reads as zeros before any write), valid until drop.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl std::ops::DerefMut for AnonMap {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for `deref`, and writable: an `AnonMap` is never read-only, and the
+        // `&mut self` borrow makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl std::ops::Deref for ReadOnlyAnonMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for AnonMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is this value's alone and no reference into it outlives it.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+// SAFETY: the mapping is plain memory owned by the value; moving it to another thread
+// moves the ownership with it.
+unsafe impl Send for AnonMap {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,6 +289,25 @@ mod tests {
         let used = process_cpu_ns() - before;
         // 50 ms of spinning, less if other work shares the CPU.
         assert!(used >= 5_000_000, "{used} ns");
+    }
+
+    #[test]
+    fn anonymous_maps_are_private_and_change_protection() {
+        let mut m = AnonMap::new(3 * 4096).unwrap();
+        assert!(m.iter().all(|&b| b == 0));
+        m.advise_huge(false).unwrap();
+        m[4096] = 7;
+        let ro = m.make_read_only().unwrap();
+        assert_eq!(ro[4096], 7);
+        let mut m = ro.make_writable().unwrap();
+        m[4096] = 8;
+        assert_eq!(m[4096], 8);
+        // Private, not shmem: numa_maps shows the mapping as anonymous without a file.
+        let addr = format!("{:x} ", m.as_ptr() as usize);
+        let maps = std::fs::read_to_string("/proc/self/numa_maps").unwrap();
+        let line = maps.lines().find(|l| l.starts_with(&addr)).unwrap();
+        assert!(line.contains("anon=1") && !line.contains("file="), "{line}");
+        assert!(AnonMap::new(0).is_err());
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! "narrowed" to a balancer. Memory is a `Vec<AtomicU64>` written with relaxed stores (plain
 //! moves on x86), so threads share it without `unsafe`.
 
+pub mod costs;
+
 use numabal_model::Mask;
 use std::fs;
 use std::path::Path;

@@ -1,0 +1,477 @@
+//! `numa-costs`: what the kernel's NUMA work and the memory cost on this machine, measured
+//! from user space, one figure per field of a machine preset that can be measured so
+//! (docs/model-notes.md, "The guest's costs"). Each figure is the median of `--runs`
+//! repetitions, each on fresh mappings:
+//!
+//! ```text
+//!  page_fault_ns     first write to each 4 KiB page of a MADV_NOHUGEPAGE mapping
+//!  thp_fault_ns      first write to each 2 MiB of a MADV_HUGEPAGE mapping (THPs counted)
+//!  pte_update_ns     mprotect(PROT_READ) of that populated mapping, per PTE: the same
+//!                    change_protection walk change_prot_numa makes
+//!  hint_fault_ns     a write to each page after clear_refs 4 write-protected it: trap,
+//!                    fault handling and restoring the PTE, as a hinting fault without a
+//!                    migration (whose own path user space cannot start)
+//!  migrate_page_ns   move_pages of base pages and of THPs, node 0 -> 1: per folio
+//!  migrate_copy_gib_s   t = fixed + bytes / copy, solved for the two sizes
+//!  tlb_shootdown_ns  mprotect of one page with a thread of the process spinning on another
+//!                    node's CPU, less the same without it
+//!  thread_spawn_ns   spawning and joining a thread that does nothing
+//!  proc_read_ns      open, read and close of /proc/self/stat
+//!  write bandwidth   one thread storing 64-bit words over its buffer, local and remote
+//!  latency           one thread chasing a random cycle through the buffer's cache lines
+//! ```
+
+use numabal_live::sys::{self, AnonMap};
+use numabal_model::Mask;
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+const PAGE: usize = 4096;
+const HPAGE: usize = 2 << 20;
+
+/// What one measurement gives: its name, value, unit, and how it was taken.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    pub name: &'static str,
+    pub value: f64,
+    pub unit: &'static str,
+    pub how: String,
+}
+
+/// The median of `xs` (the mean of the middle two for an even count); NaN when empty.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// A migration's fixed cost per folio (ns) and copy bandwidth (GiB/s) from the time per
+/// base page `t4k` and per THP `t2m` (ns), with t = fixed + bytes / bandwidth. `None` when
+/// a THP is not dearer than a base page (no copy cost to see).
+pub fn migration_split(t4k: f64, t2m: f64) -> Option<(f64, f64)> {
+    let dt = t2m - t4k;
+    if !(dt > 0.0) {
+        return None;
+    }
+    let bytes_per_ns = (HPAGE - PAGE) as f64 / dt;
+    let fixed = (t4k - PAGE as f64 / bytes_per_ns).max(0.0);
+    Some((fixed, bytes_per_ns * 1e9 / (1u64 << 30) as f64))
+}
+
+/// The machine: each node's CPUs.
+pub struct Host {
+    nodes: Vec<Mask>,
+}
+
+impl Host {
+    /// The nodes with CPUs under `root` (normally `/`); at least two are needed.
+    pub fn read(root: &Path) -> Result<Host, String> {
+        let mut nodes = Vec::new();
+        while let Ok(m) = crate::node_cpus(root, nodes.len()) {
+            nodes.push(m);
+        }
+        if nodes.len() < 2 {
+            return Err(format!(
+                "found {} node(s) with CPUs; local and remote costs need at least 2",
+                nodes.len()
+            ));
+        }
+        Ok(Host { nodes })
+    }
+
+    fn pin(&self, node: usize) -> Result<(), String> {
+        sys::set_affinity(sys::gettid(), &self.nodes[node])
+            .map_err(|e| format!("cannot run on node {node}'s CPUs: {e}"))
+    }
+}
+
+fn map(bytes: usize, huge: bool) -> Result<AnonMap, String> {
+    let m = AnonMap::new(bytes).map_err(|e| format!("cannot map {} MiB: {e}", bytes >> 20))?;
+    m.advise_huge(huge)
+        .map_err(|e| format!("madvise (THP {huge}) failed: {e}"))?;
+    Ok(m)
+}
+
+/// Offset of the first 2 MiB boundary in `m`.
+fn huge_offset(m: &AnonMap) -> usize {
+    (HPAGE - m.as_ptr() as usize % HPAGE) % HPAGE
+}
+
+/// Write one byte at each `step` from `from` to `to`: returns ns per write. A store only,
+/// as the workloads' first touch is: a read first would map the (huge) zero page, and the
+/// write after it would take a second fault (and, on a huge zero page, base pages).
+fn touch(m: &mut AnonMap, from: usize, to: usize, step: usize) -> f64 {
+    let t = Instant::now();
+    let mut n = 0;
+    for i in (from..to).step_by(step) {
+        m[i] = 1;
+        n += 1;
+    }
+    black_box(&mut m[..]);
+    t.elapsed().as_nanos() as f64 / n.max(1) as f64
+}
+
+/// `AnonHugePages` of the mapping starting at `addr`, kB (`/proc/self/smaps`).
+fn anon_huge_kb(addr: usize) -> u64 {
+    let text = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+    let head = format!("{addr:x}-");
+    text.lines()
+        .skip_while(|l| !l.starts_with(&head))
+        .skip(1)
+        .take_while(|l| !l.contains('-') || l.contains(':'))
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// One repetition of every measurement, on `bytes` of memory.
+pub struct Run {
+    pub page_fault_ns: f64,
+    pub thp_fault_ns: f64,
+    pub thps: u64,
+    pub pte_update_ns: f64,
+    pub wp_fault_ns: f64,
+    pub move_4k_ns: f64,
+    pub move_2m_ns: f64,
+    pub moves_failed: usize,
+    pub write_local_gib_s: f64,
+    pub write_remote_gib_s: f64,
+    pub latency_local_ns: f64,
+    pub latency_remote_ns: f64,
+    pub tlb_shootdown_ns: f64,
+    pub thread_spawn_ns: f64,
+    pub proc_read_ns: f64,
+}
+
+/// Faults, PTE changes and write-protect faults on base pages, local to node 0.
+fn base_pages(host: &Host, bytes: usize) -> Result<(f64, f64, f64), String> {
+    host.pin(0)?;
+    let mut m = map(bytes, false)?;
+    let fault = touch(&mut m, 0, bytes, PAGE);
+    let pages = (bytes / PAGE) as f64;
+    let t = Instant::now();
+    let ro = m
+        .make_read_only()
+        .map_err(|e| format!("mprotect failed: {e}"))?;
+    let pte = t.elapsed().as_nanos() as f64 / pages;
+    let mut m = ro
+        .make_writable()
+        .map_err(|e| format!("mprotect failed: {e}"))?;
+    std::fs::write("/proc/self/clear_refs", "4")
+        .map_err(|e| format!("cannot write 4 to /proc/self/clear_refs (soft-dirty): {e}"))?;
+    let wp = touch(&mut m, 0, bytes, PAGE);
+    Ok((fault, pte, wp))
+}
+
+/// First writes to THPs on node 0: ns per THP and how many THPs the kernel made.
+fn thp_faults(host: &Host, bytes: usize) -> Result<(f64, u64), String> {
+    host.pin(0)?;
+    let mut m = map(bytes + HPAGE, true)?;
+    let off = huge_offset(&m);
+    let ns = touch(&mut m, off, off + bytes, HPAGE);
+    let thps = anon_huge_kb(m.as_ptr() as usize) / (HPAGE as u64 >> 10);
+    Ok((ns, thps))
+}
+
+/// move_pages of a mapping's folios, first-touched on node 0, to node 1: ns per folio and
+/// how many did not move.
+fn moves(host: &Host, bytes: usize, huge: bool) -> Result<(f64, usize), String> {
+    host.pin(0)?;
+    let mut m = map(bytes + HPAGE, huge)?;
+    let off = huge_offset(&m);
+    let step = if huge { HPAGE } else { PAGE };
+    touch(&mut m, off, off + bytes, PAGE);
+    let base = m.as_ptr() as usize + off;
+    let addrs: Vec<usize> = (0..bytes / step).map(|i| base + i * step).collect();
+    let pid = std::process::id();
+    let t = Instant::now();
+    let mut failed = 0;
+    for batch in addrs.chunks(1024) {
+        let status =
+            sys::move_pages_to(pid, batch, 1).map_err(|e| format!("move_pages failed: {e}"))?;
+        failed += status.iter().filter(|&&s| s != 1).count();
+    }
+    let ns = t.elapsed().as_nanos() as f64 / addrs.len() as f64;
+    Ok((ns, failed))
+}
+
+/// GiB/s of one thread on node 0 storing 64-bit words over memory first-touched on `node`.
+fn write_bandwidth(host: &Host, bytes: usize, node: usize) -> Result<f64, String> {
+    host.pin(node)?;
+    let mut m = map(bytes, false)?;
+    touch(&mut m, 0, bytes, PAGE);
+    host.pin(0)?;
+    let passes = 3;
+    let t = Instant::now();
+    for p in 0..passes {
+        for w in m.chunks_exact_mut(8) {
+            w.copy_from_slice(&(p as u64).to_ne_bytes());
+        }
+        black_box(&mut m[..]);
+    }
+    let ns = t.elapsed().as_nanos() as f64;
+    Ok((passes * bytes) as f64 / ns * 1e9 / (1u64 << 30) as f64)
+}
+
+/// ns per load of one thread on node 0 chasing a random cycle through the cache lines of
+/// memory first-touched on `node` (a fixed LCG order: the same cycle every run).
+fn latency(host: &Host, bytes: usize, node: usize) -> Result<f64, String> {
+    host.pin(node)?;
+    let lines = bytes / 64;
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for i in (1..lines).rev() {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        order.swap(i, (x >> 33) as usize % (i + 1));
+    }
+    // next[line] (the first word of each line) holds the next line of the cycle.
+    let mut next = vec![0u64; lines * 8];
+    for k in 0..lines {
+        next[order[k] * 8] = order[(k + 1) % lines] as u64;
+    }
+    host.pin(0)?;
+    let steps = lines.min(1 << 21);
+    let t = Instant::now();
+    let mut at = order[0];
+    for _ in 0..steps {
+        at = next[at * 8] as usize;
+    }
+    black_box(at);
+    Ok(t.elapsed().as_nanos() as f64 / steps as f64)
+}
+
+/// ns of an mprotect round trip (read-only, then writable) of one page, `rounds` times.
+fn protect_round(rounds: usize) -> Result<f64, String> {
+    let mut m = map(PAGE, false)?;
+    m[0] = 1;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        let ro = m
+            .make_read_only()
+            .map_err(|e| format!("mprotect failed: {e}"))?;
+        m = ro
+            .make_writable()
+            .map_err(|e| format!("mprotect failed: {e}"))?;
+        m[0] = m[0].wrapping_add(1);
+    }
+    Ok(t.elapsed().as_nanos() as f64 / (2 * rounds) as f64)
+}
+
+/// The TLB shootdown of a PTE change: one page's mprotect with a thread of this process
+/// running on node 1 (the kernel must interrupt its CPU) less the same alone.
+fn tlb_shootdown(host: &Host) -> Result<f64, String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    host.pin(0)?;
+    let rounds = 2000;
+    let alone = protect_round(rounds)?;
+    let stop = AtomicBool::new(false);
+    let other = host.nodes[1].clone();
+    let with = std::thread::scope(|s| {
+        let spinner = s.spawn(|| {
+            let _ = sys::set_affinity(sys::gettid(), &other);
+            while !stop.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        // Let the spinner reach its CPU.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let r = protect_round(rounds);
+        stop.store(true, Ordering::Relaxed);
+        let _ = spinner.join();
+        r
+    })?;
+    Ok(with - alone)
+}
+
+fn thread_spawn() -> f64 {
+    let n = 200;
+    let t = Instant::now();
+    for _ in 0..n {
+        let _ = std::thread::spawn(|| black_box(0)).join();
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn proc_read() -> Result<f64, String> {
+    let n = 1000;
+    let t = Instant::now();
+    for _ in 0..n {
+        let s = std::fs::read("/proc/self/stat")
+            .map_err(|e| format!("cannot read /proc/self/stat: {e}"))?;
+        black_box(s);
+    }
+    Ok(t.elapsed().as_nanos() as f64 / n as f64)
+}
+
+impl Run {
+    /// Every measurement once, on `bytes` of memory (a multiple of 2 MiB).
+    pub fn measure(host: &Host, bytes: usize) -> Result<Run, String> {
+        let (page_fault_ns, pte_update_ns, wp_fault_ns) = base_pages(host, bytes)?;
+        let (thp_fault_ns, thps) = thp_faults(host, bytes)?;
+        let (move_4k_ns, f4) = moves(host, bytes, false)?;
+        let (move_2m_ns, f2) = moves(host, bytes, true)?;
+        Ok(Run {
+            page_fault_ns,
+            thp_fault_ns,
+            thps,
+            pte_update_ns,
+            wp_fault_ns,
+            move_4k_ns,
+            move_2m_ns,
+            moves_failed: f4 + f2,
+            write_local_gib_s: write_bandwidth(host, bytes, 0)?,
+            write_remote_gib_s: write_bandwidth(host, bytes, 1)?,
+            latency_local_ns: latency(host, bytes, 0)?,
+            latency_remote_ns: latency(host, bytes, 1)?,
+            tlb_shootdown_ns: tlb_shootdown(host)?,
+            thread_spawn_ns: thread_spawn(),
+            proc_read_ns: proc_read()?,
+        })
+    }
+}
+
+/// The figures of `runs`, each the median over the runs.
+pub fn figures(runs: &[Run], bytes: usize) -> Vec<Figure> {
+    let med = |f: fn(&Run) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+    let mib = bytes >> 20;
+    let n = runs.len();
+    let mut out = vec![
+        Figure {
+            name: "page_fault_ns",
+            value: med(|r| r.page_fault_ns),
+            unit: "ns",
+            how: format!("first write per 4 KiB page, {mib} MiB MADV_NOHUGEPAGE, node 0"),
+        },
+        Figure {
+            name: "thp_fault_ns",
+            value: med(|r| r.thp_fault_ns),
+            unit: "ns",
+            how: format!(
+                "first write per 2 MiB, {mib} MiB MADV_HUGEPAGE; THPs made per run: {}",
+                runs.iter()
+                    .map(|r| r.thps.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        },
+        Figure {
+            name: "pte_update_ns",
+            value: med(|r| r.pte_update_ns),
+            unit: "ns",
+            how: "mprotect(PROT_READ) of the populated base pages, per PTE".into(),
+        },
+        Figure {
+            name: "hint_fault_ns",
+            value: med(|r| r.wp_fault_ns),
+            unit: "ns",
+            how: "write-protect fault per page after clear_refs 4 (soft-dirty)".into(),
+        },
+    ];
+    let (t4k, t2m) = (med(|r| r.move_4k_ns), med(|r| r.move_2m_ns));
+    let failed: usize = runs.iter().map(|r| r.moves_failed).sum();
+    let moves = format!(
+        "move_pages node 0 -> 1: {t4k:.0} ns per base page, {t2m:.0} ns per THP; {failed} \
+         folios did not move"
+    );
+    if let Some((fixed, gib_s)) = migration_split(t4k, t2m) {
+        out.push(Figure {
+            name: "migrate_page_ns",
+            value: fixed,
+            unit: "ns",
+            how: moves.clone(),
+        });
+        out.push(Figure {
+            name: "migrate_copy_gib_s",
+            value: gib_s,
+            unit: "GiB/s",
+            how: "t = fixed + bytes / copy over the two sizes".into(),
+        });
+    } else {
+        out.push(Figure {
+            name: "migrate_page_ns",
+            value: t4k,
+            unit: "ns",
+            how: format!("{moves} (a THP no dearer than a base page: no copy cost seen)"),
+        });
+    }
+    out.extend([
+        Figure {
+            name: "tlb_shootdown_ns",
+            value: med(|r| r.tlb_shootdown_ns),
+            unit: "ns",
+            how: "one page's mprotect with a thread spinning on node 1, less alone".into(),
+        },
+        Figure {
+            name: "thread_spawn_ns",
+            value: med(|r| r.thread_spawn_ns),
+            unit: "ns",
+            how: "spawn and join of an empty thread".into(),
+        },
+        Figure {
+            name: "proc_read_ns",
+            value: med(|r| r.proc_read_ns),
+            unit: "ns",
+            how: "read of /proc/self/stat".into(),
+        },
+        Figure {
+            name: "write_local_gib_s",
+            value: med(|r| r.write_local_gib_s),
+            unit: "GiB/s",
+            how: format!("one thread storing words over {mib} MiB on its node, 3 passes"),
+        },
+        Figure {
+            name: "write_remote_gib_s",
+            value: med(|r| r.write_remote_gib_s),
+            unit: "GiB/s",
+            how: "the same over memory on node 1".into(),
+        },
+        Figure {
+            name: "latency_local_ns",
+            value: med(|r| r.latency_local_ns),
+            unit: "ns",
+            how: format!("random cycle through the cache lines of {mib} MiB on its node"),
+        },
+        Figure {
+            name: "latency_remote_ns",
+            value: med(|r| r.latency_remote_ns),
+            unit: "ns",
+            how: format!("the same on node 1; every figure the median of {n} runs"),
+        },
+    ]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        assert_eq!(median(&[f64::NAN, 5.0]), 5.0);
+    }
+
+    #[test]
+    fn migration_split_solves_both_sizes() {
+        // fixed 1000 ns, 1 byte/ns: 4 KiB costs 1000 + 4096, 2 MiB 1000 + 2097152.
+        let (fixed, gib_s) = migration_split(5096.0, 2_098_152.0).unwrap();
+        assert!((fixed - 1000.0).abs() < 1e-6, "{fixed}");
+        assert!((gib_s - 1e9 / (1u64 << 30) as f64).abs() < 1e-9, "{gib_s}");
+        assert_eq!(migration_split(5000.0, 4000.0), None);
+        // A copy faster than the base page's whole time leaves no negative fixed cost.
+        assert_eq!(migration_split(100.0, 2_097_152.0).unwrap().0, 0.0);
+    }
+}
