@@ -199,6 +199,9 @@ impl<'a> Sim<'a> {
     /// checks, a daemon's queued page migrations, samples, progress.
     fn tick(&mut self) -> Result<(), SimError> {
         let (w, a) = self.split();
+        for (t, src, dst) in w.take_node_moves() {
+            a.kernel.task_migrated(w, t, src, dst);
+        }
         a.kernel.tick(w);
         w.tick_balance(&a);
         a.kernel.after_load_balance(w);

@@ -27,6 +27,14 @@ pub const NO_NODE: u8 = u8::MAX;
 pub const CHUNK: u64 = HPAGE_PMD_NR;
 
 /// Backing pages of one mapping.
+/// Where a malloc'd buffer starts in its first 2 MiB, in pages. glibc maps a large
+/// request page-aligned, so the mapping's start falls anywhere in a 2 MiB range (512
+/// places, as address-space randomisation and the mappings before it leave it); the model
+/// takes the middle. Its data's first 256 pages and last 257 are then base pages, and a
+/// boundary between two threads' slices of it falls inside a THP as it does in the kernel
+/// unless the start happens to be 2 MiB-aligned (docs/model-notes.md, "Memory").
+pub const MALLOC_LEAD: u64 = CHUNK / 2;
+
 #[derive(Debug, Clone)]
 pub struct MemObject {
     /// Size in base pages.

@@ -15,6 +15,7 @@
 //! moves on x86), so threads share it without `unsafe`.
 
 pub mod costs;
+pub mod sample;
 
 use numabal_model::Mask;
 use std::fs;

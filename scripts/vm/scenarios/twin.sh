@@ -13,7 +13,7 @@
 #   numa_maps PID NODE KB           /proc/PID/numa_maps summed per node (what numastat -p
 #                                   reads), KiB
 # Samples go to a file in the guest's memory and are printed when the workload has ended, so
-# the serial console does not slow the run. One awk per sample reads every file.
+# the serial console does not slow the run.
 W=${TWIN_WORKLOAD:-numa01-like}
 case $W in
   numa01-like) cmd="numa01-like --procs 2 --threads 2 --mb 128 --seconds 60"; comm=numa01-like ;;
@@ -21,75 +21,22 @@ case $W in
   perfbench) cmd="perf bench numa mem -p 4 -t 1 -P 160 -s 40 -zZ0c"; comm="process" ;;
   *) fail "TWIN_WORKLOAD must be numa01-like, numa02-like or perfbench, got '$W'"; exit 2 ;;
 esac
-# Workload processes: the ones named $comm with at least 16 MiB resident (not numa01-like's
-# parent, which only waits; perf's parent holds 1 MiB of global memory plus slack).
-procs() {
-  for s in /proc/[0-9]*/stat; do
-    p=${s#/proc/}; p=${p%/stat}
-    read -r _ c _ < "$s" 2>/dev/null || continue
-    case $c in "($comm"*) ;; *) continue ;; esac
-    r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null) || continue
-    [ "${r:-0}" -ge 16384 ] && echo "$p"
-  done
-}
-
-# One sample: "@sample T", then what /proc shows of the processes PIDS.
-sample() {
-  t=$1; shift
-  files=""
-  for p in "$@"; do files="$files /proc/$p/task/*/stat /proc/$p/task/*/sched /proc/$p/numa_maps"; done
-  # shellcheck disable=SC2086
-  awk -v t="$t" '
-    FNR == 1 && FILENAME == "/proc/vmstat" { print "@sample " t }
-    FILENAME == "/proc/vmstat" {
-      if ($1 ~ /^(numa_pte_updates|numa_huge_pte_updates|numa_hint_faults|numa_hint_faults_local|numa_pages_migrated|pgmigrate_success)$/)
-        print "vmstat " $1 " " $2
-      next
-    }
-    FILENAME ~ /\/stat$/ {
-      split(FILENAME, f, "/"); c = $0; sub(/^[^(]*\(/, "", c); sub(/\).*/, "", c); gsub(/ /, "_", c)
-      r = $0; sub(/.*\) /, "", r); split(r, x, " ")
-      print "@task " f[3] " " f[5] " " x[37] " " c
-      next
-    }
-    FILENAME ~ /\/sched$/ {
-      if (FNR == 1) { split(FILENAME, f, "/"); print "@sched " f[3] " " f[5] }
-      if ($0 ~ /numa|current_node/) print "sched " $0
-      next
-    }
-    FILENAME ~ /numa_maps$/ {
-      split(FILENAME, f, "/"); kb = 4
-      for (i = 1; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { kb = $i; sub(/.*=/, "", kb) }
-      for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
-        n = $i; sub(/^N/, "", n); v = n; sub(/=.*/, "", n); sub(/.*=/, "", v)
-        mem[f[3] " " n] += v * kb
-      }
-      next
-    }
-    END { for (k in mem) print "numa_maps " k " " mem[k] }
-  ' /proc/vmstat $files >> /tmp/twin.raw 2>/dev/null || true
-}
-
 echo 1 > /proc/sys/kernel/numa_balancing
 say "== twin: $cmd (numa_balancing=1, THP $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled))"
 say "kernel $(uname -r)"
 : > /tmp/twin.raw
 echo "@cpus $CPU_MAP" >> /tmp/twin.raw
-# The counters before the workload: the baseline of every sample.
-sample 0.0
+# The samples: twin-sample (crates/numabal-testprogs/src/sample.rs) runs the workload and
+# reads, at its start and every whole second, /proc/vmstat and, for the processes named
+# $comm with at least 16 MiB resident (not numa01-like's parent, which only waits; perf's
+# parent holds 1 MiB of global memory plus slack), each task's CPU and sched NUMA lines and
+# the process's numa_maps per node. One process that sleeps between samples: a shell loop
+# spawning awk each second kept a vCPU busy under TCG and made the load balancer move the
+# workload's threads (docs/vm-tests.md).
 t0=$(now_s)
+RC=0
 # shellcheck disable=SC2086
-$cmd > /tmp/w.out 2>&1 &
-B=$!
-k=1
-while kill -0 $B 2>/dev/null; do
-  # Sleep to the next whole second since the start.
-  sleep "$(awk -v a="$t0" -v b="$(now_s)" -v k=$k 'BEGIN { d = a + k - b; printf "%.2f", (d > 0 ? d : 0) }')"
-  k=$((k + 1))
-  # shellcheck disable=SC2046
-  sample "$(elapsed "$t0")" $(procs)
-done
-RC=0; wait $B || RC=$?
+twin-sample --comm "$comm" --out /tmp/twin.raw -- $cmd > /tmp/w.out 2>&1 || RC=$?
 say "workload exit status $RC after $(elapsed "$t0") s"
 tail -5 /tmp/w.out
 say "@@ twin raw begin"

@@ -114,7 +114,8 @@ impl Sim<'_> {
                     let bytes = match a.passes {
                         None => b,
                         Some(passes) => {
-                            let pages = p.regions[a.region].pages;
+                            let (first, end) = p.regions[a.region].data;
+                            let pages = end - first;
                             let n = g.nthreads as u64;
                             passes * slice_bytes(pages, a.slice, th.index as u64, n)
                         }

@@ -347,12 +347,13 @@ impl World<'_> {
 impl World<'_> {
     pub(crate) fn slice_of(&self, t: usize, a: &AccessRt) -> (u64, u64) {
         let th = &self.threads[t];
-        let pages = self.procs[th.proc].regions[a.region].pages;
+        let (first, end) = self.procs[th.proc].regions[a.region].data;
         match a.slice {
-            Slice::All => (0, pages),
+            Slice::All => (first, end),
             Slice::Thread => {
                 let n = self.procs[th.proc].groups[th.group].nthreads as u64;
-                thread_slice(pages, th.index as u64, n)
+                let (a, b) = thread_slice(end - first, th.index as u64, n);
+                (first + a, first + b)
             }
         }
     }

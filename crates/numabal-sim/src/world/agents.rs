@@ -34,6 +34,9 @@ pub trait KernelHooks {
     fn process_exit(&mut self, _w: &mut World, _pidx: usize) {}
     /// Memory object `obj` is about to be freed (its last mapping went).
     fn object_release(&mut self, _w: &mut World, _obj: usize) {}
+    /// `migrate_task_rq_fair`: task `t` moved from node `src` to node `dst` (any cause),
+    /// reported at the tick after the move.
+    fn task_migrated(&mut self, _w: &mut World, _t: usize, _src: usize, _dst: usize) {}
     /// A scheduler tick, before the load balancer runs.
     fn tick(&mut self, _w: &mut World) {}
     /// A scheduler tick, after the load balancer ran.

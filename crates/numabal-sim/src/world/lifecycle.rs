@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::event::EventKind;
-use crate::memory::MemObject;
+use crate::memory::{MALLOC_LEAD, MemObject};
 use numabal_model::mempolicy::MemPolicySpec;
 use numabal_model::workload::{PhaseSpec, RegionKind, SharedKind};
 use numabal_model::{InputError, Pid, Tid};
@@ -117,9 +117,11 @@ impl World<'_> {
                     let shared_policy =
                         resolve_policy(&wl.spec.shared[si].mempolicy, n, self.random_node, label)?;
                     let kind = wl.spec.shared[si].kind;
+                    let pages = self.objects[obj].pages;
                     regions.push(Region {
                         obj,
-                        pages: self.objects[obj].pages,
+                        pages,
+                        data: (0, pages),
                         wl_policy: wl_policy.or(shared_policy),
                         ranges: Vec::new(),
                         file_ro: kind == SharedKind::File,
@@ -127,7 +129,12 @@ impl World<'_> {
                     });
                 }
                 None => {
-                    let pages = r.size.expect("validated").pages();
+                    let size = r.size.expect("validated").pages();
+                    // A malloc'd region: its data starts MALLOC_LEAD pages into the
+                    // object's first 2 MiB (the pages before are not the mapping's and are
+                    // never touched) and is followed by glibc's extra page.
+                    let lead = if r.malloc { MALLOC_LEAD } else { 0 };
+                    let pages = size + if r.malloc { lead + 1 } else { 0 };
                     let file = r.kind == RegionKind::File;
                     let thp = self.thp_for(r.thp, file);
                     let mut o = MemObject::new(pages, thp, n);
@@ -138,6 +145,7 @@ impl World<'_> {
                     regions.push(Region {
                         obj: self.objects.len() - 1,
                         pages,
+                        data: (lead, lead + size),
                         wl_policy,
                         ranges: Vec::new(),
                         file_ro: file,

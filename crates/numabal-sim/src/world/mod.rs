@@ -47,6 +47,9 @@ pub(crate) const MAX_STEPS: u64 = 50_000_000;
 pub(crate) struct Region {
     pub(crate) obj: usize,
     pub(crate) pages: u64,
+    /// The pages the program's data occupies, [first, end): all of them but in a malloc'd
+    /// region, whose data starts `MALLOC_LEAD` pages into its first 2 MiB.
+    pub(crate) data: (u64, u64),
     pub(crate) wl_policy: Option<MemPolicy>,
     /// `mbind` ranges set by the policy: (first, end, policy).
     pub(crate) ranges: Vec<(u64, u64, MemPolicy)>,
@@ -265,6 +268,8 @@ pub struct World<'a> {
     /// Per thread, per node: when the thread last left the node (u64::MAX: not since it
     /// last arrived there), for ping-pong round trips.
     left_node_at: Vec<Vec<u64>>,
+    /// Inter-node task moves not yet reported to the kernel model: (task, from, to node).
+    node_moves: Vec<(usize, usize, usize)>,
     ping_pong: records::PingPongHistogram,
     migrate_shootdowns: u64,
     thp_enabled: Thp,
@@ -468,6 +473,7 @@ impl<'a> World<'a> {
                 .collect(),
             migrations: [0; NR_CAUSES],
             left_node_at: Vec::new(),
+            node_moves: Vec::new(),
             ping_pong: Default::default(),
             migrate_shootdowns: 0,
             thp_enabled: sc.sim.transparent_hugepage,

@@ -146,7 +146,11 @@ impl World<'_> {
                 self.machine.cpus[mv.from].node,
                 self.machine.cpus[mv.to].node,
             );
-            if from == to || self.procs[self.threads[mv.tid as usize].proc].daemon {
+            if from == to {
+                continue;
+            }
+            self.node_moves.push((mv.tid as usize, from, to));
+            if self.procs[self.threads[mv.tid as usize].proc].daemon {
                 continue;
             }
             self.migrations[mv.cause as usize] += 1;
@@ -169,6 +173,12 @@ impl World<'_> {
             }
             left[from] = self.now;
         }
+    }
+
+    /// The inter-node task moves since the last call, for the kernel model
+    /// (`migrate_task_rq_fair`): (task, from node, to node).
+    pub(crate) fn take_node_moves(&mut self) -> Vec<(usize, usize, usize)> {
+        std::mem::take(&mut self.node_moves)
     }
 
     /// A time-series sample if one is due now.

@@ -333,8 +333,10 @@ impl numabal_policy::Policy for TwoMoves {
         out: &mut Vec<numabal_policy::Action>,
     ) {
         let buf = numa01_like_buf();
+        // The malloc'd buffer's data starts MALLOC_LEAD pages into its mapping's model.
+        let data = numabal_sim::memory::MALLOC_LEAD;
         for p in obs.processes {
-            for (node, first) in [(1, 0), (2, 256)] {
+            for (node, first) in [(1, data), (2, data + 256)] {
                 let addrs = (first..first + 256)
                     .map(|i| numabal_sim::world::page_addr(buf, i))
                     .collect();

@@ -229,6 +229,25 @@ impl Linux6 {
         w.set_numa_preferred_nid(t, preferred);
     }
 
+    /// `update_scan_period` (from `migrate_task_rq_fair`, 3f9672baaa8d): a task with NUMA
+    /// faults that moves to another node gets its first scan period back, unless it has
+    /// completed a scan and moves to its preferred node or was not on it.
+    fn update_scan_period(&mut self, w: &World, t: usize, src: usize, dst: usize) {
+        let Some(tk) = self.tasks.get(t) else {
+            return;
+        };
+        if src == dst || tk.faults.is_none() || w.thread(t).state == TState::Done {
+            return;
+        }
+        if tk.scan_seq != 0 && (Some(dst) == tk.preferred || tk.preferred.is_some_and(|p| p != src))
+        {
+            return;
+        }
+        let gs = self.group_share(tk.group, w.machine().nr_nodes());
+        let start = task_scan_start(w.mm_rss(w.thread(t).proc), &self.tun, gs);
+        self.tasks[t].scan_period = start;
+    }
+
     /// `task_numa_free` at exit: leave the group.
     fn numab_task_exit(&mut self, w: &mut World, t: usize) {
         let nn = w.machine().nr_nodes();
@@ -253,6 +272,9 @@ impl KernelHooks for Linux6 {
     }
     fn task_exit(&mut self, w: &mut World, t: usize) {
         self.numab_task_exit(w, t);
+    }
+    fn task_migrated(&mut self, w: &mut World, t: usize, src: usize, dst: usize) {
+        self.update_scan_period(w, t, src, dst);
     }
     fn tick(&mut self, w: &mut World) {
         self.numab_tick(w);

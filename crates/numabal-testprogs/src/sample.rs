@@ -1,0 +1,229 @@
+//! `twin-sample`: what the twin harness reads in the guest every second, as raw text
+//! (`numabal twin --guest` parses it): `/proc/vmstat`'s NUMA counters, each workload
+//! task's CPU (`/proc/PID/task/TID/stat`) and NUMA fields (`.../sched`), and each workload
+//! process's pages per node (`/proc/PID/numa_maps`, what `numastat -p` adds up). One
+//! process that sleeps between samples, so the observer costs the guest a few
+//! milliseconds a second, not the shell loop's process spawns (which kept a vCPU busy
+//! and made the load balancer move the workload's threads).
+//!
+//! ```text
+//!  @sample T                        seconds since the workload started
+//!  vmstat NAME VALUE                numa_pte_updates ... pgmigrate_success
+//!  @task PID TID CPU COMM           COMM with spaces as _
+//!  @sched PID TID
+//!  sched LINE                       the task's sched lines with numa or current_node
+//!  numa_maps PID NODE KB
+//! ```
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+/// The `/proc/vmstat` counters a sample keeps.
+const VMSTAT: [&str; 6] = [
+    "numa_pte_updates",
+    "numa_huge_pte_updates",
+    "numa_hint_faults",
+    "numa_hint_faults_local",
+    "numa_pages_migrated",
+    "pgmigrate_success",
+];
+
+/// Which processes are the workload's: the name starts with `comm` and at least
+/// `min_rss_kb` is resident (not numa01-like's waiting parent, not perf's).
+pub struct Select<'a> {
+    pub comm: &'a str,
+    pub min_rss_kb: u64,
+}
+
+/// `comm` of `/proc/PID/stat` and the fields after it.
+fn stat_fields(text: &str) -> Option<(&str, Vec<&str>)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = &text[open + 1..close];
+    Some((comm, text[close + 1..].split_whitespace().collect()))
+}
+
+fn rss_kb(root: &Path, pid: u32) -> u64 {
+    fs::read_to_string(root.join(format!("proc/{pid}/status")))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The workload's processes under `root` (normally `/`), by pid.
+pub fn workload_pids(root: &Path, sel: &Select<'_>) -> Vec<u32> {
+    let Ok(dir) = fs::read_dir(root.join("proc")) else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&pid: &u32| {
+            let stat = fs::read_to_string(root.join(format!("proc/{pid}/stat")));
+            stat.ok()
+                .and_then(|s| stat_fields(&s).map(|(c, _)| c.starts_with(sel.comm)))
+                .unwrap_or(false)
+                && rss_kb(root, pid) >= sel.min_rss_kb
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// One sample at `t_s` of the processes `pids` under `root`, as raw lines.
+pub fn sample(root: &Path, t_s: f64, pids: &[u32]) -> String {
+    let mut out = format!("@sample {t_s:.1}\n");
+    let vmstat = fs::read_to_string(root.join("proc/vmstat")).unwrap_or_default();
+    for l in vmstat.lines() {
+        if let Some((k, v)) = l.split_once(' ')
+            && VMSTAT.contains(&k)
+        {
+            let _ = writeln!(out, "vmstat {k} {}", v.trim());
+        }
+    }
+    for &pid in pids {
+        out.push_str(&process(root, pid));
+    }
+    out
+}
+
+/// A process's task and numa_maps lines (none if it has gone).
+fn process(root: &Path, pid: u32) -> String {
+    let mut out = String::new();
+    let Ok(dir) = fs::read_dir(root.join(format!("proc/{pid}/task"))) else {
+        return out;
+    };
+    let mut tids: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    let mut sched = String::new();
+    for tid in tids {
+        let task = root.join(format!("proc/{pid}/task/{tid}"));
+        let Some((comm, cpu)) = fs::read_to_string(task.join("stat")).ok().and_then(|s| {
+            let (c, f) = stat_fields(&s)?;
+            // Field 39, `processor`: the 37th after the comm.
+            Some((c.replace(' ', "_"), f.get(36)?.to_string()))
+        }) else {
+            continue;
+        };
+        let _ = writeln!(out, "@task {pid} {tid} {cpu} {comm}");
+        let _ = writeln!(sched, "@sched {pid} {tid}");
+        for l in fs::read_to_string(task.join("sched"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("numa") || l.contains("current_node"))
+        {
+            let _ = writeln!(sched, "sched {l}");
+        }
+    }
+    out.push_str(&sched);
+    let maps = fs::read_to_string(root.join(format!("proc/{pid}/numa_maps"))).unwrap_or_default();
+    let mut kb_per_node = std::collections::BTreeMap::new();
+    for l in maps.lines() {
+        let kb = l
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix("kernelpagesize_kB="))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(4);
+        for f in l.split_whitespace() {
+            if let Some((n, pages)) = f.strip_prefix('N').and_then(|r| r.split_once('='))
+                && let (Ok(n), Ok(pages)) = (n.parse::<usize>(), pages.parse::<u64>())
+            {
+                *kb_per_node.entry(n).or_insert(0) += pages * kb;
+            }
+        }
+    }
+    for (n, kb) in kb_per_node {
+        let _ = writeln!(out, "numa_maps {pid} {n} {kb}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    /// `/proc/PID/stat` with `comm` and `cpu` in field 39.
+    fn stat(pid: u32, comm: &str, cpu: u32) -> String {
+        let mut f: Vec<String> = (3..=52).map(|i| i.to_string()).collect();
+        f[0] = "R".into();
+        f[36] = cpu.to_string();
+        format!("{pid} ({comm}) {}\n", f.join(" "))
+    }
+
+    #[test]
+    fn a_sample_as_the_twin_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(
+            root,
+            "proc/vmstat",
+            "nr_free_pages 5\nnuma_pte_updates 10\nnuma_hint_faults 3\npgmigrate_success 7\n",
+        );
+        // The workload: pid 20 "process 0" with tasks 20 and 21; pid 30 too small.
+        for (pid, comm, rss) in [(20, "process 0", 20000), (30, "process 1", 100)] {
+            put(root, &format!("proc/{pid}/stat"), &stat(pid, comm, 0));
+            put(
+                root,
+                &format!("proc/{pid}/status"),
+                &format!("Name:\tx\nVmRSS:\t  {rss} kB\n"),
+            );
+        }
+        put(root, "proc/40/stat", &stat(40, "sh", 1));
+        put(root, "proc/40/status", "VmRSS:\t 99999 kB\n");
+        for (tid, cpu) in [(20, 3), (21, 6)] {
+            put(
+                root,
+                &format!("proc/20/task/{tid}/stat"),
+                &stat(tid, "process 0", cpu),
+            );
+            put(
+                root,
+                &format!("proc/20/task/{tid}/sched"),
+                "se.sum_exec_runtime : 1.0\nmm->numa_scan_seq : 4\ncurrent_node=1, numa_group_id=0\nnuma_faults node=0 task_private=2 task_shared=0 group_private=0 group_shared=0\n",
+            );
+        }
+        put(
+            root,
+            "proc/20/numa_maps",
+            "7f00 default anon=1024 N0=512 N2=512 kernelpagesize_kB=4\n7e00 default anon=1 N2=1 kernelpagesize_kB=2048\n",
+        );
+        let sel = Select {
+            comm: "process",
+            min_rss_kb: 16384,
+        };
+        let pids = workload_pids(root, &sel);
+        assert_eq!(pids, vec![20]);
+        let s = sample(root, 2.04, &pids);
+        let want = "@sample 2.0\n\
+            vmstat numa_pte_updates 10\n\
+            vmstat numa_hint_faults 3\n\
+            vmstat pgmigrate_success 7\n\
+            @task 20 20 3 process_0\n\
+            @task 20 21 6 process_0\n\
+            @sched 20 20\n\
+            sched mm->numa_scan_seq : 4\n\
+            sched current_node=1, numa_group_id=0\n\
+            sched numa_faults node=0 task_private=2 task_shared=0 group_private=0 group_shared=0\n\
+            @sched 20 21\n\
+            sched mm->numa_scan_seq : 4\n\
+            sched current_node=1, numa_group_id=0\n\
+            sched numa_faults node=0 task_private=2 task_shared=0 group_private=0 group_shared=0\n\
+            numa_maps 20 0 2048\n\
+            numa_maps 20 2 4096\n";
+        assert_eq!(s, want);
+        // A process that has gone between listing and reading: only the sample line.
+        assert_eq!(sample(root, 3.0, &[99]).lines().count(), 4);
+    }
+}
