@@ -244,6 +244,12 @@ pub struct AccessPhase {
     /// The thread's memory policy during this phase (`set_mempolicy`), e.g. `bind:random`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mempolicy: Option<MemPolicySpec>,
+    /// The thread runs on this node's CPUs during this phase and on its usual ones after
+    /// (libnuma's `numa_run_on_node`, as a program pins its first-touch thread): only on
+    /// the group's first phases (each with the same node) of a group that runs its phases
+    /// once, so the thread starts there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_on_node: Option<usize>,
 }
 
 /// A phase of a thread's program. In files, `kind` selects the variant and the other keys
@@ -423,6 +429,7 @@ impl Workload {
             counts: machine.count_context(),
             nr_cpus: machine.nr_cpus(),
             nr_nodes: machine.nr_nodes(),
+            nodes_with_cpus: machine.nodes_with_cpus(),
         };
         r.process_list()?;
         let shared_bytes = r.shared_regions()?;
@@ -468,6 +475,7 @@ struct Resolving<'a> {
     counts: CountContext,
     nr_cpus: usize,
     nr_nodes: usize,
+    nodes_with_cpus: Mask,
 }
 
 /// One `[[process]]` checked: its entries in [`Workload`] and the private memory its
@@ -780,6 +788,7 @@ impl Resolving<'_> {
                 match ph {
                     PhaseSpec::Access(a) => {
                         self.access_phase(&f, p, a, region_pages, threads[gi])?;
+                        self.run_on_node(&f, a, &g.phases[..phi], g.iterations)?;
                     }
                     PhaseSpec::Compute(ComputePhase { seconds, jitter })
                     | PhaseSpec::Sleep(SleepPhase { seconds, jitter }) => {
@@ -896,6 +905,38 @@ impl Resolving<'_> {
                     "region `{}` is a read-only file mapping: write must be 0",
                     a.region
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `run_on_node`: a node with CPUs, on a group's first phases (`before` are those
+    /// before this one, all with the same node), which run once.
+    fn run_on_node(
+        &self,
+        f: &dyn Fn(&str) -> String,
+        a: &AccessPhase,
+        before: &[PhaseSpec],
+        iterations: u64,
+    ) -> Result<(), InputError> {
+        let Some(n) = a.run_on_node else {
+            return Ok(());
+        };
+        if !self.nodes_with_cpus.contains(n) {
+            let with: Vec<String> = self.nodes_with_cpus.iter().map(|n| n.to_string()).collect();
+            return Err(self.err(
+                f("run_on_node"),
+                format!("is {n} (allowed: a node with CPUs, {})", with.join(", ")),
+            ));
+        }
+        let leading = before
+            .iter()
+            .all(|p| matches!(p, PhaseSpec::Access(b) if b.run_on_node == Some(n)));
+        if !leading || iterations != 1 {
+            return Err(self.err(
+                f("run_on_node"),
+                "allowed only on a group's first phases, each on the same node, in a group \
+                 whose phases run once (iterations = 1): the thread starts on the node",
             ));
         }
         Ok(())
@@ -1199,6 +1240,35 @@ mod tests {
             (
                 text("mempolicy = \"bind:5\"", SIZE, T2, ONCE, ""),
                 "process[0].mempolicy: node 5 does not exist (the machine has nodes 0-1)",
+            ),
+            (
+                text("", SIZE, T2, "passes = 1\nrun_on_node = 5", ""),
+                "process[0].group[0].phase[0].run_on_node: is 5 (allowed: a node with CPUs, 0, 1)",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    "[[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\n\
+                     passes = 1\nrun_on_node = 0",
+                ),
+                "process[0].group[0].phase[1].run_on_node: allowed only on a group's first \
+                 phases, each on the same node, in a group whose phases run once (iterations \
+                 = 1): the thread starts on the node",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    "threads = 2\niterations = 2",
+                    "passes = 1\nrun_on_node = 0",
+                    "",
+                ),
+                "process[0].group[0].phase[0].run_on_node: allowed only on a group's first \
+                 phases, each on the same node, in a group whose phases run once (iterations \
+                 = 1): the thread starts on the node",
             ),
             (
                 text("", SIZE, T2, ONCE, "").replace(

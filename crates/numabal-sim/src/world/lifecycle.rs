@@ -192,6 +192,7 @@ impl World<'_> {
                             hot_weight: a.hot_weight.unwrap_or(0.9),
                             mempolicy: resolve_policy(&a.mempolicy, n, self.random_node, label)?,
                             write: a.write,
+                            run_on_node: a.run_on_node,
                         })
                     }
                     PhaseSpec::Compute(c) => PhaseRt::Compute(c.seconds * NS, c.jitter),
@@ -271,8 +272,17 @@ impl World<'_> {
             .clone()
             .unwrap_or(base)
             .and(&p.cpuset_cpus);
+        // A first phase with `run_on_node`: the thread starts on that node's CPUs.
+        let on_node = match p.groups[g].phases.first() {
+            Some(PhaseRt::Access(a)) => a
+                .run_on_node
+                .map(|n| base.and(&self.machine.cpus_of_nodes(&Mask::single(n)))),
+            _ => None,
+        }
+        .filter(|m| !m.is_empty());
         for i in first..end {
-            let tid = self.sched.add_task(base.clone(), creator_cpu) as usize;
+            let start = on_node.clone().unwrap_or_else(|| base.clone());
+            let tid = self.sched.add_task(start, creator_cpu) as usize;
             // Thread index == scheduler task id.
             debug_assert_eq!(tid, self.threads.len());
             // The process's first thread is the new process's task; later ones are its
@@ -284,6 +294,9 @@ impl World<'_> {
                 .min()
                 .copied();
             self.threads.push(Thread::new(pidx, g, i, TState::Runnable));
+            if on_node.is_some() {
+                self.threads[tid].after_run_on_node = Some(base.clone());
+            }
             ag.kernel.sched_fork(self, tid, parent);
             self.procs[pidx].groups[g].threads.push(tid);
             self.procs[pidx].live += 1;

@@ -81,6 +81,8 @@ pub(crate) struct AccessRt {
     pub(crate) mempolicy: Option<MemPolicy>,
     /// Fraction of accesses that write (soft-dirty write faults need one).
     pub(crate) write: f64,
+    /// The thread runs on this node's CPUs during the phase (a group's first phase only).
+    pub(crate) run_on_node: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -193,6 +195,8 @@ pub(crate) struct Thread {
     pub(crate) window_bytes: f64,
     /// CPU time the thread has run (`se.sum_exec_runtime`), ns.
     pub(crate) sum_exec_ns: f64,
+    /// The CPUs the thread goes back to when its `run_on_node` first phase ends.
+    pub(crate) after_run_on_node: Option<Mask>,
 }
 
 /// Something that happens to a thread inside the current interval, after the pass over the
@@ -413,6 +417,15 @@ impl<'a> World<'a> {
         let th = &mut self.threads[t];
         th.phase += 1;
         th.prog = Prog::default();
+        // The `run_on_node` phases ended: every CPU the thread had back (a wider mask, so
+        // it stays where it runs).
+        let (pidx, g, phase) = (th.proc, th.group, th.phase);
+        let still = matches!(self.procs[pidx].groups[g].phases.get(phase),
+            Some(PhaseRt::Access(a)) if a.run_on_node.is_some());
+        if !still && let Some(cpus) = self.threads[t].after_run_on_node.take() {
+            let now = self.now;
+            self.sched.set_allowed(t as u32, cpus, now);
+        }
     }
 
     // ----- memory --------------------------------------------------------------------
@@ -579,6 +592,7 @@ impl Thread {
             debt_ns: 0.0,
             window_bytes: 0.0,
             sum_exec_ns: 0.0,
+            after_run_on_node: None,
         }
     }
 }

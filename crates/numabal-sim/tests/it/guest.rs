@@ -88,3 +88,45 @@ fn the_guest_workloads_run_under_none_and_autonuma() {
         }
     }
 }
+
+/// `run_on_node`: the main thread first-touches on node 1's CPUs (so the default local
+/// policy puts its memory there), then has every CPU back: with node 1's two CPUs taken
+/// by two pinned threads, it runs on node 0.
+#[test]
+fn run_on_node_pins_the_first_phases_only() {
+    let w = "name = \"pin\"\n\
+        [[process]]\nname = \"p\"\n\
+        [[process.region]]\nname = \"buf\"\nsize = \"64MiB\"\n\
+        [[process.group]]\nname = \"main\"\nthreads = 1\n\
+        [[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\npasses = 1\nrun_on_node = 1\n\
+        [[process.group.phase]]\nkind = \"spawn\"\ngroup = \"pinned\"\n\
+        [[process.group.phase]]\nkind = \"compute\"\nseconds = 3.0\n\
+        [[process.group]]\nname = \"pinned\"\nthreads = 2\naffinity = \"2-3\"\n\
+        [[process.group.phase]]\nkind = \"compute\"\nseconds = 3.0\n";
+    let sc = scenario_with(
+        &Inline(vec![("pin", w.to_string())]),
+        "tiny-2n4",
+        "pin",
+        "none",
+        1,
+        &["sim.proc_every_s=1"],
+    );
+    let r = run(&sc);
+    assert_eq!(
+        r.processes[0].node_mb,
+        vec![0.0, 64.0],
+        "first touch on node 1"
+    );
+    let main_node = |s: &numabal_sim::world::records::ProcSample| {
+        s.processes[0]
+            .tasks
+            .iter()
+            .find(|t| t.tid == 0)
+            .map(|t| t.node)
+    };
+    let late: Vec<Option<usize>> = r.proc_samples.iter().map(main_node).collect();
+    assert!(
+        late.iter().all(|&n| n == Some(0)),
+        "the main thread after its first phase: {late:?}"
+    );
+}
