@@ -440,6 +440,30 @@ fn bad_input_numbers_and_references() {
         &["--seed", "18446744073709551615"],
         &["--seed", "allowed: 0 to 9223372036854775807"],
     );
+    // The simulated host's kernel release: only beside its balancing, and a known one.
+    let daemon = |extra: &[&str], needles: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "-m",
+            "qemu-guest-4n8",
+            "-w",
+            "numa01-like",
+            "-p",
+            "stable-daemon",
+            "--json",
+            &js,
+        ];
+        args.extend_from_slice(extra);
+        bad(&args, needles, &j);
+    };
+    daemon(
+        &["--set", "daemon.sensor=maps", "--set", "daemon.kernel=6.1"],
+        &["daemon.kernel", "allowed only with numa_balancing = 1"],
+    );
+    daemon(
+        &["--set", "daemon.sensor=hint", "--set", "daemon.kernel=5.4"],
+        &["daemon.kernel", "is 5.4", "a release from 6.1 to 7.2"],
+    );
     // A group affinity outside the process's cpuset; a spawn cycle.
     let w = write(
         d.path(),
