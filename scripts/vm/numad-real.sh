@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The real numad in the 4-node guest (issue 17, item 7; first step): fetches Debian's numad
+# 0.5+20150602 (`apt-get download numad` from the host's package lists into
+# target/vm/cache/numad/, unpacked with dpkg-deb; never installed on the host), packs it
+# into the guest and runs scripts/vm/scenarios/numad-real.sh. Writes
+# target/vm/logs/numad-real.out. Usage: scripts/vm/numad-real.sh [--kernel K]
+# Needs scripts/vm/setup.sh [--kernel K]. Wall time: about 7 minutes (the guest waits until
+# it has been up 300 s, numad's blind spot after boot, then runs NUMAD_RUN_S, 120 s).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$repo"
+kernel=6.1
+[ "${1:-}" = --kernel ] && { kernel=${2:?--kernel needs a value}; shift 2; }
+dir=target/vm/cache/numad
+if [ ! -x "$dir/x/usr/bin/numad" ]; then
+  mkdir -p "$dir"
+  ( cd "$dir" && apt-get download -q numad 2>&1 | grep -v -e 'unsandboxed' -e '^$' || true )
+  deb=$(ls "$dir"/numad_*.deb 2>/dev/null | head -1)
+  [ -n "$deb" ] || { echo "numad-real: apt-get download numad gave no .deb" >&2; exit 2; }
+  dpkg-deb -x "$deb" "$dir/x"
+fi
+cargo build --release --locked -q -p numabal-cli -p numabal-testprogs
+mkdir -p target/vm/scen target/vm/logs
+cat scripts/vm/scenarios/lib.sh scripts/vm/scenarios/numad-real.sh > target/vm/scen/numad-real.sh
+VM_EXTRA_BINS="$repo/$dir/x/usr/bin/numad" scripts/vm/run.sh --nodes 4 --kernel "$kernel" --env "NUMAD_RUN_S=${NUMAD_RUN_S:-120}" \
+  --timeout 900 --scenario target/vm/scen/numad-real.sh --log target/vm/logs/numad-real.out
