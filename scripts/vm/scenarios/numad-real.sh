@@ -13,13 +13,13 @@ W=${NUMAD_AFTER_UPTIME:-300}
 say "waiting for uptime $W s (now $(now_s))"
 while [ "$(awk -v w="$W" '{ print ($1 >= w) }' /proc/uptime)" = 0 ]; do sleep 5; done
 S=${NUMAD_RUN_S:-60}
+# numad first, then the processes at once: the simulator's numad starts with the workload.
+t0=$(now_s)
+numad -i 5:15 -l 7 || fail "numad exit $?"
 numa02-like --node 0 --threads 2 --mb 320 --seconds $((S + 10)) > /tmp/a.out 2>&1 &
 A=$!
 numa02-like --node 0 --threads 2 --mb 320 --seconds $((S + 10)) > /tmp/b.out 2>&1 &
 B=$!
-sleep 3
-t0=$(now_s)
-numad -i 5:15 -l 7 || fail "numad exit $?"
 sleep "$S"
 say "numad ran $(elapsed "$t0") s; A=$A B=$B"
 for p in $A $B; do say "numastat $p: $(awk '/^N[0-9]|N[0-9]+=/ {print}' /proc/$p/numa_maps | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); n[a[1]] += a[2] } } END { for (k in n) printf "N%s=%d ", k, n[k] }')"; done
