@@ -26,7 +26,6 @@ pub const NO_NODE: u8 = u8::MAX;
 /// Base pages per 2 MiB chunk.
 pub const CHUNK: u64 = HPAGE_PMD_NR;
 
-/// Backing pages of one mapping.
 /// Where a malloc'd buffer starts in its first 2 MiB, in pages. glibc maps a large
 /// request page-aligned, so the mapping's start falls anywhere in a 2 MiB range (512
 /// places, as address-space randomisation and the mappings before it leave it); the model
@@ -35,6 +34,7 @@ pub const CHUNK: u64 = HPAGE_PMD_NR;
 /// unless the start happens to be 2 MiB-aligned (docs/model-notes.md, "Memory").
 pub const MALLOC_LEAD: u64 = CHUNK / 2;
 
+/// Backing pages of one mapping.
 #[derive(Debug, Clone)]
 pub struct MemObject {
     /// Size in base pages.

@@ -342,11 +342,6 @@ const ENTRIES: &[Entry] = &[
     },
 ];
 
-/// The daemon's settings on the simulated host, with the policy's `tunables`:
-/// `kernel.numa_balancing` as given (else 1 for the `hint` sensor, 0 otherwise) and the
-/// sensor chosen on that host's facts.
-/// Soft-dirty write protection shares the page's protection bit with the kernel's
-/// PROT_NONE in the simulator, so it is not offered beside `numa_balancing=1`.
 /// `[daemon] kernel` of settings `s` resolved by `sim_daemon`: the release of the kernel
 /// model beside the daemon.
 fn daemon_kernel(s: &DaemonSettings) -> Result<KernelVersion, InputError> {
@@ -361,6 +356,11 @@ fn daemon_kernel(s: &DaemonSettings) -> Result<KernelVersion, InputError> {
     }
 }
 
+/// The daemon's settings on the simulated host, with the policy's `tunables`:
+/// `kernel.numa_balancing` as given (else 1 for the `hint` sensor, 0 otherwise) and the
+/// sensor chosen on that host's facts.
+/// Soft-dirty write protection shares the page's protection bit with the kernel's
+/// PROT_NONE in the simulator, so it is not offered beside `numa_balancing=1`.
 fn sim_daemon(s: &DaemonSettings, tunables: serde_json::Value) -> Result<SimDaemon, InputError> {
     let nb = s
         .numa_balancing

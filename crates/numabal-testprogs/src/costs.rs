@@ -341,42 +341,49 @@ impl Run {
     }
 }
 
+fn fig(name: &'static str, value: f64, unit: &'static str, how: impl Into<String>) -> Figure {
+    Figure {
+        name,
+        value,
+        unit,
+        how: how.into(),
+    }
+}
+
 /// The figures of `runs`, each the median over the runs.
 pub fn figures(runs: &[Run], bytes: usize) -> Vec<Figure> {
     let med = |f: fn(&Run) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
     let mib = bytes >> 20;
     let n = runs.len();
+    let thps: Vec<String> = runs.iter().map(|r| r.thps.to_string()).collect();
     let mut out = vec![
-        Figure {
-            name: "page_fault_ns",
-            value: med(|r| r.page_fault_ns),
-            unit: "ns",
-            how: format!("first write per 4 KiB page, {mib} MiB MADV_NOHUGEPAGE, node 0"),
-        },
-        Figure {
-            name: "thp_fault_ns",
-            value: med(|r| r.thp_fault_ns),
-            unit: "ns",
-            how: format!(
+        fig(
+            "page_fault_ns",
+            med(|r| r.page_fault_ns),
+            "ns",
+            format!("first write per 4 KiB page, {mib} MiB MADV_NOHUGEPAGE, node 0"),
+        ),
+        fig(
+            "thp_fault_ns",
+            med(|r| r.thp_fault_ns),
+            "ns",
+            format!(
                 "first write per 2 MiB, {mib} MiB MADV_HUGEPAGE; THPs made per run: {}",
-                runs.iter()
-                    .map(|r| r.thps.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                thps.join(" ")
             ),
-        },
-        Figure {
-            name: "pte_update_ns",
-            value: med(|r| r.pte_update_ns),
-            unit: "ns",
-            how: "mprotect(PROT_READ) of the populated base pages, per PTE".into(),
-        },
-        Figure {
-            name: "hint_fault_ns",
-            value: med(|r| r.wp_fault_ns),
-            unit: "ns",
-            how: "write-protect fault per page after clear_refs 4 (soft-dirty)".into(),
-        },
+        ),
+        fig(
+            "pte_update_ns",
+            med(|r| r.pte_update_ns),
+            "ns",
+            "mprotect(PROT_READ) of the populated base pages, per PTE",
+        ),
+        fig(
+            "hint_fault_ns",
+            med(|r| r.wp_fault_ns),
+            "ns",
+            "write-protect fault per page after clear_refs 4 (soft-dirty)",
+        ),
     ];
     let (t4k, t2m) = (med(|r| r.move_4k_ns), med(|r| r.move_2m_ns));
     let failed: usize = runs.iter().map(|r| r.moves_failed).sum();
@@ -384,70 +391,66 @@ pub fn figures(runs: &[Run], bytes: usize) -> Vec<Figure> {
         "move_pages node 0 -> 1: {t4k:.0} ns per base page, {t2m:.0} ns per THP; {failed} \
          folios did not move"
     );
-    if let Some((fixed, gib_s)) = migration_split(t4k, t2m) {
-        out.push(Figure {
-            name: "migrate_page_ns",
-            value: fixed,
-            unit: "ns",
-            how: moves.clone(),
-        });
-        out.push(Figure {
-            name: "migrate_copy_gib_s",
-            value: gib_s,
-            unit: "GiB/s",
-            how: "t = fixed + bytes / copy over the two sizes".into(),
-        });
-    } else {
-        out.push(Figure {
-            name: "migrate_page_ns",
-            value: t4k,
-            unit: "ns",
-            how: format!("{moves} (a THP no dearer than a base page: no copy cost seen)"),
-        });
+    match migration_split(t4k, t2m) {
+        Some((fixed, gib_s)) => out.extend([
+            fig("migrate_page_ns", fixed, "ns", moves),
+            fig(
+                "migrate_copy_gib_s",
+                gib_s,
+                "GiB/s",
+                "t = fixed + bytes / copy over the two sizes",
+            ),
+        ]),
+        None => out.push(fig(
+            "migrate_page_ns",
+            t4k,
+            "ns",
+            format!("{moves} (a THP no dearer than a base page: no copy cost seen)"),
+        )),
     }
     out.extend([
-        Figure {
-            name: "tlb_shootdown_ns",
-            value: med(|r| r.tlb_shootdown_ns),
-            unit: "ns",
-            how: "one page's mprotect with a thread spinning on node 1, less alone".into(),
-        },
-        Figure {
-            name: "thread_spawn_ns",
-            value: med(|r| r.thread_spawn_ns),
-            unit: "ns",
-            how: "spawn and join of an empty thread".into(),
-        },
-        Figure {
-            name: "proc_read_ns",
-            value: med(|r| r.proc_read_ns),
-            unit: "ns",
-            how: "read of /proc/self/stat".into(),
-        },
-        Figure {
-            name: "write_local_gib_s",
-            value: med(|r| r.write_local_gib_s),
-            unit: "GiB/s",
-            how: format!("one thread storing words over {mib} MiB on its node, 3 passes"),
-        },
-        Figure {
-            name: "write_remote_gib_s",
-            value: med(|r| r.write_remote_gib_s),
-            unit: "GiB/s",
-            how: "the same over memory on node 1".into(),
-        },
-        Figure {
-            name: "latency_local_ns",
-            value: med(|r| r.latency_local_ns),
-            unit: "ns",
-            how: format!("random cycle through the cache lines of {mib} MiB on its node"),
-        },
-        Figure {
-            name: "latency_remote_ns",
-            value: med(|r| r.latency_remote_ns),
-            unit: "ns",
-            how: format!("the same on node 1; every figure the median of {n} runs"),
-        },
+        fig(
+            "tlb_shootdown_ns",
+            med(|r| r.tlb_shootdown_ns),
+            "ns",
+            "one page's mprotect with a thread spinning on node 1, less alone",
+        ),
+        fig(
+            "thread_spawn_ns",
+            med(|r| r.thread_spawn_ns),
+            "ns",
+            "spawn and join of an empty thread",
+        ),
+        fig(
+            "proc_read_ns",
+            med(|r| r.proc_read_ns),
+            "ns",
+            "read of /proc/self/stat",
+        ),
+        fig(
+            "write_local_gib_s",
+            med(|r| r.write_local_gib_s),
+            "GiB/s",
+            format!("one thread storing words over {mib} MiB on its node, 3 passes"),
+        ),
+        fig(
+            "write_remote_gib_s",
+            med(|r| r.write_remote_gib_s),
+            "GiB/s",
+            "the same over memory on node 1",
+        ),
+        fig(
+            "latency_local_ns",
+            med(|r| r.latency_local_ns),
+            "ns",
+            format!("random cycle through the cache lines of {mib} MiB on its node"),
+        ),
+        fig(
+            "latency_remote_ns",
+            med(|r| r.latency_remote_ns),
+            "ns",
+            format!("the same on node 1; every figure the median of {n} runs"),
+        ),
     ]);
     out
 }

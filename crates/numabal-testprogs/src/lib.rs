@@ -353,32 +353,48 @@ pub fn run_process(prog: Prog, o: &Options, sharing: Sharing) -> Result<(), Stri
     Ok(())
 }
 
-/// A program's `main`: parse the command line (`--help` prints the usage; a bad argument is
-/// one line and exit status 2), run `run`, report its error (exit status 1).
+/// A program's `main`: `parse` the command line (`None`: `--help`, which prints `usage`; a
+/// bad argument is one line and exit status 2), then `run` what it gives; an error of
+/// `run` is one line and exit status 1.
+pub fn cli_main<A>(
+    name: &str,
+    usage: &str,
+    parse: impl FnOnce(&[String]) -> Result<Option<A>, String>,
+    run: impl FnOnce(A) -> Result<std::process::ExitCode, String>,
+) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let a = match parse(&args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{usage}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{name}: error: {e} (try --help)");
+            return ExitCode::from(2);
+        }
+    };
+    run(a).unwrap_or_else(|e| {
+        eprintln!("{name}: error: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+/// numa01-like's and numa02-like's `main` ([`cli_main`] with their options).
 pub fn main_with(
     prog: Prog,
     run: impl FnOnce(&Options) -> Result<(), String>,
 ) -> std::process::ExitCode {
-    use std::process::ExitCode;
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let o = match parse_args(prog, &args) {
-        Ok(Parsed::Help) => {
-            println!("{}", prog.usage());
-            return ExitCode::SUCCESS;
-        }
-        Ok(Parsed::Run(o)) => o,
-        Err(e) => {
-            eprintln!("{}: error: {e} (try --help)", prog.name());
-            return ExitCode::from(2);
-        }
+    let parse = |args: &[String]| {
+        parse_args(prog, args).map(|p| match p {
+            Parsed::Help => None,
+            Parsed::Run(o) => Some(o),
+        })
     };
-    match run(&o) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{}: error: {e}", prog.name());
-            ExitCode::FAILURE
-        }
-    }
+    cli_main(prog.name(), &prog.usage(), parse, |o| {
+        run(&o).map(|()| std::process::ExitCode::SUCCESS)
+    })
 }
 
 #[cfg(test)]

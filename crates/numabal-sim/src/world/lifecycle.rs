@@ -134,7 +134,7 @@ impl World<'_> {
                     // object's first 2 MiB (the pages before are not the mapping's and are
                     // never touched) and is followed by glibc's extra page.
                     let lead = if r.malloc { MALLOC_LEAD } else { 0 };
-                    let pages = size + if r.malloc { lead + 1 } else { 0 };
+                    let pages = size + lead + u64::from(r.malloc);
                     let file = r.kind == RegionKind::File;
                     let thp = self.thp_for(r.thp, file);
                     let mut o = MemObject::new(pages, thp, n);

@@ -81,7 +81,7 @@ pub(crate) struct AccessRt {
     pub(crate) mempolicy: Option<MemPolicy>,
     /// Fraction of accesses that write (soft-dirty write faults need one).
     pub(crate) write: f64,
-    /// The thread runs on this node's CPUs during the phase (a group's first phase only).
+    /// The thread runs on this node's CPUs during the phase (a group's first phases only).
     pub(crate) run_on_node: Option<usize>,
 }
 
@@ -195,7 +195,7 @@ pub(crate) struct Thread {
     pub(crate) window_bytes: f64,
     /// CPU time the thread has run (`se.sum_exec_runtime`), ns.
     pub(crate) sum_exec_ns: f64,
-    /// The CPUs the thread goes back to when its `run_on_node` first phase ends.
+    /// The CPUs the thread goes back to when its `run_on_node` first phases end.
     pub(crate) after_run_on_node: Option<Mask>,
 }
 

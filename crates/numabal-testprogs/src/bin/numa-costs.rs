@@ -2,6 +2,7 @@
 //! measured from user space (`numabal_testprogs::costs`). Prints one line per figure:
 //! `cost NAME VALUE UNIT # how`.
 
+use numabal_testprogs::cli_main;
 use numabal_testprogs::costs::{Host, Run, figures};
 use std::path::Path;
 use std::process::ExitCode;
@@ -46,36 +47,17 @@ fn parse(args: &[String]) -> Result<Option<(usize, usize)>, String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (bytes, runs) = match parse(&args) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("numa-costs: error: {e} (try --help)");
-            return ExitCode::from(2);
-        }
-    };
-    let measured = Host::read(Path::new("/")).and_then(|host| {
-        (0..runs)
+    cli_main("numa-costs", USAGE, parse, |(bytes, runs)| {
+        let host = Host::read(Path::new("/"))?;
+        let measured = (0..runs)
             .map(|i| {
                 eprintln!("numa-costs: run {} of {runs}", i + 1);
                 Run::measure(&host, bytes)
             })
-            .collect::<Result<Vec<_>, _>>()
-    });
-    match measured {
-        Ok(r) => {
-            for f in figures(&r, bytes) {
-                println!("cost {} {:.3} {} # {}", f.name, f.value, f.unit, f.how);
-            }
-            ExitCode::SUCCESS
+            .collect::<Result<Vec<_>, _>>()?;
+        for f in figures(&measured, bytes) {
+            println!("cost {} {:.3} {} # {}", f.name, f.value, f.unit, f.how);
         }
-        Err(e) => {
-            eprintln!("numa-costs: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+        Ok(ExitCode::SUCCESS)
+    })
 }

@@ -1,6 +1,7 @@
 //! twin-sample: runs the twin's workload and samples what /proc shows of it every second
 //! (`numabal_testprogs::sample`).
 
+use numabal_testprogs::cli_main;
 use numabal_testprogs::sample::{Select, sample, workload_pids};
 use std::io::Write;
 use std::path::Path;
@@ -61,25 +62,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let a = match parse(&args) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("twin-sample: error: {e} (try --help)");
-            return ExitCode::from(2);
-        }
-    };
-    match run(&a) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("twin-sample: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli_main("twin-sample", USAGE, parse, |a| run(&a).map(ExitCode::from))
 }
 
 fn run(a: &Args) -> Result<u8, String> {
