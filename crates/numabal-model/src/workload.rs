@@ -121,6 +121,11 @@ pub struct RegionSpec {
     /// first 2 MiB mapped by base pages (docs/model-notes.md, "Memory").
     #[serde(default, skip_serializing_if = "is_false")]
     pub malloc: bool,
+    /// Guest memory of a KVM virtual machine: a KVM memslot maps it into the VM's EPT (a
+    /// secondary MMU), so a NUMA scan of it invalidates EPT entries and the vCPUs take EPT
+    /// violations to rebuild them (docs/model-notes.md, "KVM guests").
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub kvm_memslot: bool,
     /// `mbind` policy of the region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mempolicy: Option<MemPolicySpec>,
@@ -167,6 +172,11 @@ pub struct GroupSpec {
     /// CPU affinity (`sched_setaffinity`) of the group's threads, cpulist syntax.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<String>,
+    /// The threads are a KVM virtual machine's vCPUs: they reach the process's
+    /// `kvm_memslot` regions through the EPT, and KVM's remote TLB flushes kick them out
+    /// of the guest.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub vcpu: bool,
     /// The program.
     #[serde(rename = "phase")]
     pub phases: Vec<PhaseSpec>,
@@ -769,6 +779,17 @@ impl Resolving<'_> {
                 "a group needs at least one [[process.group.phase]]",
             ));
         }
+        if g.vcpu
+            && !self.spec.processes[pi]
+                .regions
+                .iter()
+                .any(|r| r.kvm_memslot)
+        {
+            return Err(self.err(
+                gf("vcpu"),
+                "needs a region of its process with kvm_memslot = true (the guest memory)",
+            ));
+        }
         Ok((n as u32, ga))
     }
 
@@ -1240,6 +1261,11 @@ mod tests {
             (
                 text("mempolicy = \"bind:5\"", SIZE, T2, ONCE, ""),
                 "process[0].mempolicy: node 5 does not exist (the machine has nodes 0-1)",
+            ),
+            (
+                text("", SIZE, "threads = 2\nvcpu = true", ONCE, ""),
+                "process[0].group[0].vcpu: needs a region of its process with kvm_memslot = \
+                 true (the guest memory)",
             ),
             (
                 text("", SIZE, T2, "passes = 1\nrun_on_node = 5", ""),

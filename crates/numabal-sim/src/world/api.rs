@@ -3,7 +3,7 @@
 //! (and the world's own operations: allocate, fault, migrate, charge time).
 
 use super::records::Metrics;
-use super::{Proc, Thread, World};
+use super::{Proc, TState, Thread, World};
 use crate::event::EventKind;
 use crate::memory::MemObject;
 use crate::sched::{Cause, Sched};
@@ -124,6 +124,24 @@ impl World<'_> {
     pub(crate) fn move_task_to_node(&mut self, t: usize, node: usize, cause: Cause) -> bool {
         let now = self.now;
         self.sched.policy_move(t as u32, node, cause, now)
+    }
+    /// Whether thread `t` is a KVM guest's vCPU.
+    pub(crate) fn is_vcpu(&self, t: usize) -> bool {
+        let th = &self.threads[t];
+        self.procs[th.proc].groups[th.group].vcpu
+    }
+    /// KVM's remote TLB flush in process `pidx`'s VM: each runnable vCPU thread pays `ns`
+    /// in its own context. Returns how many did.
+    pub(crate) fn kick_vcpus(&mut self, pidx: usize, ns: f64) -> u64 {
+        let vcpus: Vec<usize> = (self.procs[pidx].groups.iter())
+            .filter(|g| g.vcpu)
+            .flat_map(|g| g.threads.iter().copied())
+            .filter(|&t| self.threads[t].state == TState::Runnable)
+            .collect();
+        for &t in &vcpus {
+            self.charge_kernel(t, ns);
+        }
+        vcpus.len() as u64
     }
     /// Task `t`'s preferred node (`numa_preferred_nid`), which the load balancer reads.
     pub(crate) fn set_numa_preferred_nid(&mut self, t: usize, nid: Option<usize>) {

@@ -126,6 +126,7 @@ impl World<'_> {
                         ranges: Vec::new(),
                         file_ro: kind == SharedKind::File,
                         vm_shared: kind == SharedKind::Shm,
+                        kvm_memslot: r.kvm_memslot,
                     });
                 }
                 None => {
@@ -150,6 +151,7 @@ impl World<'_> {
                         ranges: Vec::new(),
                         file_ro: file,
                         vm_shared: false,
+                        kvm_memslot: r.kvm_memslot,
                     });
                 }
             }
@@ -225,6 +227,7 @@ impl World<'_> {
                 iterations: g.iterations,
                 work_per_iteration: g.work_per_iteration,
                 affinity: wl.group_affinity[spec][gi].clone(),
+                vcpu: g.vcpu,
                 spawned,
                 start_s: g.start_s,
                 stagger_s: g.stagger_s,

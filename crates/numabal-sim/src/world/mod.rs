@@ -57,6 +57,8 @@ pub(crate) struct Region {
     pub(crate) file_ro: bool,
     /// A `VM_SHARED` mapping (shm).
     pub(crate) vm_shared: bool,
+    /// A KVM guest's memory, mapped into the VM's EPT by a memslot.
+    pub(crate) kvm_memslot: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -107,6 +109,8 @@ pub(crate) struct GroupRt {
     /// Work units per completed pass over the phases (per thread).
     pub(crate) work_per_iteration: f64,
     pub(crate) affinity: Option<Mask>,
+    /// The threads are a KVM guest's vCPUs.
+    pub(crate) vcpu: bool,
     pub(crate) spawned: bool,
     pub(crate) start_s: f64,
     /// Seconds between the starts of consecutive threads (0: together).

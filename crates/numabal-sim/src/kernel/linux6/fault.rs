@@ -94,6 +94,13 @@ impl Linux6 {
         }
         let mut mem_node = nid;
         let mut cost = w.machine().spec.costs.hint_fault_ns;
+        // A vCPU reaches a protected page of guest memory through an EPT violation (the
+        // invalidation zapped its entry): KVM's GUP takes the hinting fault, then maps the
+        // EPT entry again, one per fault (a THP's 2 MiB entry, or one 4 KiB page).
+        if w.proc(pidx).regions[ri].kvm_memslot && w.is_vcpu(t) {
+            cost += w.machine().spec.costs.kvm_ept_fault_ns;
+            self.stats.kvm_ept_faults += 1;
+        }
         if let Some(dst) = target {
             if let Some(c) = w.migrate_page(obj, head, dst) {
                 flags |= TNF_MIGRATED;

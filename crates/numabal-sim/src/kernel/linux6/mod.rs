@@ -104,6 +104,20 @@ pub struct NumabStats {
     pub async_scans_idle_cpu: u64,
     /// Worker scans on a CPU the task's cpuset does not allow.
     pub async_scans_outside_cpuset: u64,
+    /// KVM guests: `mmu_notifier_invalidate_range_start` calls over guest memory (EPT
+    /// zaps with a remote TLB flush).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kvm_mmu_invalidations: u64,
+    /// KVM guests: vCPUs kicked out of the guest by those flushes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kvm_vcpu_kicks: u64,
+    /// KVM guests: EPT violations of vCPUs on zapped guest memory.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kvm_ept_faults: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The kernel model's state.

@@ -255,6 +255,7 @@ impl Linux6 {
                     (0, rpages)
                 };
                 let vm_shared = w.proc(pidx).regions[ri].vm_shared;
+                let kvm_memslot = w.proc(pidx).regions[ri].kvm_memslot;
                 let obj = w.proc(pidx).regions[ri].obj;
                 // change_pte_range's single-threaded optimisation: folios already on the
                 // scanning CPU's node are not protected.
@@ -267,7 +268,11 @@ impl Linux6 {
                 while start < rpages {
                     let end = (start + pages.max(0) as u64).div_ceil(CHUNK) * CHUNK;
                     let end = end.min(rpages).min(hi.max(start + 1));
-                    let (n, huge, c) = self.change_prot_numa(w, obj, start, end, skip_node, pte_ns);
+                    let (n, huge, visited) = self.change_prot_numa(w, obj, start, end, skip_node);
+                    let c = visited as f64 * pte_ns;
+                    if visited > 0 && kvm_memslot {
+                        self.kvm_invalidate(w, pidx);
+                    }
                     if n > 0 {
                         cost += c + tlb_ns;
                         pages -= (end - start) as i64;
@@ -332,9 +337,9 @@ impl Linux6 {
     }
 
     /// `change_prot_numa` over pages [a, b) of an object: returns (base PTEs changed, huge
-    /// PMDs changed, CPU ns). Every present PTE visited costs `pte_update_ns` (reading it
-    /// and its folio's checks dominate whether or not it changes); a THP's PMD costs the
-    /// same as one PTE.
+    /// PMDs changed, entries visited). Every present PTE visited costs `pte_update_ns`
+    /// (reading it and its folio's checks dominate whether or not it changes); a THP's PMD
+    /// costs the same as one PTE.
     pub(super) fn change_prot_numa(
         &mut self,
         w: &mut World,
@@ -342,8 +347,7 @@ impl Linux6 {
         a: u64,
         b: u64,
         skip_node: Option<usize>,
-        pte_ns: f64,
-    ) -> (u64, u64, f64) {
+    ) -> (u64, u64, u64) {
         let o = w.object_mut(obj);
         let mut p = a;
         let mut changed = 0;
@@ -375,7 +379,23 @@ impl Linux6 {
             }
             p = cend;
         }
-        (changed, huge, visited as f64 * pte_ns)
+        (changed, huge, visited)
+    }
+
+    /// The secondary MMU of a KVM guest's memory: `change_pmd_range` calls
+    /// `mmu_notifier_invalidate_range_start` once it finds a populated PMD, and KVM's
+    /// notifier zaps the range's EPT entries and flushes the TLBs of the VM's vCPUs
+    /// (`kvm_flush_remote_tlbs`): each running vCPU exits and pays `kvm_tlb_flush_ns`. The
+    /// vCPUs re-fault the zapped entries (`kvm_ept_fault_ns`, charged with the hinting
+    /// fault each re-fault takes).
+    /// Simplifications (docs/model-notes.md, "KVM guests"): one invalidation per scan
+    /// window of a VMA (the kernel's is per 1 GiB PUD range, so a window across a 1 GiB
+    /// boundary makes two); runnable vCPUs waiting for a CPU pay too (KVM flushes them
+    /// at their next entry).
+    fn kvm_invalidate(&mut self, w: &mut World, pidx: usize) {
+        let ns = w.machine().spec.costs.kvm_tlb_flush_ns;
+        self.stats.kvm_mmu_invalidations += 1;
+        self.stats.kvm_vcpu_kicks += w.kick_vcpus(pidx, ns);
     }
 }
 
