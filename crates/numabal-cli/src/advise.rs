@@ -1,5 +1,6 @@
-//! `numabal advise`: pre-placement advice like `numad -w CPUS:MB`, on an idle machine or on
-//! the node state a simulated run ended in (`numabal sim --json`'s `node_state`).
+//! `numabal advise`: pre-placement advice like `numad -w CPUS:MB`, on an idle machine, on
+//! the node state a simulated run ended in (`numabal sim --json`'s `node_state`), or on this
+//! host as it is now (`--live`).
 
 use crate::Failure;
 use crate::fsresolver::FsResolver;
@@ -11,17 +12,33 @@ use numabal_sim::RunResult;
 
 #[derive(Args, Debug)]
 pub struct AdviseArgs {
-    /// Machine: a preset name or a TOML file.
-    #[arg(long, short = 'm')]
-    machine: String,
+    /// Machine: a preset name or a TOML file (not with --live).
+    #[arg(
+        long,
+        short = 'm',
+        required_unless_present = "live",
+        conflicts_with = "live"
+    )]
+    machine: Option<String>,
     /// Override a machine field (`machine.*`).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "live")]
     sets: Vec<String>,
     /// The JSON of a run (`numabal sim --json FILE`) on this machine: advise on the memory
     /// and CPU use it ended with (stop a run early with `--set sim.max_time_s=S`).
     /// Without it, the machine is idle.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "live")]
     state: Option<String>,
+    /// Advise on this host as it is now, as `numad -w` does without a numad daemon: its
+    /// nodes, their free memory (MemFree and Inactive(file), as numad counts it) and their
+    /// free CPU over `--interval-ms`.
+    #[arg(long)]
+    live: bool,
+    /// With --live: the window free CPU is measured over, ms (numad -w samples 2 s).
+    #[arg(long, default_value_t = 2000, requires = "live", value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    interval_ms: u64,
+    /// With --live: where the host's `/proc` and `/sys` are found (a fixture tree in tests).
+    #[arg(long, default_value = "/", requires = "live")]
+    root: std::path::PathBuf,
     /// CPUs the new process needs (decimals allowed: `1.5`).
     #[arg(long)]
     cpus: String,
@@ -137,16 +154,59 @@ fn state_nodes(m: &Machine, path: &str, htt: u32) -> Result<Vec<NodeRes>, InputE
         .collect())
 }
 
+/// This host's nodes as `numad -w` without a daemon sees them: free memory at the end of
+/// the window, free CPU from the idle time over it.
+fn live_nodes(
+    root: &std::path::Path,
+    interval_ms: u64,
+    htt: u32,
+) -> Result<(Machine, Vec<NodeRes>), Failure> {
+    let topo = numabal_live::read_topology(root)?;
+    let m = numabal_live::machine_of(root, &topo)?;
+    let ncpus = topo.nr_cpu_ids();
+    let (t0, idle0) = (
+        std::time::Instant::now(),
+        numabal_live::observe::read_cpu_idle(root, ncpus)?,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(interval_ms));
+    let idle1 = numabal_live::observe::read_cpu_idle(root, ncpus)?;
+    let gap_ns = t0.elapsed().as_nanos() as u64;
+    let now = numabal_live::read_topology(root)?;
+    let totals = numad::node_cpus_total(&m, htt);
+    let nodes = (now.nodes.iter().enumerate())
+        .map(|(n, nd)| {
+            let idle = m.nodes[n]
+                .cpus
+                .iter()
+                .map(|c| idle1[c].saturating_sub(idle0[c]))
+                .sum();
+            NodeRes {
+                mbs_total: (nd.mem_total_bytes / numad::MEGABYTE) as i64,
+                mbs_free: ((nd.mem_free_bytes + nd.inactive_file_bytes) / numad::MEGABYTE) as i64,
+                cpus_total: totals[n],
+                cpus_free: numad::node_cpus_free(&m, n, idle, gap_ns, htt, totals[n]),
+            }
+        })
+        .collect();
+    Ok((m, nodes))
+}
+
 pub fn advise(a: &AdviseArgs) -> Result<(), Failure> {
-    let m = numabal_model::scenario::load_machine(&a.machine, &a.sets, &FsResolver)?;
     let cpus = parse_cpus(&a.cpus)?;
     if a.mem_mb == 0 {
         return Err(InputError::new("command line", "--mem-mb", "is 0 (allowed: MB > 0)").into());
     }
     let htt = numad::Tunables::default().t;
-    let nodes = match &a.state {
-        Some(p) => state_nodes(&m, p, htt)?,
-        None => idle_nodes(&m, htt),
+    let (m, nodes) = match (&a.machine, &a.state) {
+        (None, _) => live_nodes(&a.root, a.interval_ms, htt)?,
+        (Some(name), state) => {
+            let m = numabal_model::scenario::load_machine(name, &a.sets, &FsResolver)?;
+            let nodes = match state {
+                Some(p) => state_nodes(&m, p, htt)?,
+                None => idle_nodes(&m, htt),
+            };
+            (m, nodes)
+        }
     };
     if a.verbose {
         for (n, nd) in nodes.iter().enumerate() {

@@ -357,3 +357,54 @@ fn advise_warns_when_no_node_set_can_hold_the_request() {
         "{stderr}"
     );
 }
+
+/// `advise --live` reads the host as `numad -w` without a daemon does: node 1's page cache
+/// (`Inactive(file)`) counts as free memory, so a request too big for either node's MemFree
+/// (less numad's 100 MB margin) fits node 1; free CPU is the idle time over the window (none
+/// on a fixture whose `/proc/stat` stands still: numad's floor of 1/100 CPU per node, which
+/// a 0.01-CPU request fits).
+#[test]
+fn advise_live_reads_the_host_like_numad_w() {
+    let dir = tempfile::tempdir().unwrap();
+    numabal_live::topology::fixture::guest_2n(dir.path());
+    std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+    std::fs::write(
+        dir.path().join("proc/stat"),
+        "cpu  4 0 4 400 0 0 0 0 0 0\ncpu0 1 0 1 100 0 0 0 0 0 0\ncpu1 1 0 1 100 0 0 0 0 0 0\n\
+         cpu2 1 0 1 100 0 0 0 0 0 0\ncpu3 1 0 1 100 0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    let root = dir.path().to_str().unwrap().to_string();
+    let advise = || {
+        let out = numabal()
+            .args(["advise", "--live", "--root", &root, "--interval-ms", "10"])
+            .args(["--cpus", "0.01", "--mem-mb", "1400", "-v"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let before = advise();
+    assert!(
+        before.contains("Node 1: MBs_total 1464, MBs_free 1414, CPUs_total 200, CPUs_free 0"),
+        "{before}"
+    );
+    assert!(before.ends_with("\n0-1\n"), "{before}");
+    let meminfo = dir.path().join("sys/devices/system/node/node1/meminfo");
+    let text = std::fs::read_to_string(&meminfo).unwrap();
+    std::fs::write(
+        &meminfo,
+        format!("{text}Node 1 Inactive(file):  204800 kB\n"),
+    )
+    .unwrap();
+    let after = advise();
+    assert!(
+        after.contains("Node 1: MBs_total 1464, MBs_free 1614,"),
+        "{after}"
+    );
+    assert!(after.ends_with("\n1\n"), "{after}");
+}

@@ -64,6 +64,9 @@ pub struct LiveNode {
     pub mem_total_bytes: u64,
     /// `MemFree`, bytes.
     pub mem_free_bytes: u64,
+    /// `Inactive(file)`, bytes: page cache numad counts as free (its `-C 1`, the default).
+    #[serde(default)]
+    pub inactive_file_bytes: u64,
     /// SLIT row: distance to each node, in node order.
     pub distance: Vec<u32>,
 }
@@ -171,6 +174,8 @@ pub fn read_topology(root: &Path) -> Result<LiveTopology, LiveError> {
             cpus,
             mem_total_bytes: meminfo_field(&mpath, &mtext, "MemTotal")?,
             mem_free_bytes: meminfo_field(&mpath, &mtext, "MemFree")?,
+            // Absent on kernels without the split LRU (before 2.6.28): none.
+            inactive_file_bytes: meminfo_field(&mpath, &mtext, "Inactive(file)").unwrap_or(0),
             distance,
         });
     }
