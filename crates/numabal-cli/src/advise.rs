@@ -174,18 +174,18 @@ fn live_nodes(
     let now = numabal_live::read_topology(root)?;
     let totals = numad::node_cpus_total(&m, htt);
     let nodes = (now.nodes.iter().enumerate())
-        .map(|(n, nd)| {
-            let idle = m.nodes[n]
-                .cpus
-                .iter()
-                .map(|c| idle1[c].saturating_sub(idle0[c]))
-                .sum();
-            NodeRes {
-                mbs_total: (nd.mem_total_bytes / numad::MEGABYTE) as i64,
-                mbs_free: ((nd.mem_free_bytes + nd.inactive_file_bytes) / numad::MEGABYTE) as i64,
-                cpus_total: totals[n],
-                cpus_free: numad::node_cpus_free(&m, n, idle, gap_ns, htt, totals[n]),
-            }
+        .map(|(n, nd)| NodeRes {
+            mbs_total: (nd.mem_total_bytes / numad::MEGABYTE) as i64,
+            mbs_free: (nd.free_bytes() / numad::MEGABYTE) as i64,
+            cpus_total: totals[n],
+            cpus_free: numad::node_cpus_free(
+                &m,
+                n,
+                numad::node_idle_ns(&m, n, &idle0, &idle1),
+                gap_ns,
+                htt,
+                totals[n],
+            ),
         })
         .collect();
     Ok((m, nodes))

@@ -150,7 +150,7 @@ pub fn observe_processes(
     for n in &topo.nodes {
         nodes[n.id] = NodeObs {
             mem_total_bytes: n.mem_total_bytes,
-            mem_free_bytes: n.mem_free_bytes + n.inactive_file_bytes,
+            mem_free_bytes: n.free_bytes(),
         };
     }
     let mut threads = Vec::new();

@@ -71,6 +71,14 @@ pub struct LiveNode {
     pub distance: Vec<u32>,
 }
 
+impl LiveNode {
+    /// Free memory as numad counts it, and as the policy core's `NodeObs` takes it: MemFree
+    /// plus `Inactive(file)`, bytes.
+    pub fn free_bytes(&self) -> u64 {
+        self.mem_free_bytes + self.inactive_file_bytes
+    }
+}
+
 /// A CPU.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LiveCpu {

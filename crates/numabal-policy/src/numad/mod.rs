@@ -148,6 +148,15 @@ pub fn node_cpus_total(machine: &Machine, htt_percent: u32) -> Vec<i64> {
         .collect()
 }
 
+/// Idle time of node `node`'s CPUs between two readings of every CPU's idle time (a CPU
+/// missing from a reading counts none).
+pub fn node_idle_ns(machine: &Machine, node: usize, before: &[u64], now: &[u64]) -> u64 {
+    let at = |v: &[u64], c: usize| v.get(c).copied().unwrap_or(0);
+    (machine.nodes[node].cpus.iter())
+        .map(|c| at(now, c).saturating_sub(at(before, c)))
+        .sum()
+}
+
 /// numad's free CPU of one node from idle time over a gap: idle x 100 / gap, less the
 /// hyperthread discount, within `[0, total]`.
 pub fn node_cpus_free(
@@ -221,14 +230,7 @@ impl Numad {
                 let o = obs.nodes.get(n);
                 let cpus_free = match gap {
                     Some((g, idle0)) if g > 0 => {
-                        let idle: u64 = machine.nodes[n]
-                            .cpus
-                            .iter()
-                            .map(|c| {
-                                let now = obs.cpu_idle_ns.get(c).copied().unwrap_or(0);
-                                now.saturating_sub(idle0.get(c).copied().unwrap_or(0))
-                            })
-                            .sum();
+                        let idle = node_idle_ns(machine, n, idle0, obs.cpu_idle_ns);
                         node_cpus_free(machine, n, idle, g, self.tun.t, totals[n])
                     }
                     _ => 0,
