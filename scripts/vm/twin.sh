@@ -6,10 +6,12 @@
 # (`numabal twin`): the NUMA counters' totals within ±25 %, the same final placement, the
 # time to converge within ±30 %, PASS or FAIL per figure. Exit status 1 if any failed.
 #
-# Usage: scripts/vm/twin.sh [--kernel K] [--workload W] [--machine M]
+# Usage: scripts/vm/twin.sh [--kernel K] [--workload W] [--machine M] [--trace]
 #   K: 6.1 (default), 6.12, 7.2 (or bookworm, trixie, sid); W: numa01-like (default),
 #   numa02-like or perfbench (perf bench numa mem -p 4 -t 1 -P 160 -s 40 -zZ0c);
-#   M: the simulated machine (default qemu-guest-4n8).
+#   M: the simulated machine (default qemu-guest-4n8). --trace: the guest also records the
+#   kernel's task-move, NUMA-placement, VMA-skip and migration tracepoints and prints them
+#   after its samples (scenarios/twin.sh, TWIN_TRACE).
 # Writes target/twin/W-K.{guest.out,sim.json,json,svg}. Needs scripts/vm/setup.sh --kernel K.
 # Wall time: about 2 minutes per workload (a guest boot and a 40-60 s run, then seconds of
 # simulation).
@@ -19,7 +21,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 # shellcheck source=kernels.sh
 . "$here/kernels.sh"
-kernel=6.1 workload=numa01-like machine=qemu-guest-4n8
+kernel=6.1 workload=numa01-like machine=qemu-guest-4n8 trace=0
 die() { echo "twin: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -27,7 +29,8 @@ while [ $# -gt 0 ]; do
     --kernel) kernel=$2; shift 2 ;;
     --workload) workload=$2; shift 2 ;;
     --machine) machine=$2; shift 2 ;;
-    *) die "unknown argument '$1' (allowed: --kernel K, --workload W, --machine M)" ;;
+    --trace) trace=1; shift ;;
+    *) die "unknown argument '$1' (allowed: --kernel K, --workload W, --machine M, --trace)" ;;
   esac
 done
 suite=$(kernel_suite "$kernel")
@@ -48,6 +51,7 @@ name=$workload-$version
 cat scripts/vm/scenarios/lib.sh scripts/vm/scenarios/twin.sh > target/vm/scen/twin.sh
 printf '\n== twin: %s on Linux %s, guest\n' "$workload" "$version"
 scripts/vm/run.sh --nodes 4 --kernel "$kernel" --timeout 420 --env "TWIN_WORKLOAD=$workload" \
+  --env "TWIN_TRACE=$trace" \
   --scenario target/vm/scen/twin.sh --log "$out/$name.guest.out"
 printf '\n== twin: %s under the simulated Linux %s on %s\n' "$workload" "$version" "$machine"
 "$bin" sim -m "$machine" "${sim[@]}" -p autonuma --quiet --set "policy.kernel=$version" \

@@ -16,9 +16,12 @@
 # the serial console does not slow the run.
 W=${TWIN_WORKLOAD:-numa01-like}
 case $W in
+# comm: the processes' name; tcomm: their tasks' (perf names its processes process_N and
+# their threads thread_N/M), as a tracepoint filter.
   numa01-like) cmd="numa01-like --procs 2 --threads 2 --mb 128 --seconds 60"; comm=numa01-like ;;
   numa02-like) cmd="numa02-like --mb 128 --seconds 60"; comm=numa02-like ;;
-  perfbench) cmd="perf bench numa mem -p 4 -t 1 -P 160 -s 40 -zZ0c"; comm="process" ;;
+  perfbench) cmd="perf bench numa mem -p 4 -t 1 -P 160 -s 40 -zZ0c"; comm="process"
+             tcomm='@C ~ "process*" || @C ~ "thread_*"' ;;
   *) fail "TWIN_WORKLOAD must be numa01-like, numa02-like or perfbench, got '$W'"; exit 2 ;;
 esac
 echo 1 > /proc/sys/kernel/numa_balancing
@@ -33,11 +36,96 @@ echo "@cpus $CPU_MAP" >> /tmp/twin.raw
 # the process's numa_maps per node. One process that sleeps between samples: a shell loop
 # spawning awk each second kept a vCPU busy under TCG and made the load balancer move the
 # workload's threads (docs/vm-tests.md).
+# TWIN_TRACE=1 (scripts/vm/twin.sh --trace): also record the kernel's tracepoints of task
+# moves and page migration, and print them after the samples (not read by `numabal twin`):
+# every move of a workload task from one node to another (sched_migrate_task; the task
+# running at the time says who moved it: migration/N is the stopper (active balancing,
+# NUMA's migrate_task_to and migrate_swap), <idle> or ksoftirqd periodic or idle
+# balancing, another task a wake-up's placement), NUMA balancing's own decisions
+# (sched_move_numa, sched_swap_numa, sched_stick_numa), the VMAs the scanner skipped
+# (sched_skip_vma_numa, 6.7 and later) and page migrations (mm_migrate_pages), and
+# /proc/vmstat's NUMA, migration and THP counters before and after.
+T=/sys/kernel/tracing
+trace_on() {
+  mount -t tracefs nodev $T 2>/dev/null || true
+  echo 8192 > $T/buffer_size_kb
+  for e in sched/sched_migrate_task sched/sched_move_numa sched/sched_swap_numa \
+           sched/sched_stick_numa sched/sched_skip_vma_numa migrate/mm_migrate_pages \
+           exceptions/page_fault_user sched/sched_switch; do
+    [ -e "$T/events/$e/enable" ] && echo 1 > "$T/events/$e/enable"
+  done
+  # Every task's faults (hinting faults are counted in /proc/vmstat whoever takes them);
+  # only the workload's tasks' sleeps, each with the kernel stack that led to it.
+  f=${tcomm:-@C ~ \"$comm*\"}
+  # A trigger has its own filter: the stack is recorded only for the sleeps kept.
+  f=$(echo "$f" | sed 's/@C/prev_comm/g')
+  echo "($f) && prev_state != 0" > $T/events/sched/sched_switch/filter
+  echo "stacktrace if ($f) && prev_state != 0" > $T/events/sched/sched_switch/trigger
+  # The workload's mappings, 10 s in, for each task: which VMA each fault hit.
+  ( sleep 10
+    for d in /proc/[0-9]*; do
+      case "$(cat "$d/comm" 2>/dev/null)" in "$comm"*) ;; *) continue ;; esac  # processes only
+      for t in "$d"/task/*; do sed "s|^|maps ${t##*/} |" "$d/maps"; done
+    done > /tmp/maps 2>/dev/null ) &
+  grep -E '^(numa|pgmigrate|thp_migration|thp_split|thp_fault)' /proc/vmstat > /tmp/vm0
+  echo 1 > $T/tracing_on
+}
+trace_off() {
+  echo 0 > $T/tracing_on
+  grep -E '^(numa|pgmigrate|thp_migration|thp_split|thp_fault)' /proc/vmstat > /tmp/vm1
+  touch /tmp/maps
+  say "@@ trace begin"
+  awk 'NR == FNR { a[$1] = $2; next } { printf "vmstat-delta %s %d\n", $1, $2 - a[$1] }' /tmp/vm0 /tmp/vm1
+  # Cross-node moves of workload tasks, and every other event but the scanner's skips,
+  # which are counted by reason, the faults, counted by the VMA they hit and whether the
+  # page was present (a NUMA hinting fault: error code bit 0), and the sleeps, counted by
+  # stack.
+  awk -v map="$CPU_MAP" -v comm="$comm" '
+    BEGIN { n = split(map, p, " "); for (i = 1; i <= n; i++) { split(p[i], q, ":"); node[q[1]] = q[2] } }
+    FILENAME == "/tmp/maps" { split($3, r, "-"); nm[$2]++; lo[$2, nm[$2]] = r[1]; hi[$2, nm[$2]] = r[2]
+                               name[$2, nm[$2]] = ($8 == "" ? "anon" : $8) " " $4; next }
+    /page_fault_user:/ {
+      tid = $0; sub(/ +\[[0-9]+\].*/, "", tid); sub(/.*-/, "", tid)  # comm-TID [CPU]; comms may hold spaces
+      match($0, /address=0x[0-9a-f]+/); a = substr($0, RSTART + 10, RLENGTH - 10)
+      match($0, /error_code=0x[0-9a-f]+/); ec = substr($0, RSTART + 13, RLENGTH - 13)
+      kind = (index("13579bdf", substr(ec, length(ec))) ? "present" : "not-present")
+      v = $0; sub(/ +\[[0-9]+\].*/, "", v); sub(/-[0-9]+$/, "", v); sub(/^ +/, "", v); gsub(/ /, "_", v)
+      v = "task " v   # not the workload: its comm
+      for (i = 1; i <= nm[tid]; i++) if (hexlt(lo[tid, i], a, 1) && hexlt(a, hi[tid, i], 0)) v = name[tid, i]
+      faults[kind " " v]++; next
+    }
+    /sched_switch:/ { if (instack) flush(); match($0, /prev_state=[A-Z+|]+/); st = substr($0, RSTART + 11, RLENGTH - 11); next }
+    /<stack trace>/ { instack = 1; stack = ""; next }
+    instack && /^ => / { if (depth++ < 8) stack = stack " " $2; next }
+    instack { flush() }
+    /sched_skip_vma_numa:/ { match($0, /reason=[a-z_]+/); skip[substr($0, RSTART + 7, RLENGTH - 7)]++; next }
+    /sched_migrate_task:/ {
+      if (index($0, "comm=" comm) == 0 && !(comm == "process" && index($0, "comm=thread_"))) next
+      match($0, /orig_cpu=[0-9]+/); o = substr($0, RSTART + 9, RLENGTH - 9)
+      match($0, /dest_cpu=[0-9]+/); d = substr($0, RSTART + 9, RLENGTH - 9)
+      if (node[o] == node[d]) { same++; next }
+      cross++
+    }
+    /: sched_|: mm_migrate_pages/ { if (shown++ < 600) print "trace " $0 }
+    END { if (instack) flush()
+          printf "trace-moves cross-node %d same-node %d\n", cross, same
+          for (r in skip) printf "trace-skip %s %d\n", r, skip[r]
+          for (f in faults) printf "trace-faults %s %d\n", f, faults[f]
+          for (k in sleeps) printf "trace-sleeps %d %s\n", sleeps[k], k }
+    function flush() { sleeps[st ":" stack]++; instack = 0; depth = 0 }
+    # a <= b (or a < b) for hex strings without 0x, compared by length then text.
+    function hexlt(a, b, eq) { sub(/^0+/, "", a); sub(/^0+/, "", b); a = "x" a; b = "x" b
+      if (length(a) != length(b)) return length(a) < length(b)
+      return eq ? a <= b : a < b }' /tmp/maps $T/trace
+  say "@@ trace end"
+}
+[ "${TWIN_TRACE:-0}" = 1 ] && trace_on
 t0=$(now_s)
 RC=0
 # shellcheck disable=SC2086
 twin-sample --comm "$comm" --out /tmp/twin.raw -- $cmd > /tmp/w.out 2>&1 || RC=$?
 say "workload exit status $RC after $(elapsed "$t0") s"
+[ "${TWIN_TRACE:-0}" = 1 ] && trace_off
 tail -5 /tmp/w.out
 say "@@ twin raw begin"
 cat /tmp/twin.raw
