@@ -423,12 +423,22 @@ pub fn placement(s: &ProcSample) -> Vec<Placement> {
             worker_nodes.sort_unstable();
             worker_nodes.dedup();
             Placement {
-                name: p.name.clone(),
+                name: program_name(&p.name).to_string(),
                 mem_node: (total > 0.0 && mb / total >= HOME_SHARE).then_some(home),
                 worker_nodes,
             }
         })
         .collect()
+}
+
+/// A process's name without an instance number: perf bench numa names its processes
+/// `process_0`, `process_1`, ... (read as `process 0`), where the simulator's instances
+/// of one process all bear its name, `process`.
+fn program_name(name: &str) -> &str {
+    match name.rsplit_once(' ') {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
 }
 
 /// The two placements are the same up to renaming nodes other than node 0 (where every
@@ -778,5 +788,34 @@ numa_maps 7 1 122880\nnuma_maps 7 0 8192\n@@ twin raw end\n";
             4
         ));
         assert!(!same_placement(&a, &[p(Some(2), &[2])], 4));
+    }
+
+    #[test]
+    fn instances_numbered_by_the_program_are_one_process_name() {
+        // perf's process_0 and process_1 in the guest, the simulator's two `process`.
+        let sample = |names: [&str; 2]| ProcSample {
+            t_s: 0.0,
+            vmstat: VmstatNuma::default(),
+            processes: names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| ProcProcess {
+                    pid: i as u32 + 1,
+                    name: n.to_string(),
+                    node_mb: if i == 0 {
+                        vec![10.0, 0.0]
+                    } else {
+                        vec![0.0, 10.0]
+                    },
+                    tasks: Vec::new(),
+                })
+                .collect(),
+        };
+        let guest = placement(&sample(["process 0", "process 1"]));
+        let sim = placement(&sample(["process", "process"]));
+        assert!(same_placement(&guest, &sim, 2));
+        assert_eq!(program_name("numa01-like"), "numa01-like");
+        assert_eq!(program_name("process 12"), "process");
+        assert_eq!(program_name("a b"), "a b");
     }
 }

@@ -431,6 +431,14 @@ fn bad_input_numbers_and_references() {
         &["--set", "machine.memory.reserved_per_node=\"2GiB\""],
         &["memory_per_node", "no node has memory"],
     );
+    // A reserve per node needs one value per node.
+    sim(
+        &[
+            "--set",
+            "machine.memory.reserved_per_node=[\"1GiB\", \"1GiB\", \"1GiB\"]",
+        ],
+        &["memory.reserved_per_node", "has 3 entries", "one per node"],
+    );
     // Ids and seeds out of range.
     sim(
         &["--set", "workload.process.0.affinity=\"1000000000000\""],

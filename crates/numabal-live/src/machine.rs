@@ -61,7 +61,7 @@ pub fn machine_of(root: &Path, t: &LiveTopology) -> Result<Machine, LiveError> {
             link_gib_s: PerPair::All(10.0),
             queue_scale_ns: 5.0,
             llc_latency_ns: 20.0,
-            reserved_per_node: Bytes(0),
+            reserved_per_node: PerNode::All(Bytes(0)),
         },
         core: CoreSpec::default(),
         costs: CostSpec::default(),

@@ -171,9 +171,9 @@ pub struct MemorySpec {
     #[serde(default = "default_llc_latency")]
     pub llc_latency_ns: f64,
     /// Memory per node the kernel and the rest of the system keep (not available to
-    /// workloads).
-    #[serde(default)]
-    pub reserved_per_node: Bytes,
+    /// workloads): one value for every node, or one per node.
+    #[serde(default = "no_reserve")]
+    pub reserved_per_node: PerNode<Bytes>,
 }
 
 /// `[core]`: what one core can do.
@@ -283,6 +283,9 @@ fn one() -> u32 {
 }
 fn one_f() -> f64 {
     1.0
+}
+fn no_reserve() -> PerNode<Bytes> {
+    PerNode::All(Bytes(0))
 }
 fn default_llc_latency() -> f64 {
     20.0
@@ -459,10 +462,13 @@ impl Machine {
             .memory
             .controller_gib_s
             .expand(n, src, "memory.controller_gib_s")?;
-        let reserved = spec.memory.reserved_per_node.0;
-        let total_cpus = check_cpu_ids(&node_cpu_lists, t, &mem, reserved, src)?;
+        let reserved = spec
+            .memory
+            .reserved_per_node
+            .expand(n, src, "memory.reserved_per_node")?;
+        let total_cpus = check_cpu_ids(&node_cpu_lists, t, &mem, &reserved, src)?;
         let CpuLayout { cpus, cores, llcs } = cpu_layout(t, &node_cpu_lists, total_cpus);
-        let nodes = node_infos(t, &node_cpu_lists, &mem, &ctrl, reserved, src)?;
+        let nodes = node_infos(t, &node_cpu_lists, &mem, &ctrl, &reserved, src)?;
         let latency_ns = latencies(&spec.memory, &t.distance, src)?;
         let link_bytes_per_ns = link_bandwidths(&spec.memory, n, src)?;
         check_queueing(&spec.memory, src)?;
@@ -670,7 +676,7 @@ fn check_cpu_ids(
     node_cpu_lists: &[Mask],
     t: &TopologySpec,
     mem: &[Bytes],
-    reserved: u64,
+    reserved: &[Bytes],
     src: &str,
 ) -> Result<usize, InputError> {
     let err = |field: &str, msg: String| InputError::new(src, field, msg);
@@ -694,7 +700,7 @@ fn check_cpu_ids(
                 ),
             ));
         }
-        if m.is_empty() && mem[i].0 <= reserved {
+        if m.is_empty() && mem[i].0 <= reserved[i].0 {
             return Err(err(
                 "topology",
                 format!(
@@ -703,7 +709,7 @@ fn check_cpu_ids(
             ));
         }
     }
-    if mem.iter().all(|b| b.0 <= reserved) {
+    if mem.iter().zip(reserved).all(|(m, r)| m.0 <= r.0) {
         return Err(err(
             "topology.memory_per_node",
             "no node has memory beyond reserved_per_node (the machine needs usable memory)".into(),
@@ -804,7 +810,7 @@ fn node_infos(
     node_cpu_lists: &[Mask],
     mem: &[Bytes],
     ctrl: &[f64],
-    reserved: u64,
+    reserved: &[Bytes],
     src: &str,
 ) -> Result<Vec<NodeInfo>, InputError> {
     let err = |field: &str, msg: String| InputError::new(src, field, msg);
@@ -822,7 +828,7 @@ fn node_infos(
         nodes.push(NodeInfo {
             cpus: list.clone(),
             memory_bytes: mem[node].0,
-            reserved_bytes: reserved.min(mem[node].0),
+            reserved_bytes: reserved[node].0.min(mem[node].0),
             controller_bytes_per_ns: gib_s_to_bytes_per_ns(ctrl[node]),
             socket: socket_of(t, node),
         });

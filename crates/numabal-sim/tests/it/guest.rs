@@ -21,10 +21,15 @@ fn the_guest_machine_is_run_sh_with_four_nodes() {
     );
     let m = &sc.machine;
     assert_eq!((m.nr_nodes(), m.nr_cpus()), (4, 8));
-    // -numa node,nodeid=N,cpus=2N-2N+1; -smp 8,sockets=4,cores=2,threads=1.
+    // -numa node,nodeid=N,cpus=2N-2N+1; -smp 8,sockets=4,cores=2,threads=1. Each node's
+    // MemTotal in the 6.1 guest, and its MemFree idle after boot as what workloads get.
+    let mib = |v: [u64; 4]| v.map(|x| x << 20);
+    let total = mib([962, 1007, 943, 1006]);
+    let free = mib([880, 994, 911, 993]);
     for (n, node) in m.nodes.iter().enumerate() {
         assert_eq!(node.cpus.iter().collect::<Vec<_>>(), vec![2 * n, 2 * n + 1]);
-        assert_eq!(node.memory_bytes, 1 << 30);
+        assert_eq!(node.memory_bytes, total[n]);
+        assert_eq!(node.memory_bytes - node.reserved_bytes, free[n]);
     }
     assert_eq!(m.spec.topology.threads_per_core, 1);
     // --dist flat: every remote distance 20.
