@@ -15,6 +15,8 @@
 //!   6.12  a VMA not scanned for more passes than the task has threads is scanned
 //!         (f22cde4371f3)
 //!   6.16  no scan while the cpuset allows one memory node (sched_skip_cpuset_numa)
+//!   7.2   shared anonymous (shmem) mappings scanned ("mm: mempolicy: fix automatic numa
+//!         balancing for shmem"; in the 6.12 stable series too)
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -64,6 +66,15 @@ impl KernelVersion {
     /// `sched_skip_cpuset_numa` (6.16).
     pub fn cpuset_skip(self) -> bool {
         self >= KernelVersion::v(6, 16)
+    }
+    /// Shared anonymous (shmem) mappings scanned: `vma_policy_mof` falls back to the task's
+    /// policy when a VMA's `get_policy` gives none ("mm: mempolicy: fix automatic numa
+    /// balancing for shmem", posted 2026-06-29, a fix taken into stable series). Measured
+    /// by the twin's hinting faults per VMA (docs/vm-tests.md): Debian's 7.2.13 and
+    /// 6.12.117 have it, 6.1.0-56 does not. The model gives it to 7.2 and to the 6.12
+    /// series; the releases between, not measured, keep their rule from before the fix.
+    pub fn shmem_scanned(self) -> bool {
+        self == KernelVersion::v(6, 12) || self >= KernelVersion::v(7, 2)
     }
 }
 
@@ -119,5 +130,9 @@ mod tests {
         assert!(!p("6.7").vma_start_scan_seq() && p("6.8").vma_start_scan_seq());
         assert!(!p("6.11").vma_starvation_fix() && p("6.12").vma_starvation_fix());
         assert!(!p("6.15").cpuset_skip() && p("6.16").cpuset_skip() && p("7.2").cpuset_skip());
+        assert!(!p("6.1").shmem_scanned() && p("6.12").shmem_scanned());
+        assert!(
+            !p("6.13").shmem_scanned() && !p("7.1").shmem_scanned() && p("7.2").shmem_scanned()
+        );
     }
 }
