@@ -51,11 +51,20 @@ trace_on() {
   echo 8192 > $T/buffer_size_kb
   for e in sched/sched_migrate_task sched/sched_move_numa sched/sched_swap_numa \
            sched/sched_stick_numa sched/sched_skip_vma_numa migrate/mm_migrate_pages \
-           exceptions/page_fault_user sched/sched_switch; do
+           sched/sched_switch; do
     [ -e "$T/events/$e/enable" ] && echo 1 > "$T/events/$e/enable"
   done
-  # Every task's faults (hinting faults are counted in /proc/vmstat whoever takes them);
-  # only the workload's tasks' sleeps, each with the kernel stack that led to it.
+  # Each counted hinting fault, whoever takes it: numa_hint_faults is counted in
+  # numa_migrate_check (6.10 and later) or numa_migrate_prep, whose third argument (%dx)
+  # is the faulting address; a kprobe records it with the kernel stack that led there.
+  for fn in numa_migrate_check numa_migrate_prep; do
+    grep -q " $fn\$" /proc/kallsyms || continue
+    echo "p:numab_hint $fn addr=%dx:x64" >> $T/kprobe_events &&
+      echo 1 > $T/events/kprobes/numab_hint/enable &&
+      echo stacktrace > $T/events/kprobes/numab_hint/trigger
+    break
+  done
+  # The workload's tasks' sleeps, each with the kernel stack that led to it.
   f=${tcomm:-@C ~ \"$comm*\"}
   # A trigger has its own filter: the stack is recorded only for the sleeps kept.
   f=$(echo "$f" | sed 's/@C/prev_comm/g')
@@ -72,9 +81,12 @@ trace_on() {
 }
 trace_off() {
   echo 0 > $T/tracing_on
+  # Events lost to a full ring buffer, per CPU (the counts below are short by as many).
+  for c in $T/per_cpu/cpu*; do echo "trace-overrun ${c##*/} $(awk '/^overrun/ { print $2 }' $c/stats)"; done > /tmp/overrun
   grep -E '^(numa|pgmigrate|thp_migration|thp_split|thp_fault)' /proc/vmstat > /tmp/vm1
   touch /tmp/maps
   say "@@ trace begin"
+  cat /tmp/overrun
   awk 'NR == FNR { a[$1] = $2; next } { printf "vmstat-delta %s %d\n", $1, $2 - a[$1] }' /tmp/vm0 /tmp/vm1
   # Cross-node moves of workload tasks, and every other event but the scanner's skips,
   # which are counted by reason, the faults, counted by the VMA they hit and whether the
@@ -84,17 +96,17 @@ trace_off() {
     BEGIN { n = split(map, p, " "); for (i = 1; i <= n; i++) { split(p[i], q, ":"); node[q[1]] = q[2] } }
     FILENAME == "/tmp/maps" { split($3, r, "-"); nm[$2]++; lo[$2, nm[$2]] = r[1]; hi[$2, nm[$2]] = r[2]
                                name[$2, nm[$2]] = ($8 == "" ? "anon" : $8) " " $4; next }
-    /page_fault_user:/ {
-      tid = $0; sub(/ +\[[0-9]+\].*/, "", tid); sub(/.*-/, "", tid)  # comm-TID [CPU]; comms may hold spaces
-      match($0, /address=0x[0-9a-f]+/); a = substr($0, RSTART + 10, RLENGTH - 10)
-      match($0, /error_code=0x[0-9a-f]+/); ec = substr($0, RSTART + 13, RLENGTH - 13)
-      kind = (index("13579bdf", substr(ec, length(ec))) ? "present" : "not-present")
-      v = $0; sub(/ +\[[0-9]+\].*/, "", v); sub(/-[0-9]+$/, "", v); sub(/^ +/, "", v); gsub(/ /, "_", v)
-      v = "task " v   # not the workload: its comm
-      for (i = 1; i <= nm[tid]; i++) if (hexlt(lo[tid, i], a, 1) && hexlt(a, hi[tid, i], 0)) v = name[tid, i]
-      faults[kind " " v]++; next
-    }
     /sched_switch:/ { if (instack) flush(); match($0, /prev_state=[A-Z+|]+/); st = substr($0, RSTART + 11, RLENGTH - 11); next }
+    /numab_hint:/ {
+      if (instack) flush()
+      tid = $0; sub(/ +\[[0-9]+\].*/, "", tid); c = tid; sub(/.*-/, "", tid)   # comm-TID [CPU]
+      sub(/-[0-9]+$/, "", c); sub(/^ +/, "", c); gsub(/ /, "_", c)
+      match($0, /addr=0x[0-9a-f]+/); a = substr($0, RSTART + 7, RLENGTH - 7)
+      v = "other-process"
+      for (i = 1; i <= nm[tid]; i++) if (hexlt(lo[tid, i], a, 1) && hexlt(a, hi[tid, i], 0)) v = name[tid, i]
+      hints[c " " v]++
+      st = "hint-fault " c; next
+    }
     /<stack trace>/ { instack = 1; stack = ""; next }
     instack && /^ => / { if (depth++ < 8) stack = stack " " $2; next }
     instack { flush() }
@@ -110,8 +122,8 @@ trace_off() {
     END { if (instack) flush()
           printf "trace-moves cross-node %d same-node %d\n", cross, same
           for (r in skip) printf "trace-skip %s %d\n", r, skip[r]
-          for (f in faults) printf "trace-faults %s %d\n", f, faults[f]
-          for (k in sleeps) printf "trace-sleeps %d %s\n", sleeps[k], k }
+          for (f in hints) printf "trace-hint-faults %s %d\n", f, hints[f]
+          for (k in sleeps) printf "trace-stack %d %s\n", sleeps[k], k }
     function flush() { sleeps[st ":" stack]++; instack = 0; depth = 0 }
     # a <= b (or a < b) for hex strings without 0x, compared by length then text.
     function hexlt(a, b, eq) { sub(/^0+/, "", a); sub(/^0+/, "", b); a = "x" a; b = "x" b
