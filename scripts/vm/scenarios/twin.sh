@@ -70,7 +70,7 @@ trace_on() {
   f=$(echo "$f" | sed 's/@C/prev_comm/g')
   echo "($f) && prev_state != 0" > $T/events/sched/sched_switch/filter
   echo "stacktrace if ($f) && prev_state != 0" > $T/events/sched/sched_switch/trigger
-  # The workload's mappings, 10 s in, for each task: which VMA each fault hit.
+  # The workload's mappings, 10 s in, for each task: which VMA each hinting fault hit.
   ( sleep 10
     for d in /proc/[0-9]*; do
       case "$(cat "$d/comm" 2>/dev/null)" in "$comm"*) ;; *) continue ;; esac  # processes only
@@ -88,15 +88,20 @@ trace_off() {
   say "@@ trace begin"
   cat /tmp/overrun
   awk 'NR == FNR { a[$1] = $2; next } { printf "vmstat-delta %s %d\n", $1, $2 - a[$1] }' /tmp/vm0 /tmp/vm1
-  # Cross-node moves of workload tasks, and every other event but the scanner's skips,
-  # which are counted by reason, the faults, counted by the VMA they hit and whether the
-  # page was present (a NUMA hinting fault: error code bit 0), and the sleeps, counted by
-  # stack.
+  # Printed: each cross-node move of a workload task and each NUMA placement decision.
+  # Counted: the scanner's skips by reason, page migrations by reason, the hinting faults
+  # by task and VMA, and the kernel stacks of the sleeps and hinting faults.
   awk -v map="$CPU_MAP" -v comm="$comm" '
     BEGIN { n = split(map, p, " "); for (i = 1; i <= n; i++) { split(p[i], q, ":"); node[q[1]] = q[2] } }
     FILENAME == "/tmp/maps" { split($3, r, "-"); nm[$2]++; lo[$2, nm[$2]] = r[1]; hi[$2, nm[$2]] = r[2]
                                name[$2, nm[$2]] = ($8 == "" ? "anon" : $8) " " $4; next }
     /sched_switch:/ { if (instack) flush(); match($0, /prev_state=[A-Z+|]+/); st = substr($0, RSTART + 11, RLENGTH - 11); next }
+    /mm_migrate_pages:/ {   # fields KEY=VALUE, the counts named nr_succeeded etc.
+      delete kv
+      for (i = 1; i <= NF; i++) if (split($i, q, "=") == 2) { sub(/^nr_/, "", q[1]); kv[q[1]] = q[2] }
+      r = kv["reason"]; ok[r] += kv["succeeded"]; thp[r] += kv["thp_succeeded"]; bad[r] += kv["failed"]
+      calls[r]++; next
+    }
     /numab_hint:/ {
       if (instack) flush()
       tid = $0; sub(/ +\[[0-9]+\].*/, "", tid); c = tid; sub(/.*-/, "", tid)   # comm-TID [CPU]
@@ -118,13 +123,14 @@ trace_off() {
       if (node[o] == node[d]) { same++; next }
       cross++
     }
-    /: sched_|: mm_migrate_pages/ { if (shown++ < 600) print "trace " $0 }
+    /: sched_/ { if (shown++ < 600) print "trace " $0 }
     END { if (instack) flush()
           printf "trace-moves cross-node %d same-node %d\n", cross, same
           for (r in skip) printf "trace-skip %s %d\n", r, skip[r]
+          for (r in calls) printf "trace-migrate %s calls %d pages %d thp %d failed %d\n", r, calls[r], ok[r], thp[r], bad[r]
           for (f in hints) printf "trace-hint-faults %s %d\n", f, hints[f]
-          for (k in sleeps) printf "trace-stack %d %s\n", sleeps[k], k }
-    function flush() { sleeps[st ":" stack]++; instack = 0; depth = 0 }
+          for (k in stacks) printf "trace-stack %d %s\n", stacks[k], k }
+    function flush() { stacks[st ":" stack]++; instack = 0; depth = 0 }
     # a <= b (or a < b) for hex strings without 0x, compared by length then text.
     function hexlt(a, b, eq) { sub(/^0+/, "", a); sub(/^0+/, "", b); a = "x" a; b = "x" b
       if (length(a) != length(b)) return length(a) < length(b)

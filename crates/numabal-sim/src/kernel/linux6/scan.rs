@@ -116,10 +116,10 @@ impl Linux6 {
             return Some(SkipReason::SharedRo);
         }
         // vma_policy_mof (mm/mempolicy.c): a VMA whose vm_ops has get_policy asks it, and
-        // before 7.2 returns false unless the policy it gets has MPOL_F_MOF. shmem's returns
-        // its shared policy, none unless mbind set one, so a shared anonymous (shmem)
-        // mapping is not scanned there; from 7.2 no policy means the task's (the twin:
-        // perf bench's global buffer, docs/vm-tests.md).
+        // returns false unless the policy it gets has MPOL_F_MOF. shmem's returns its
+        // shared policy, none unless mbind set one, so a shared anonymous (shmem) mapping
+        // is not scanned, until the shmem fix (7.2, the 6.12 series) made no policy mean
+        // the task's (the twin: perf bench's global buffer, docs/vm-tests.md).
         if r.vm_shared && !self.tun.kernel.shmem_scanned() {
             return Some(SkipReason::Unsuitable);
         }
