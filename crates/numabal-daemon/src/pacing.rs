@@ -33,6 +33,23 @@ pub fn pass_gap_ns(s: &DaemonSettings, policy: &dyn Policy, managed: usize) -> u
     }
 }
 
+/// While nothing is managed the daemon still looks at the CPUs' idle time (`/proc/stat`,
+/// one small read) every ordinary pass gap, and makes the next pass at once when they
+/// were busy for at least one CPU's worth of the time since its last look: a program is
+/// starting that may need placing. An idle host costs one read per gap and a full pass
+/// per `idle_interval_ms`. The gap between looks, ns.
+pub fn idle_look_gap_ns(s: &DaemonSettings, policy: &dyn Policy) -> u64 {
+    pass_gap_ns(s, policy, 1)
+}
+
+/// Whether the host's CPUs were busy for at least one CPU's worth of `elapsed_ns`: the
+/// CPUs' idle time summed went from `idle_before_ns` to `idle_now_ns` over that time.
+pub fn host_busy(idle_before_ns: u64, idle_now_ns: u64, elapsed_ns: u64, nr_cpus: usize) -> bool {
+    let idle = idle_now_ns.saturating_sub(idle_before_ns);
+    let all = elapsed_ns.saturating_mul(nr_cpus as u64);
+    elapsed_ns > 0 && all.saturating_sub(idle) >= elapsed_ns
+}
+
 /// The intervals in force while processes are managed, ns (shortest, longest), and what
 /// sets them: `interval_ms`, or the policy.
 pub fn interval_range_ns(s: &DaemonSettings, policy: &dyn Policy) -> (u64, u64, &'static str) {
@@ -101,6 +118,19 @@ mod tests {
             interval_range_ns(&fixed, &n),
             (200 * MS, 200 * MS, "interval_ms")
         );
+    }
+
+    /// 8 CPUs over 1 s: 7.2 s idle is 0.8 CPU busy (an idle host with its daemons), 6.9 s
+    /// is 1.1 CPUs busy (a program started).
+    #[test]
+    fn a_busy_host_is_one_busy_cpu_or_more() {
+        let s = DaemonSettings::default();
+        let n = numad("5:15");
+        assert_eq!(idle_look_gap_ns(&s, &n), MIN_INTERVAL_MS * MS);
+        assert!(!host_busy(0, 7_200 * MS, 1000 * MS, 8));
+        assert!(host_busy(0, 6_900 * MS, 1000 * MS, 8));
+        assert!(host_busy(5, 5, 1000 * MS, 1));
+        assert!(!host_busy(5, 5, 0, 1));
     }
 
     /// 40960 faults at 2 µs is 82 ms of CPU: at 5 % of one CPU, 1.6 s apart.

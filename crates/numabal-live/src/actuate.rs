@@ -266,8 +266,9 @@ impl Actuator {
         }
         match sys::migrate_pages(pid.0, &Mask::single(from), &Mask::single(to)) {
             Ok(left) => {
+                // Pages that stayed (no room on `to`, mapped by others) cost no copy.
                 let moved = (bytes / 4096).saturating_sub(left as u64);
-                self.rate.charge(bytes as f64);
+                self.rate.charge((moved * 4096) as f64);
                 self.counts.pages_moved += moved;
                 self.counts.pages_failed += left as u64;
                 v["not_moved"] = json!(left);

@@ -18,7 +18,7 @@
 //! ```
 
 use crate::actuate::{Actuator, Target};
-use crate::observe::{Snapshot, observe_processes};
+use crate::observe::{Snapshot, observe_processes, read_cpu_idle};
 use crate::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
 use crate::safety::{Rules, check, limits_of};
 use crate::sensor::{FaultSampler, RawSample, SensorKind, choose, clear_soft_dirty};
@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use numabal_daemon::MIN_INTERVAL_MS;
-use numabal_daemon::pacing::{interval_range_ns, pass_gap_ns};
+use numabal_daemon::pacing::{host_busy, idle_look_gap_ns, interval_range_ns, pass_gap_ns};
 use numabal_daemon::{DaemonSettings, MS, log as line};
 
 /// The daemon's settings on this host: the settings it shares with a simulated daemon
@@ -549,16 +549,41 @@ impl<'a> Daemon<'a> {
         let next = now + pass_gap_ns(&self.cfg.settings, &*self.policy, self.managed_count);
         let watching = self.sampler.as_ref().is_some_and(|s| s.watched() > 0);
         let slice = if watching { 100 * MS } else { u64::MAX };
+        // With nothing managed, a look at the CPUs' idle time every ordinary gap: a busy
+        // host brings the pass forward (pacing::host_busy).
+        let look_gap = idle_look_gap_ns(&self.cfg.settings, &*self.policy);
+        let mut look = (self.managed_count == 0)
+            .then(|| self.idle_total().map(|idle| (now, idle)))
+            .flatten();
         while !stop.load(Ordering::Relaxed) {
             let t = self.start.elapsed().as_nanos() as u64;
             if t >= next {
                 break;
             }
-            std::thread::park_timeout(Duration::from_nanos((next - t).min(slice)));
+            let wake = look.map_or(next, |(at, _)| next.min(at + look_gap));
+            std::thread::park_timeout(Duration::from_nanos(wake.saturating_sub(t).clamp(1, slice)));
             if let Some(s) = self.sampler.as_mut() {
                 s.drain(&mut self.raw);
             }
+            let t = self.start.elapsed().as_nanos() as u64;
+            if let Some((at, idle)) = look.filter(|(at, _)| t >= at + look_gap) {
+                let Some(now_idle) = self.idle_total() else {
+                    look = None;
+                    continue;
+                };
+                if host_busy(idle, now_idle, t - at, self.machine.nr_cpus()) {
+                    break;
+                }
+                look = Some((t, now_idle));
+            }
         }
+    }
+
+    /// The CPUs' idle time summed, ns (`None` if `/proc/stat` cannot be read: the daemon
+    /// then waits the whole idle interval).
+    fn idle_total(&self) -> Option<u64> {
+        let idle = read_cpu_idle(&self.cfg.root, self.machine.nr_cpus()).ok()?;
+        Some(idle.iter().sum())
     }
 
     /// On stop: give every changed affinity back and log the summary.

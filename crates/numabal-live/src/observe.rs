@@ -165,12 +165,13 @@ pub fn observe_processes(
         if p.maps.node_bytes.values().all(|&b| b == 0) {
             continue; // kernel threads and processes without memory
         }
-        for &(tid, cpu) in &p.threads {
+        for &(tid, cpu, ticks) in &p.threads {
             threads.push(ThreadObs {
                 tid: Tid(tid),
                 pid: Pid(pid),
                 cpu: Some(cpu),
                 node: node_of(cpu),
+                cpu_time_ns: ticks * NS_PER_TICK,
             });
         }
         processes.push(process_obs(&p, nr_nodes));

@@ -122,8 +122,8 @@ pub struct Process {
     pub cmdline: String,
     /// `numa_maps`.
     pub maps: NumaMaps,
-    /// Per thread: (tid, the CPU it last ran on).
-    pub threads: Vec<(u32, usize)>,
+    /// Per thread: (tid, the CPU it last ran on, its `utime + stime` in clock ticks).
+    pub threads: Vec<(u32, usize, u64)>,
 }
 
 /// Every pid under `root/proc`, in order.
@@ -194,7 +194,8 @@ pub fn read_process_if(
         for tid in tids {
             let p = task.join(format!("{tid}/stat"));
             if let Ok(t) = read(&p) {
-                threads.push((tid, parse_stat(&p, &t)?.processor));
+                let st = parse_stat(&p, &t)?;
+                threads.push((tid, st.processor, st.utime_stime_ticks));
             }
         }
     }
@@ -319,7 +320,8 @@ mod tests {
         let p = read_process(dir.path(), 145).unwrap().unwrap();
         assert_eq!(p.name, "numa-mem");
         assert_eq!(p.cmdline, "numa-mem --flag");
-        assert_eq!(p.threads, vec![(145, 0), (146, 2), (148, 3)]);
+        // Each thread's stat line has utime 100 and stime 20 ticks.
+        assert_eq!(p.threads, vec![(145, 0, 120), (146, 2, 120), (148, 3, 120)]);
         assert_eq!(p.maps.node_bytes[&1], 2404 * 4096);
         // A process that is gone is not an error.
         assert_eq!(read_process(dir.path(), 999).unwrap(), None);

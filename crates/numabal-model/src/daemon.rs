@@ -153,7 +153,7 @@ fn d_idle_interval() -> u64 {
     5000
 }
 fn d_migrate_mb_s() -> f64 {
-    256.0
+    1024.0
 }
 fn d_min_rss() -> u64 {
     64
@@ -283,7 +283,7 @@ mod tests {
     fn defaults_are_the_live_daemons() {
         let s = parse("").unwrap();
         assert_eq!(s, DaemonSettings::default());
-        assert_eq!(s.migrate_mb_s, 256.0);
+        assert_eq!(s.migrate_mb_s, 1024.0);
         assert_eq!(s.min_rss_mb, 64);
         assert_eq!(s.sample_period_of(SensorKind::SoftDirty), 1);
         assert_eq!(s.sample_period_of(SensorKind::Pmu), PMU_SAMPLE_PERIOD);

@@ -163,6 +163,10 @@ pub struct ThreadObs {
     pub cpu: Option<usize>,
     /// Node of that CPU.
     pub node: Option<usize>,
+    /// `utime + stime` of the thread, ns (cumulative; `/proc/PID/task/TID/stat`). Absent
+    /// (0) in recordings made before it was kept.
+    #[serde(default)]
+    pub cpu_time_ns: u64,
 }
 
 /// One process as `/proc/PID/{stat,status,numa_maps,cmdline}` show it.

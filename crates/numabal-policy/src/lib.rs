@@ -16,6 +16,7 @@
 //! how threads are scheduled) lives in the backends; policy (what should move where) here.
 
 pub mod api;
+pub mod home;
 pub mod numad;
 pub mod stable;
 pub mod static_policies;

@@ -30,7 +30,7 @@ use numabal_model::scenario::PolicySpec;
 use numabal_model::{DaemonSettings, InputError, SensorKind};
 use numabal_policy::numad::{Numad, Tunables as NumadTunables};
 use numabal_policy::static_policies::{Bind, Interleave, NoPolicy};
-use numabal_policy::{Policy, stable};
+use numabal_policy::{Policy, home, stable};
 use serde::Serialize;
 use std::sync::OnceLock;
 
@@ -336,6 +336,22 @@ const ENTRIES: &[Entry] = &[
                 kernel: None,
                 tunables: json(spec, &t)?,
                 policy: Box::new(Numad::new(t)),
+                daemon: None,
+            })
+        },
+    },
+    Entry {
+        name: "home-node",
+        summary: "numabal's placement: each busy process a home node, whole where it fits with its memory, else its threads shared out over the nodes and each private chunk of memory following its threads (sampled); sched_setaffinity, migrate_pages, move_pages",
+        sim: true,
+        live: true,
+        daemon: DaemonUse::Always,
+        build: |spec| {
+            let t = home::Tunables::from_spec(spec)?;
+            Ok(Built {
+                kernel: None,
+                tunables: json(spec, &t)?,
+                policy: Box::new(home::HomeNode::new(t)),
                 daemon: None,
             })
         },

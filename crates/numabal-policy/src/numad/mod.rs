@@ -681,6 +681,7 @@ mod tests {
                 pid: Pid(1),
                 cpu: Some(t as usize),
                 node: Some(m.cpus[t as usize].node),
+                cpu_time_ns: 0,
             })
             .collect();
         let node_bytes: Vec<u64> = node_gib.iter().map(|g| g * GIB).collect();

@@ -377,6 +377,7 @@ mod tests {
                         pid: *pid,
                         cpu: Some(m.nodes[node].cpus.first().unwrap()),
                         node: Some(node),
+                        cpu_time_ns: 0,
                     });
                 }
                 let pages = &self.pages[pid];

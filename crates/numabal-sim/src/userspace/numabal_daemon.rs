@@ -32,7 +32,9 @@ use crate::registry::SimDaemon;
 use crate::world::{NS, PerfEvent, TState, World};
 use numabal_daemon::budget::PAGE;
 use numabal_daemon::log::{self as line, Changed, Counts};
-use numabal_daemon::pacing::{interval_range_ns, next_clear_ns, pass_gap_ns};
+use numabal_daemon::pacing::{
+    host_busy, idle_look_gap_ns, interval_range_ns, next_clear_ns, pass_gap_ns,
+};
 use numabal_daemon::{Candidate, RateLimit, RawSample, Roster, Rules, SensorKind};
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::{AccessSample, Action, ProcessObs, ThreadObs};
@@ -77,6 +79,9 @@ pub(crate) struct NumabalDaemon {
     interval_min_ns: u64,
     pass: u64,
     managed_count: usize,
+    /// With nothing managed: when the next full pass is due, and the last look at the CPUs'
+    /// idle time (when, their idle time summed) (pacing::host_busy).
+    idle_look: Option<(u64, u64, u64)>,
     /// The daemon's thread: the CPU it last ran on, and the time it holds CPUs for.
     cpu: usize,
     kthreads: KThreads,
@@ -101,6 +106,7 @@ impl NumabalDaemon {
             interval_min_ns: 0,
             pass: 0,
             managed_count: 0,
+            idle_look: None,
             cpu: 0,
             kthreads: KThreads::new(nr_cpus),
             cpu_ns: 0.0,
@@ -320,6 +326,17 @@ impl UserSpace {
     /// A pass of numabal's daemon.
     pub(crate) fn numabal_pass(&mut self, w: &mut World) -> Result<(), SimError> {
         let mut d = self.numabal.take().expect("a numabal daemon");
+        if let Some((due, at, idle)) = d.idle_look.take() {
+            let now_idle: u64 = w.cpu_idle_ns().iter().sum();
+            let busy = host_busy(idle, now_idle, w.now() - at, w.machine().nr_cpus());
+            if w.now() < due && !busy {
+                let look = idle_look_gap_ns(&d.d.settings, &*self.policy);
+                w.push_event(due.min(w.now() + look), EventKind::PolicyTick);
+                d.idle_look = Some((due, w.now(), now_idle));
+                self.numabal = Some(d);
+                return Ok(());
+            }
+        }
         if d.pass == 0 {
             d.start(w, &*self.policy);
         }
@@ -345,7 +362,13 @@ impl UserSpace {
         }
         d.actions = out;
         d.pass += 1;
-        let next = w.now() + pass_gap_ns(&d.d.settings, &*self.policy, d.managed_count);
+        let mut next = w.now() + pass_gap_ns(&d.d.settings, &*self.policy, d.managed_count);
+        if d.managed_count == 0 {
+            let look = idle_look_gap_ns(&d.d.settings, &*self.policy);
+            let idle: u64 = w.cpu_idle_ns().iter().sum();
+            d.idle_look = Some((next, w.now(), idle));
+            next = next.min(w.now() + look);
+        }
         if self.daemon.has_jobs() {
             self.daemon.defer_pass_until(next);
         } else {
@@ -469,7 +492,12 @@ impl UserSpace {
         d.counts.pages_failed += done.failed;
         let v = &mut d.log[done.line];
         match done.page_errors {
-            None => v["not_moved"] = done.failed.into(),
+            None => {
+                // migrate_pages: the pages that stayed are given back to the bucket, as
+                // the live daemon charges only the pages that moved.
+                d.rate.charge(-(done.failed as f64) * PAGE);
+                v["not_moved"] = done.failed.into();
+            }
             Some(e) => {
                 // move_pages: the addresses that did not move are given back to the bucket.
                 d.rate.charge(-(done.failed as f64) * PAGE);

@@ -139,6 +139,7 @@ impl World<'_> {
                     pid: Pid(th.proc as u32 + 1),
                     cpu,
                     node: cpu.map(|c| self.machine.cpus[c].node),
+                    cpu_time_ns: th.sum_exec_ns.max(0.0) as u64,
                 }
             })
             .collect()

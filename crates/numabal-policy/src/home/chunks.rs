@@ -1,0 +1,196 @@
+//! What a process's sampled accesses say, chunk by chunk: which threads touch a chunk (one:
+//! private to it; two or more: shared) and where its pages were seen.
+//!
+//! A chunk keeps its last sampling thread and the last other thread before it, with their
+//! times; a sample older than the window no longer speaks for the chunk. Two threads in the
+//! window make the chunk shared, whatever their nodes.
+
+use crate::api::AccessSample;
+use numabal_model::Tid;
+use std::collections::BTreeMap;
+
+/// One chunk's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Chunk {
+    /// The last sampling thread, and when (ns).
+    last: (Tid, u64),
+    /// The last other thread before it, and when.
+    other: Option<(Tid, u64)>,
+    /// Samples since the chunk was first sampled in the window.
+    count: u32,
+    /// Node of the last sampled page, or the node the chunk was sent to since.
+    page_node: usize,
+}
+
+/// The chunks of one process.
+#[derive(Debug, Clone, Default)]
+pub struct Chunks {
+    map: BTreeMap<u64, Chunk>,
+}
+
+/// How a process's chunks are shared, over the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sharing {
+    /// Chunks sampled more than once.
+    pub multi: u64,
+    /// Of those, chunks sampled by two threads.
+    pub shared: u64,
+    /// Threads the chunks name (at most two per chunk: the last and the other).
+    pub threads: u64,
+}
+
+impl Chunks {
+    /// Add a sample taken at `now` (ns); `shift` is the chunk size's.
+    pub fn record(&mut self, s: &AccessSample, shift: u32, now: u64) {
+        let key = s.addr >> shift;
+        let c = self.map.entry(key).or_insert(Chunk {
+            last: (s.tid, now),
+            other: None,
+            count: 0,
+            page_node: s.page_node,
+        });
+        if c.last.0 != s.tid {
+            c.other = Some(c.last);
+        }
+        c.last = (s.tid, now);
+        c.count += 1;
+        c.page_node = s.page_node;
+    }
+
+    /// Forget chunks whose last sample is older than `window` ns; a chunk's other thread
+    /// older than that stops counting.
+    pub fn expire(&mut self, now: u64, window: u64) {
+        let old = |t: u64| t + window < now;
+        self.map.retain(|_, c| !old(c.last.1));
+        for c in self.map.values_mut() {
+            if c.other.is_some_and(|o| old(o.1)) {
+                c.other = None;
+                c.count = 1;
+            }
+        }
+    }
+
+    /// The sharing of the chunks now held.
+    pub fn sharing(&self) -> Sharing {
+        let mut s = Sharing::default();
+        let mut tids = std::collections::BTreeSet::new();
+        for c in self.map.values() {
+            tids.insert(c.last.0);
+            tids.extend(c.other.map(|o| o.0));
+            if c.count >= 2 {
+                s.multi += 1;
+                s.shared += u64::from(c.other.is_some());
+            }
+        }
+        s.threads = tids.len() as u64;
+        s
+    }
+
+    /// Chunks to send to their threads' node: every thread sampling the chunk in the
+    /// window has the same node (`node_of`, `None`: not placed), and the chunk's pages were
+    /// last seen elsewhere. `min_samples` samples at least. Returns (chunk key, node).
+    pub fn to_follow(
+        &self,
+        min_samples: u32,
+        node_of: impl Fn(Tid) -> Option<usize>,
+    ) -> Vec<(u64, usize)> {
+        let mut out = Vec::new();
+        for (&key, c) in &self.map {
+            if c.count < min_samples {
+                continue;
+            }
+            let Some(node) = node_of(c.last.0) else {
+                continue;
+            };
+            if c.other.is_some_and(|o| node_of(o.0) != Some(node)) {
+                continue;
+            }
+            if c.page_node != node {
+                out.push((key, node));
+            }
+        }
+        out
+    }
+
+    /// The chunk's pages were sent to `node`.
+    pub fn sent(&mut self, key: u64, node: usize) {
+        if let Some(c) = self.map.get_mut(&key) {
+            c.page_node = node;
+        }
+    }
+
+    /// Chunks held.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// No chunk held.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numabal_model::Pid;
+
+    fn s(tid: u32, addr: u64, page_node: usize) -> AccessSample {
+        AccessSample {
+            tid: Tid(tid),
+            pid: Pid(1),
+            node: 0,
+            addr,
+            page_node,
+        }
+    }
+
+    const MB2: u64 = 1 << 21;
+
+    #[test]
+    fn one_thread_is_private_two_are_shared_until_the_window_passes() {
+        let mut c = Chunks::default();
+        c.record(&s(1, 0, 0), 21, 0);
+        c.record(&s(1, 4096, 0), 21, 1);
+        c.record(&s(2, MB2, 0), 21, 1);
+        c.record(&s(3, MB2 + 8192, 0), 21, 2);
+        assert_eq!(
+            c.sharing(),
+            Sharing {
+                multi: 2,
+                shared: 1,
+                threads: 3
+            }
+        );
+        // Thread 3's sample is 10 ns old, thread 2's 11: with a window of 10 only thread 3
+        // speaks for the second chunk; the first chunk's last sample (1) is gone.
+        c.expire(12, 10);
+        assert_eq!(c.len(), 1);
+        assert_eq!(
+            c.sharing(),
+            Sharing {
+                threads: 1,
+                ..Sharing::default()
+            }
+        );
+    }
+
+    #[test]
+    fn chunks_follow_their_threads_node_unless_threads_of_two_nodes_touch_them() {
+        let mut c = Chunks::default();
+        c.record(&s(1, 0, 0), 21, 0); // thread 1 (node 1), page on node 0: follows
+        c.record(&s(2, MB2, 1), 21, 0); // thread 2 (node 1), page already there
+        c.record(&s(1, 2 * MB2, 0), 21, 0); // threads 1 and 3: nodes 1 and 0, stays
+        c.record(&s(3, 2 * MB2, 0), 21, 0);
+        c.record(&s(4, 3 * MB2, 0), 21, 0); // thread 4 not placed: stays
+        let node_of = |t: Tid| match t.0 {
+            1 | 2 => Some(1),
+            3 => Some(0),
+            _ => None,
+        };
+        assert_eq!(c.to_follow(1, node_of), vec![(0, 1)]);
+        assert_eq!(c.to_follow(2, node_of), vec![]);
+        c.sent(0, 1);
+        assert_eq!(c.to_follow(1, node_of), vec![]);
+    }
+}

@@ -1,0 +1,685 @@
+//! `home-node`: numabal's own placement policy (issue 18). Every busy process gets a home:
+//! a whole process one node, where its threads and memory go together (numad's
+//! process-level fitting, without its hold-off); a process that shares no memory among its
+//! threads, or fits no node, has its busy threads shared out over the nodes, and each
+//! chunk of memory only one node's threads touch follows them there (Stable-NUMA's private
+//! pages, found by sampling). Placed processes stay placed: nothing moves again unless a
+//! thread appears or memory strays.
+//!
+//! ```text
+//!  pass (interval_ms)
+//!    threads' CPU time ─► busy threads (ran ≥ busy_pct of the pass)
+//!    samples ─► chunks (chunk_kib): one thread or two in the window ─► shares / private
+//!    processes busy and classified (or waited classify_wait_s), first pass for each ─► plan
+//!      shares its memory, or one busy thread: whole, on the node with room for all of it
+//!      private, or no node has room: split, busy threads water-filled over the room left
+//!    act: sched_setaffinity to the home node's CPUs
+//!         whole: migrate_pages of what lies elsewhere (more than 1/16 of its memory)
+//!         split: move_pages of each chunk whose threads are all on another node
+//! ```
+//!
+//! What it cannot see: which thread touches memory it did not sample (the sensor's
+//! period), memory shared between processes (left where it is), and load of processes it
+//! does not manage (the kernel's balancer places those around the pinned threads).
+
+pub mod chunks;
+pub mod plan;
+pub mod tunables;
+
+pub use tunables::Tunables;
+
+use crate::api::{Action, Observation, Policy, ProcessObs, ThreadObs};
+use chunks::Chunks;
+use numabal_model::{Machine, Pid, Tid};
+use std::collections::{BTreeMap, BTreeSet};
+
+const PAGE: u64 = 4096;
+const MIB: u64 = 1 << 20;
+const NS_PER_S: u64 = 1_000_000_000;
+
+/// How a process uses its memory, as its samples show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Unknown,
+    /// Its threads share chunks: it goes whole to one node if it can.
+    Shares,
+    /// Each chunk is one thread's: its threads may be split over nodes.
+    Private,
+}
+
+/// Where a placed process lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Home {
+    Whole(usize),
+    /// Busy threads each on their own node (`Thread::home`).
+    Split,
+}
+
+#[derive(Debug, Clone)]
+struct Unit {
+    /// When a thread of it was first busy, ns.
+    busy_since: Option<u64>,
+    chunks: Chunks,
+    class: Class,
+    home: Option<Home>,
+    /// Busy threads it was placed with (raised when more become busy).
+    size: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Thread {
+    pid: Pid,
+    cpu_ns: u64,
+    busy: bool,
+    /// Its node, by the plan.
+    home: Option<usize>,
+    /// The node its affinity was set to.
+    set: Option<usize>,
+}
+
+/// The `home-node` policy.
+#[derive(Debug, Clone)]
+pub struct HomeNode {
+    t: Tunables,
+    units: BTreeMap<Pid, Unit>,
+    threads: BTreeMap<Tid, Thread>,
+    last_ns: Option<u64>,
+    /// A process exited since the last plan: its room is free for the split ones.
+    exited: bool,
+}
+
+impl HomeNode {
+    /// The policy with tunables `t`.
+    pub fn new(t: Tunables) -> HomeNode {
+        HomeNode {
+            t,
+            units: BTreeMap::new(),
+            threads: BTreeMap::new(),
+            last_ns: None,
+            exited: false,
+        }
+    }
+
+    /// Threads' CPU time since the last pass ─► busy; exited threads and processes forgotten.
+    fn measure(&mut self, obs: &Observation<'_>, dt: u64) {
+        let live: BTreeSet<Tid> = obs.threads.iter().map(|t| t.tid).collect();
+        self.threads.retain(|tid, _| live.contains(tid));
+        let pids: BTreeSet<Pid> = obs.processes.iter().map(|p| p.pid).collect();
+        let before = self.units.len();
+        self.units.retain(|pid, _| pids.contains(pid));
+        self.exited |= self.units.len() < before;
+        // Busy against the busiest thread of the pass, so that threads sharing CPUs on an
+        // overcommitted machine stay busy; none while the busiest ran under 1/10 of it.
+        let ran = |o: &ThreadObs, th: Option<&Thread>| {
+            th.map_or(0, |th| o.cpu_time_ns.saturating_sub(th.cpu_ns))
+        };
+        let most = (obs.threads.iter())
+            .map(|o| ran(o, self.threads.get(&o.tid)))
+            .max()
+            .unwrap_or(0);
+        for o in obs.threads {
+            let r = ran(o, self.threads.get(&o.tid));
+            let th = self.threads.entry(o.tid).or_insert(Thread {
+                pid: o.pid,
+                cpu_ns: o.cpu_time_ns,
+                busy: false,
+                home: None,
+                set: None,
+            });
+            th.busy = most * 10 >= dt && dt > 0 && r * 100 >= self.t.busy_pct * most;
+            th.cpu_ns = o.cpu_time_ns;
+        }
+        for p in obs.processes {
+            let busy = self.busy(p.pid);
+            let u = self.units.entry(p.pid).or_insert(Unit {
+                busy_since: None,
+                chunks: Chunks::default(),
+                class: Class::Unknown,
+                home: None,
+                size: 0,
+            });
+            if u.busy_since.is_none() && busy > 0 {
+                u.busy_since = Some(obs.now_ns);
+            }
+        }
+    }
+
+    fn busy(&self, pid: Pid) -> u32 {
+        self.threads
+            .values()
+            .filter(|t| t.pid == pid && t.busy)
+            .count() as u32
+    }
+
+    /// Samples into chunks; each process classified once enough chunks speak.
+    fn classify(&mut self, obs: &Observation<'_>) {
+        let shift = self.t.chunk_shift();
+        for s in obs.samples {
+            if let Some(u) = self.units.get_mut(&s.pid) {
+                u.chunks.record(s, shift, obs.now_ns);
+            }
+        }
+        let window = self.t.window_s * NS_PER_S;
+        for u in self.units.values_mut() {
+            u.chunks.expire(obs.now_ns, window);
+            let s = u.chunks.sharing();
+            if u.class == Class::Unknown && s.multi >= self.t.classify_chunks && s.threads >= 2 {
+                u.class = if s.shared * 100 >= self.t.shared_pct * s.multi {
+                    Class::Shares
+                } else {
+                    Class::Private
+                };
+            }
+        }
+    }
+
+    /// Busy, and classified (its samples came from two threads at least), or
+    /// single-threaded, or waited `classify_wait_s`.
+    fn ready(&self, pid: Pid, u: &Unit, obs: &Observation<'_>) -> bool {
+        let waited = u
+            .busy_since
+            .is_some_and(|t| obs.now_ns >= t + self.t.classify_wait_s * NS_PER_S);
+        let single = (obs.processes.iter()).any(|p| p.pid == pid && p.num_threads == 1);
+        self.busy(pid) > 0 && (single || u.class != Class::Unknown || waited)
+    }
+
+    /// Homes for the processes that are ready and have none; split processes shared out
+    /// again over the room the whole ones leave.
+    fn plan(&mut self, m: &Machine, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        let cap: Vec<u32> = m.nodes.iter().map(|n| n.cpus.count() as u32).collect();
+        let mut load = vec![0u32; cap.len()];
+        for u in self.units.values() {
+            if let Some(Home::Whole(n)) = u.home {
+                load[n] += u.size;
+            }
+        }
+        let busy_all: u32 = (self.units.iter())
+            .filter(|(pid, u)| u.home.is_some() || self.ready(**pid, u, obs))
+            .map(|(&pid, u)| self.busy(pid).max(u.size))
+            .sum();
+        let mut new: Vec<(u32, Pid)> = (self.units.iter())
+            .filter(|(pid, u)| u.home.is_none() && self.ready(**pid, u, obs))
+            .map(|(&pid, _)| (self.busy(pid), pid))
+            .collect();
+        new.sort_by_key(|&(b, pid)| (std::cmp::Reverse(b), pid));
+        for (busy, pid) in new {
+            let Some(p) = obs.processes.iter().find(|p| p.pid == pid) else {
+                continue;
+            };
+            let room = busy_all < cap.iter().sum::<u32>();
+            let home = self.home_of(p, busy, room, &cap, &load, obs);
+            if let Home::Whole(n) = home {
+                load[n] += busy;
+            }
+            let u = self.units.get_mut(&pid).expect("listed");
+            u.home = Some(home);
+            u.size = busy;
+            out.push(Action::Log {
+                pid,
+                message: placed_line(home, busy, p, u),
+            });
+        }
+        self.split(&cap, &load, obs);
+    }
+
+    /// Whole where it fits, unless it keeps its memory private and the machine has room
+    /// to spread its threads (`room`: fewer busy threads than CPUs, all told).
+    fn home_of(
+        &self,
+        p: &ProcessObs,
+        busy: u32,
+        room: bool,
+        cap: &[u32],
+        load: &[u32],
+        obs: &Observation<'_>,
+    ) -> Home {
+        if self.units[&p.pid].class == Class::Private && busy > 1 && room {
+            return Home::Split;
+        }
+        let free: Vec<u64> = obs.nodes.iter().map(|n| n.mem_free_bytes).collect();
+        let mut own = p.node_bytes.clone();
+        own.resize(cap.len(), 0);
+        plan::whole_node(cap, load, busy, p.rss_bytes, &free, &own).map_or(Home::Split, Home::Whole)
+    }
+
+    /// Busy threads of split processes, process by process, water-filled over the room
+    /// left; a thread keeps its node while its quota lasts.
+    fn split(&mut self, cap: &[u32], load: &[u32], obs: &Observation<'_>) {
+        let mut room: Vec<i64> = (0..cap.len())
+            .map(|n| i64::from(cap[n]) - i64::from(load[n]))
+            .collect();
+        let split: Vec<Pid> = (self.units.iter())
+            .filter(|(_, u)| u.home == Some(Home::Split))
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in split {
+            let tids: Vec<Tid> = (self.threads.iter())
+                .filter(|(_, t)| t.pid == pid && (t.busy || t.home.is_some()))
+                .map(|(&tid, _)| tid)
+                .collect();
+            let quota = plan::water_fill(cap, &room, tids.len() as u32);
+            for (n, q) in quota.iter().enumerate() {
+                room[n] -= i64::from(*q);
+            }
+            let on: Vec<Option<usize>> = tids
+                .iter()
+                .map(|tid| self.threads[tid].home.or_else(|| node_now(obs, *tid)))
+                .collect();
+            for (tid, n) in tids.iter().zip(plan::assign(&quota, &on)) {
+                self.threads.get_mut(tid).expect("listed").home = Some(n);
+            }
+        }
+    }
+
+    /// Affinities to the homes; memory after them.
+    fn act(&mut self, m: &Machine, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        for (&pid, u) in &self.units {
+            if let Some(Home::Whole(n)) = u.home {
+                for t in self.threads.values_mut().filter(|t| t.pid == pid) {
+                    t.home = Some(n);
+                }
+            }
+        }
+        for (&tid, t) in self.threads.iter_mut() {
+            if let Some(n) = t.home.filter(|&n| t.set != Some(n)) {
+                t.set = Some(n);
+                out.push(Action::SetThreadAffinity {
+                    tid,
+                    cpus: m.nodes[n].cpus.clone(),
+                });
+            }
+        }
+        let mut pages = self.t.move_mb_s * MIB / PAGE * self.t.interval_ms / 1000;
+        let mut free: Vec<u64> = obs.nodes.iter().map(|n| n.mem_free_bytes).collect();
+        // Whole processes whose home node has the most room gather first: their moves free
+        // room on the nodes the others wait for.
+        let mut whole: Vec<(u64, &ProcessObs, usize)> = Vec::new();
+        for p in obs.processes {
+            match self.units.get(&p.pid).and_then(|u| u.home) {
+                Some(Home::Whole(n)) => whole.push((free[n], p, n)),
+                Some(Home::Split) => self.follow(p.pid, &mut pages, out),
+                None => {}
+            }
+        }
+        whole.sort_by_key(|&(room, p, _)| (std::cmp::Reverse(room), p.pid));
+        for (_, p, n) in whole {
+            gather(p, n, &mut free, out);
+        }
+    }
+
+    /// Whole processes with more busy threads than their node has CPUs free of the other
+    /// whole processes there lose their home, to be placed again; the others' sizes are
+    /// raised to their busy threads. Returns whether one lost its home.
+    fn outgrown(&mut self, m: &Machine) -> bool {
+        let mut load = vec![0u32; m.nodes.len()];
+        for u in self.units.values() {
+            if let Some(Home::Whole(n)) = u.home {
+                load[n] += u.size;
+            }
+        }
+        let busy: BTreeMap<Pid, u32> = self.units.keys().map(|&p| (p, self.busy(p))).collect();
+        let mut lost = Vec::new();
+        for (&pid, u) in self.units.iter_mut() {
+            let Some(Home::Whole(n)) = u.home else {
+                continue;
+            };
+            let b = busy[&pid];
+            if b > u.size {
+                let cap = m.nodes[n].cpus.count() as u32;
+                if load[n] - u.size + b > cap {
+                    u.home = None;
+                    lost.push(pid);
+                } else {
+                    load[n] += b - u.size;
+                    u.size = b;
+                }
+            }
+        }
+        for t in self.threads.values_mut().filter(|t| lost.contains(&t.pid)) {
+            t.home = None;
+        }
+        !lost.is_empty()
+    }
+
+    /// Chunks of a split process whose sampling threads are all on one other node, while
+    /// the pass's move budget (`pages`) lasts.
+    fn follow(&mut self, pid: Pid, pages: &mut u64, out: &mut Vec<Action>) {
+        let threads = &self.threads;
+        let u = self.units.get_mut(&pid).expect("listed");
+        let min = if u.class == Class::Private { 1 } else { 2 };
+        let moves = u.chunks.to_follow(min, |tid| threads.get(&tid)?.home);
+        let shift = self.t.chunk_shift();
+        let per_chunk = (1u64 << shift) / PAGE;
+        let mut by_node: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+        for (key, node) in moves {
+            if *pages < per_chunk {
+                break;
+            }
+            *pages -= per_chunk;
+            u.chunks.sent(key, node);
+            let base = key << shift;
+            let v = by_node.entry(node).or_default();
+            v.extend((0..per_chunk).map(|i| base + i * PAGE));
+        }
+        for (node, addrs) in by_node {
+            out.push(Action::MovePages { pid, addrs, node });
+        }
+    }
+}
+
+/// `migrate_pages` of a whole process's memory on other nodes, when more than 1/16 of it
+/// lies there: the largest part first, then the others while the home node's free memory
+/// (`free`, this pass's, less what earlier calls take) holds them all. A part that does not
+/// fit moves as far as it fits; what is left waits for a later pass, when the other
+/// processes have taken their memory away from the home node.
+fn gather(p: &ProcessObs, home: usize, free: &mut [u64], out: &mut Vec<Action>) {
+    let away = p.rss_bytes
+        - p.node_bytes
+            .get(home)
+            .copied()
+            .unwrap_or(0)
+            .min(p.rss_bytes);
+    if away * 16 <= p.rss_bytes {
+        return;
+    }
+    let mut parts: Vec<(u64, usize)> = (p.node_bytes.iter().enumerate())
+        .filter(|&(n, &b)| n != home && b > 0)
+        .map(|(n, &b)| (b, n))
+        .collect();
+    parts.sort_by_key(|&(b, n)| (std::cmp::Reverse(b), n));
+    for (i, (b, from)) in parts.into_iter().enumerate() {
+        // Nothing while the home node has no room for a 16th of the part: the processes
+        // whose memory fills it take theirs home first.
+        if (i > 0 && b > free[home]) || free[home] * 16 < b {
+            break;
+        }
+        let moved = b.min(free[home]);
+        free[home] -= moved;
+        free[from] += moved;
+        out.push(Action::MigrateProcessPages {
+            pid: p.pid,
+            from,
+            to: home,
+        });
+    }
+}
+
+fn node_now(obs: &Observation<'_>, tid: Tid) -> Option<usize> {
+    obs.threads.iter().find(|t| t.tid == tid)?.node
+}
+
+fn placed_line(home: Home, busy: u32, p: &ProcessObs, u: &Unit) -> String {
+    let s = u.chunks.sharing();
+    let class = match u.class {
+        Class::Unknown => "not classified".to_string(),
+        Class::Shares => format!("shares its memory: {} of {} chunks", s.shared, s.multi),
+        Class::Private => format!("private memory: {} of {} chunks shared", s.shared, s.multi),
+    };
+    let mib = p.rss_bytes / MIB;
+    match home {
+        Home::Whole(n) => format!("home node {n}: whole ({busy} busy threads, {mib} MiB, {class})"),
+        Home::Split => format!("split over nodes ({busy} busy threads, {mib} MiB, {class})"),
+    }
+}
+
+impl Policy for HomeNode {
+    fn name(&self) -> &str {
+        "home-node"
+    }
+
+    fn tick_interval_ns(&self) -> Option<u64> {
+        Some(self.t.interval_ms * 1_000_000)
+    }
+
+    fn on_tick(&mut self, m: &Machine, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        let dt = self.last_ns.map_or(0, |l| obs.now_ns.saturating_sub(l));
+        self.last_ns = Some(obs.now_ns);
+        self.measure(obs, dt);
+        self.classify(obs);
+        let outgrown = self.outgrown(m);
+        let busy_changed = self.units.iter().any(|(&pid, u)| {
+            u.home == Some(Home::Split)
+                && self
+                    .threads
+                    .values()
+                    .any(|t| t.pid == pid && t.busy && t.home.is_none())
+        });
+        let ready_new =
+            (self.units.iter()).any(|(&pid, u)| u.home.is_none() && self.ready(pid, u, obs));
+        if ready_new || busy_changed || self.exited || outgrown {
+            self.exited = false;
+            self.plan(m, obs, out);
+        }
+        self.act(m, obs, out);
+    }
+
+    fn on_process_exit(&mut self, pid: Pid) {
+        self.exited |= self.units.remove(&pid).is_some();
+        self.threads.retain(|_, t| t.pid != pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{AccessSample, NodeObs};
+    use crate::util::test::machine;
+    use numabal_model::Mask;
+
+    const GIB: u64 = 1 << 30;
+
+    /// A host as the policy sees it: processes of busy threads, memory per node, samples.
+    struct Host {
+        m: Machine,
+        /// (pid, busy threads, idle threads, GiB per node)
+        procs: Vec<(u32, u32, u32, Vec<u64>)>,
+        /// Each thread's CPU time so far.
+        cpu_ns: BTreeMap<Tid, u64>,
+    }
+
+    impl Host {
+        fn tid(pid: u32, i: u32) -> Tid {
+            Tid(pid * 1000 + i)
+        }
+
+        /// One pass at `t_s`, a second after the last, every busy thread having run all of it.
+        fn pass(&mut self, p: &mut HomeNode, t_s: u64, samples: &[AccessSample]) -> Vec<Action> {
+            let mut threads = Vec::new();
+            let mut procs = Vec::new();
+            for (pid, busy, idle, gib) in &self.procs {
+                for i in 0..busy + idle {
+                    let tid = Host::tid(*pid, i);
+                    let ran = self.cpu_ns.entry(tid).or_default();
+                    *ran += if i < *busy { NS_PER_S } else { 0 };
+                    threads.push(ThreadObs {
+                        tid,
+                        pid: Pid(*pid),
+                        cpu: Some(0),
+                        node: Some(0),
+                        cpu_time_ns: *ran,
+                    });
+                }
+                let node_bytes: Vec<u64> = gib.iter().map(|g| g * GIB).collect();
+                procs.push(ProcessObs {
+                    pid: Pid(*pid),
+                    comm: "app".into(),
+                    num_threads: busy + idle,
+                    cpu_time_ns: 0,
+                    vsize_bytes: 0,
+                    rss_bytes: node_bytes.iter().sum(),
+                    node_bytes,
+                    interleaved: false,
+                    mems_allowed: Mask::from_ids(0..self.m.nr_nodes()),
+                    kvm_vcpus: None,
+                });
+            }
+            let nodes = vec![
+                NodeObs {
+                    mem_total_bytes: 8 * GIB,
+                    mem_free_bytes: 4 * GIB,
+                };
+                self.m.nr_nodes()
+            ];
+            let idle = vec![0; self.m.nr_cpus()];
+            let obs = Observation {
+                now_ns: t_s * NS_PER_S,
+                threads: &threads,
+                processes: &procs,
+                nodes: &nodes,
+                cpu_idle_ns: &idle,
+                samples,
+            };
+            let mut out = Vec::new();
+            p.on_tick(&self.m, &obs, &mut out);
+            out
+        }
+    }
+
+    /// Samples of `pid`'s busy threads: thread i touches chunks `chunks(i)`, pages on `node`.
+    fn samples(
+        pid: u32,
+        threads: u32,
+        node: usize,
+        chunks: impl Fn(u32) -> Vec<u64>,
+    ) -> Vec<AccessSample> {
+        let mut v = Vec::new();
+        for i in 0..threads {
+            for c in chunks(i) {
+                v.push(AccessSample {
+                    tid: Host::tid(pid, i),
+                    pid: Pid(pid),
+                    node: 0,
+                    addr: c << 21,
+                    page_node: node,
+                });
+            }
+        }
+        v
+    }
+
+    fn homes(out: &[Action], m: &Machine) -> BTreeMap<Tid, usize> {
+        let mut h = BTreeMap::new();
+        for a in out {
+            if let Action::SetThreadAffinity { tid, cpus } = a {
+                let n = (0..m.nr_nodes()).find(|&n| m.nodes[n].cpus == *cpus);
+                h.insert(*tid, n.expect("a node's CPUs"));
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn processes_sharing_their_memory_go_whole_to_a_node_each_and_take_it_along() {
+        let m = machine("autonuma-2n24");
+        let mut host = Host {
+            m: m.clone(),
+            procs: vec![(1, 12, 1, vec![0, 3]), (2, 12, 1, vec![0, 3])],
+            cpu_ns: BTreeMap::new(),
+        };
+        let mut p = HomeNode::new(Tunables::default());
+        assert!(host.pass(&mut p, 1, &[]).is_empty());
+        // Every thread touches the same 32 chunks: shared.
+        let mut s = samples(1, 12, 1, |_| (0..32).collect());
+        s.extend(samples(2, 12, 1, |_| (0..32).collect()));
+        let out = host.pass(&mut p, 2, &s);
+        let h = homes(&out, &m);
+        // Process 1 stays with its memory on node 1; process 2 goes to node 0, all 13 of
+        // its threads, and its memory follows with migrate_pages.
+        assert!((0..13).all(|i| h[&Host::tid(1, i)] == 1), "{h:?}");
+        assert!((0..13).all(|i| h[&Host::tid(2, i)] == 0), "{h:?}");
+        let mig: Vec<&Action> = (out.iter())
+            .filter(|a| matches!(a, Action::MigrateProcessPages { .. }))
+            .collect();
+        assert_eq!(
+            mig,
+            vec![&Action::MigrateProcessPages {
+                pid: Pid(2),
+                from: 1,
+                to: 0
+            }]
+        );
+        // Placed: the next pass changes no affinity.
+        host.procs[1].3 = vec![3, 0];
+        let out = host.pass(&mut p, 3, &[]);
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn a_private_process_is_split_and_its_chunks_follow_their_threads() {
+        let m = machine("autonuma-2n24");
+        let mut host = Host {
+            m: m.clone(),
+            procs: vec![(1, 8, 1, vec![1, 0])],
+            cpu_ns: BTreeMap::new(),
+        };
+        let mut p = HomeNode::new(Tunables::default());
+        host.pass(&mut p, 1, &[]);
+        // Thread i alone touches chunks 4i..4i+4, each sampled twice, all on node 0.
+        let s = samples(1, 8, 0, |i| {
+            (0..8).map(|k| 4 * u64::from(i) + k / 2).collect()
+        });
+        let out = host.pass(&mut p, 2, &s);
+        let h = homes(&out, &m);
+        assert_eq!(h.len(), 8, "only the busy threads: {h:?}");
+        assert_eq!(h.values().filter(|&&n| n == 0).count(), 4, "{h:?}");
+        // The chunks of the threads on node 1 move there, 4 chunks of 512 pages each.
+        let moved: Vec<(usize, usize)> = (out.iter())
+            .filter_map(|a| match a {
+                Action::MovePages { addrs, node, .. } => Some((*node, addrs.len())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(moved, vec![(1, 4 * 4 * 512)]);
+        // Sent once: a pass without samples moves nothing, nor do samples that find the
+        // pages where they were sent; samples that find them still on node 0 send them again.
+        assert_eq!(host.pass(&mut p, 3, &[]).len(), 0);
+        let there: Vec<AccessSample> = (s.iter())
+            .map(|x| AccessSample {
+                page_node: h[&x.tid],
+                ..*x
+            })
+            .collect();
+        assert_eq!(host.pass(&mut p, 4, &there).len(), 0);
+        assert_eq!(host.pass(&mut p, 5, &s).len(), 1);
+    }
+
+    #[test]
+    fn single_threaded_processes_are_spread_over_the_cpus() {
+        let m = machine("tiny-2n4");
+        let mut host = Host {
+            m: m.clone(),
+            procs: (1..=4).map(|pid| (pid, 1, 0, vec![1, 0])).collect(),
+            cpu_ns: BTreeMap::new(),
+        };
+        let mut p = HomeNode::new(Tunables::default());
+        host.pass(&mut p, 1, &[]);
+        let h = homes(&host.pass(&mut p, 2, &[]), &m);
+        // Two CPUs a node: two processes each, their memory on node 0 or not.
+        assert_eq!(h.values().filter(|&&n| n == 0).count(), 2, "{h:?}");
+        assert_eq!(h.values().filter(|&&n| n == 1).count(), 2, "{h:?}");
+    }
+
+    #[test]
+    fn a_whole_process_that_outgrows_its_node_is_placed_again() {
+        let m = machine("tiny-2n4");
+        let mut host = Host {
+            m: m.clone(),
+            procs: vec![(1, 1, 3, vec![1, 0])],
+            cpu_ns: BTreeMap::new(),
+        };
+        let mut p = HomeNode::new(Tunables {
+            classify_wait_s: 1,
+            ..Tunables::default()
+        });
+        host.pass(&mut p, 1, &[]);
+        host.pass(&mut p, 2, &[]);
+        let h = homes(&host.pass(&mut p, 3, &[]), &m);
+        assert!(h.values().all(|&n| n == 0), "whole on node 0: {h:?}");
+        // Four busy threads on 2 CPUs: it no longer fits node 0 and, unclassified, is split.
+        host.procs[0].1 = 4;
+        host.procs[0].2 = 0;
+        let out = host.pass(&mut p, 4, &[]);
+        let h = homes(&out, &m);
+        assert_eq!(h.values().filter(|&&n| n == 1).count(), 2, "{h:?}");
+    }
+}

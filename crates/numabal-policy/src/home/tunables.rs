@@ -1,0 +1,112 @@
+//! Tunables of `home-node`: one set for every machine and workload (issue 18), each with
+//! its range.
+
+use crate::util::check_ranges;
+use numabal_model::InputError;
+use numabal_model::scenario::PolicySpec;
+use serde::{Deserialize, Serialize};
+
+/// Tunables of `home-node`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tunables {
+    /// Time between passes, ms.
+    pub interval_ms: u64,
+    /// A thread is busy when it ran at least this share of a pass, percent.
+    pub busy_pct: u64,
+    /// Memory is watched in chunks of this many KiB (a transparent huge page by default):
+    /// the unit of sharing and of page moves.
+    pub chunk_kib: u64,
+    /// A process shares its memory among its threads when at least this share of its
+    /// chunks sampled more than once were sampled by two threads, percent.
+    pub shared_pct: u64,
+    /// Chunks sampled more than once needed before a process is called sharing or private.
+    pub classify_chunks: u64,
+    /// A multi-threaded process not classified this long after it became busy is placed as
+    /// if it shared its memory, s.
+    pub classify_wait_s: u64,
+    /// Samples older than this no longer speak for a chunk, s.
+    pub window_s: u64,
+    /// Memory moved by `move_pages` at most this fast, MiB/s (the daemon's `migrate_mb_s`
+    /// may slow it further; chunks not moved in a pass wait for the next).
+    pub move_mb_s: u64,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Tunables {
+            interval_ms: 1000,
+            busy_pct: 50,
+            chunk_kib: 2048,
+            shared_pct: 50,
+            classify_chunks: 16,
+            classify_wait_s: 5,
+            window_s: 10,
+            move_mb_s: 256,
+        }
+    }
+}
+
+/// Tunable names, in declaration order.
+pub const TUNABLES: &[&str] = &[
+    "interval_ms",
+    "busy_pct",
+    "chunk_kib",
+    "shared_pct",
+    "classify_chunks",
+    "classify_wait_s",
+    "window_s",
+    "move_mb_s",
+];
+
+impl Tunables {
+    /// Parse a policy table's tunables; unknown keys and out-of-range values are input
+    /// errors naming the key and what is allowed.
+    pub fn from_spec(spec: &PolicySpec) -> Result<Tunables, InputError> {
+        let t: Tunables = spec.parse_tunables(TUNABLES)?;
+        check_ranges(&[
+            ("interval_ms", t.interval_ms, 10, 3_600_000),
+            ("busy_pct", t.busy_pct, 1, 100),
+            ("chunk_kib", t.chunk_kib, 4, 1 << 20),
+            ("shared_pct", t.shared_pct, 1, 100),
+            ("classify_chunks", t.classify_chunks, 1, 1 << 20),
+            ("classify_wait_s", t.classify_wait_s, 0, 3600),
+            ("window_s", t.window_s, 1, 3600),
+            ("move_mb_s", t.move_mb_s, 1, 1_000_000),
+        ])
+        .map_err(|(k, msg)| InputError::new(&spec.label, format!("policy.{k}"), msg))?;
+        if !t.chunk_kib.is_power_of_two() {
+            return Err(InputError::new(
+                &spec.label,
+                "policy.chunk_kib",
+                format!("is {} (allowed: a power of two, 4 to 1048576)", t.chunk_kib),
+            ));
+        }
+        Ok(t)
+    }
+
+    /// `chunk_kib` as a shift of a byte address.
+    pub fn chunk_shift(&self) -> u32 {
+        (self.chunk_kib * 1024).trailing_zeros()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::test::spec;
+
+    #[test]
+    fn defaults_ranges_and_chunk_size() {
+        let t = Tunables::from_spec(&spec("home-node", "")).unwrap();
+        assert_eq!(t, Tunables::default());
+        assert_eq!(t.chunk_shift(), 21);
+        let e = Tunables::from_spec(&spec("home-node", "busy_pct = 0")).unwrap_err();
+        assert!(e.to_string().contains("policy.busy_pct"), "{e}");
+        assert!(e.to_string().contains("allowed: 1 to 100"), "{e}");
+        let e = Tunables::from_spec(&spec("home-node", "chunk_kib = 1000")).unwrap_err();
+        assert!(e.to_string().contains("a power of two"), "{e}");
+        let e = Tunables::from_spec(&spec("home-node", "speed = 1")).unwrap_err();
+        assert!(e.to_string().contains("unknown tunable"), "{e}");
+    }
+}
