@@ -436,11 +436,19 @@ impl<'a> Daemon<'a> {
         now: u64,
         log: &mut dyn FnMut(Value),
     ) {
+        // Only the processes the policy still wants sampled (Policy::wants_samples).
+        let wanted: BTreeSet<u32> = (managed.iter().copied())
+            .filter(|&p| self.policy.wants_samples(Pid(p)))
+            .collect();
+        let watch: BTreeSet<u32> = (snap.threads.iter())
+            .filter(|t| wanted.contains(&t.pid.0) && live_tids.contains(&t.tid))
+            .map(|t| t.tid.0)
+            .collect();
         let Some(s) = self.sampler.as_mut() else {
             return;
         };
-        s.retain(|tid| live_tids.contains(&Tid(tid)));
-        for t in &snap.threads {
+        s.retain(|tid| watch.contains(&tid));
+        for t in snap.threads.iter().filter(|t| watch.contains(&t.tid.0)) {
             if let Err(e) = s.watch(t.pid.0, t.tid.0)
                 && self.watch_errors.insert(t.tid.0)
             {
@@ -458,7 +466,7 @@ impl<'a> Daemon<'a> {
         }
         self.raw.clear();
         if self.sensor == SensorKind::SoftDirty {
-            self.clear_soft_dirty_bits(managed, now, log);
+            self.clear_soft_dirty_bits(&wanted, now, log);
         }
     }
 

@@ -297,6 +297,13 @@ pub trait Policy: Send {
     /// (e.g. [`Action::MoveThread`]).
     fn on_tick(&mut self, _machine: &Machine, _obs: &Observation<'_>, _out: &mut Vec<Action>) {}
 
+    /// Whether the daemon's sensor should keep sampling `pid`'s accesses (watch its threads,
+    /// clear its soft-dirty bits): a policy that has learned what it needs of a process
+    /// says no, and the process runs without the sampling's faults. The default: always.
+    fn wants_samples(&self, _pid: Pid) -> bool {
+        true
+    }
+
     /// The CPU load balancer wants to move `tid` from `src_node` to `dst_node`.
     fn can_migrate_task(&self, _tid: Tid, _src_node: usize, _dst_node: usize) -> MigrateVerdict {
         MigrateVerdict::Allow

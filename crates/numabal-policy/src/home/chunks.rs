@@ -112,6 +112,19 @@ impl Chunks {
         out
     }
 
+    /// Chunks off their node of an interleave over `nodes` (chunk key modulo their count):
+    /// (chunk key, node).
+    pub fn to_interleave(&self, nodes: &[usize]) -> Vec<(u64, usize)> {
+        if nodes.is_empty() {
+            return Vec::new();
+        }
+        (self.map.iter())
+            .map(|(&key, c)| (key, c.page_node, nodes[(key % nodes.len() as u64) as usize]))
+            .filter(|&(_, at, node)| at != node)
+            .map(|(key, _, node)| (key, node))
+            .collect()
+    }
+
     /// The chunk's pages were sent to `node`.
     pub fn sent(&mut self, key: u64, node: usize) {
         if let Some(c) = self.map.get_mut(&key) {
@@ -189,6 +202,10 @@ mod tests {
             _ => None,
         };
         assert_eq!(c.to_follow(1, node_of), vec![(0, 1)]);
+        // Interleaved over nodes 1 and 0: even chunks to node 1, odd ones to node 0; only
+        // chunk 3 is where it belongs.
+        assert_eq!(c.to_interleave(&[1, 0]), vec![(0, 1), (1, 0), (2, 1)]);
+        assert_eq!(c.to_interleave(&[]), vec![]);
         assert_eq!(c.to_follow(2, node_of), vec![]);
         c.sent(0, 1);
         assert_eq!(c.to_follow(1, node_of), vec![]);

@@ -64,6 +64,12 @@ struct Unit {
     home: Option<Home>,
     /// Busy threads it was placed with (raised when more become busy).
     size: u32,
+    /// A split process sharing its memory: the nodes it is kept on (as few as hold its
+    /// threads), its memory interleaved over them by chunk.
+    nodes: Vec<usize>,
+    /// When it was last placed or last had memory moved by samples, ns: a split process is
+    /// sampled until a window passes without a move.
+    last_change_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -137,6 +143,8 @@ impl HomeNode {
                 class: Class::Unknown,
                 home: None,
                 size: 0,
+                nodes: Vec::new(),
+                last_change_ns: 0,
             });
             if u.busy_since.is_none() && busy > 0 {
                 u.busy_since = Some(obs.now_ns);
@@ -214,6 +222,7 @@ impl HomeNode {
             let u = self.units.get_mut(&pid).expect("listed");
             u.home = Some(home);
             u.size = busy;
+            u.last_change_ns = obs.now_ns;
             out.push(Action::Log {
                 pid,
                 message: placed_line(home, busy, p, u),
@@ -257,7 +266,18 @@ impl HomeNode {
                 .filter(|(_, t)| t.pid == pid && (t.busy || t.home.is_some()))
                 .map(|(&tid, _)| tid)
                 .collect();
-            let quota = plan::water_fill(cap, &room, tids.len() as u32);
+            let shares = self.units[&pid].class != Class::Private;
+            let within = if shares {
+                let keep = self.units[&pid].nodes.clone();
+                let nodes = plan::fewest_nodes(cap, &room, tids.len() as u32, &keep);
+                self.units.get_mut(&pid).expect("listed").nodes = nodes.clone();
+                (0..cap.len())
+                    .map(|n| if nodes.contains(&n) { cap[n] } else { 0 })
+                    .collect()
+            } else {
+                cap.to_vec()
+            };
+            let quota = plan::water_fill(&within, &room, tids.len() as u32);
             for (n, q) in quota.iter().enumerate() {
                 room[n] -= i64::from(*q);
             }
@@ -307,32 +327,42 @@ impl HomeNode {
         }
     }
 
-    /// Whole processes with more busy threads than their node has CPUs free of the other
-    /// whole processes there lose their home, to be placed again; the others' sizes are
-    /// raised to their busy threads. Returns whether one lost its home.
+    /// Whole processes whose busy threads outgrew their node (more than its CPUs, counting
+    /// every busy thread homed there) lose their home, to be placed again, while another
+    /// node has CPUs to spare; when none has, every node is overcommitted alike and the
+    /// process stays with its memory. The others' sizes are raised to their busy threads.
+    /// Returns whether one lost its home.
     fn outgrown(&mut self, m: &Machine) -> bool {
-        let mut load = vec![0u32; m.nodes.len()];
-        for u in self.units.values() {
+        let cap: Vec<u32> = m.nodes.iter().map(|n| n.cpus.count() as u32).collect();
+        let mut load = vec![0u32; cap.len()];
+        for (&pid, u) in &self.units {
             if let Some(Home::Whole(n)) = u.home {
-                load[n] += u.size;
+                load[n] += self.busy(pid).max(u.size);
             }
         }
+        for t in self.threads.values().filter(|t| t.busy) {
+            if let (Some(n), Some(Some(Home::Split))) =
+                (t.home, self.units.get(&t.pid).map(|u| u.home))
+            {
+                load[n] += 1;
+            }
+        }
+        let spare = (0..cap.len()).any(|n| load[n] < cap[n]);
         let busy: BTreeMap<Pid, u32> = self.units.keys().map(|&p| (p, self.busy(p))).collect();
         let mut lost = Vec::new();
         for (&pid, u) in self.units.iter_mut() {
             let Some(Home::Whole(n)) = u.home else {
                 continue;
             };
-            let b = busy[&pid];
-            if b > u.size {
-                let cap = m.nodes[n].cpus.count() as u32;
-                if load[n] - u.size + b > cap {
-                    u.home = None;
-                    lost.push(pid);
-                } else {
-                    load[n] += b - u.size;
-                    u.size = b;
-                }
+            if busy[&pid] <= u.size {
+                continue;
+            }
+            if spare && load[n] > cap[n] {
+                u.home = None;
+                load[n] -= busy[&pid];
+                lost.push(pid);
+            } else {
+                u.size = busy[&pid];
             }
         }
         for t in self.threads.values_mut().filter(|t| lost.contains(&t.pid)) {
@@ -341,13 +371,17 @@ impl HomeNode {
         !lost.is_empty()
     }
 
-    /// Chunks of a split process whose sampling threads are all on one other node, while
-    /// the pass's move budget (`pages`) lasts.
+    /// Chunks of a split process to move while the pass's move budget (`pages`) lasts: a
+    /// private one's whose sampling threads are all on one other node; a sharing one's
+    /// that lie off their node of its interleave.
     fn follow(&mut self, pid: Pid, pages: &mut u64, out: &mut Vec<Action>) {
         let threads = &self.threads;
         let u = self.units.get_mut(&pid).expect("listed");
-        let min = if u.class == Class::Private { 1 } else { 2 };
-        let moves = u.chunks.to_follow(min, |tid| threads.get(&tid)?.home);
+        let moves = if u.class == Class::Private {
+            u.chunks.to_follow(1, |tid| threads.get(&tid)?.home)
+        } else {
+            u.chunks.to_interleave(&u.nodes)
+        };
         let shift = self.t.chunk_shift();
         let per_chunk = (1u64 << shift) / PAGE;
         let mut by_node: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
@@ -360,6 +394,9 @@ impl HomeNode {
             let base = key << shift;
             let v = by_node.entry(node).or_default();
             v.extend((0..per_chunk).map(|i| base + i * PAGE));
+        }
+        if !by_node.is_empty() {
+            u.last_change_ns = self.last_ns.unwrap_or(0);
         }
         for (node, addrs) in by_node {
             out.push(Action::MovePages { pid, addrs, node });
@@ -451,6 +488,22 @@ impl Policy for HomeNode {
             self.plan(m, obs, out);
         }
         self.act(m, obs, out);
+    }
+
+    /// Samples until a process is placed; a whole one needs none after that (its memory
+    /// is followed by `numa_maps`), a split one until a window passes without a move.
+    fn wants_samples(&self, pid: Pid) -> bool {
+        let Some(u) = self.units.get(&pid) else {
+            return true;
+        };
+        match u.home {
+            None => true,
+            Some(Home::Whole(_)) => false,
+            Some(Home::Split) => {
+                let now = self.last_ns.unwrap_or(0);
+                now < u.last_change_ns + self.t.window_s * NS_PER_S
+            }
+        }
     }
 
     fn on_process_exit(&mut self, pid: Pid) {
@@ -602,6 +655,9 @@ mod tests {
         host.procs[1].3 = vec![3, 0];
         let out = host.pass(&mut p, 3, &[]);
         assert!(out.is_empty(), "{out:?}");
+        // Placed whole: no more samples needed.
+        assert!(!p.wants_samples(Pid(1)) && !p.wants_samples(Pid(2)));
+        assert!(p.wants_samples(Pid(3)), "a process not seen yet");
     }
 
     #[test]
@@ -641,6 +697,10 @@ mod tests {
             .collect();
         assert_eq!(host.pass(&mut p, 4, &there).len(), 0);
         assert_eq!(host.pass(&mut p, 5, &s).len(), 1);
+        // Sampled until a window (10 s) passes without a move.
+        assert!(p.wants_samples(Pid(1)));
+        assert_eq!(host.pass(&mut p, 16, &[]).len(), 0);
+        assert!(!p.wants_samples(Pid(1)));
     }
 
     #[test]
@@ -659,12 +719,15 @@ mod tests {
         assert_eq!(h.values().filter(|&&n| n == 1).count(), 2, "{h:?}");
     }
 
-    #[test]
-    fn a_whole_process_that_outgrows_its_node_is_placed_again() {
+    /// Processes on tiny-2n4 (2 CPUs a node) under a policy that places them unclassified
+    /// after 1 s: the machine, the host, the policy and the homes of the third pass.
+    fn placed_on_tiny(
+        procs: Vec<(u32, u32, u32, Vec<u64>)>,
+    ) -> (Machine, Host, HomeNode, BTreeMap<Tid, usize>) {
         let m = machine("tiny-2n4");
         let mut host = Host {
             m: m.clone(),
-            procs: vec![(1, 1, 3, vec![1, 0])],
+            procs,
             cpu_ns: BTreeMap::new(),
         };
         let mut p = HomeNode::new(Tunables {
@@ -674,6 +737,12 @@ mod tests {
         host.pass(&mut p, 1, &[]);
         host.pass(&mut p, 2, &[]);
         let h = homes(&host.pass(&mut p, 3, &[]), &m);
+        (m, host, p, h)
+    }
+
+    #[test]
+    fn a_whole_process_that_outgrows_its_node_is_placed_again() {
+        let (m, mut host, mut p, h) = placed_on_tiny(vec![(1, 1, 3, vec![1, 0])]);
         assert!(h.values().all(|&n| n == 0), "whole on node 0: {h:?}");
         // Four busy threads on 2 CPUs: it no longer fits node 0 and, unclassified, is split.
         host.procs[0].1 = 4;
@@ -681,5 +750,20 @@ mod tests {
         let out = host.pass(&mut p, 4, &[]);
         let h = homes(&out, &m);
         assert_eq!(h.values().filter(|&&n| n == 1).count(), 2, "{h:?}");
+    }
+
+    #[test]
+    fn on_a_full_machine_whole_processes_that_grow_stay_with_their_memory() {
+        let (m, mut host, mut p, h) =
+            placed_on_tiny(vec![(1, 2, 1, vec![1, 0]), (2, 2, 1, vec![0, 1])]);
+        assert_eq!(h[&Host::tid(1, 0)], 0, "{h:?}");
+        assert_eq!(h[&Host::tid(2, 0)], 1, "{h:?}");
+        // Three busy threads each on 2 CPUs a node: no node has a CPU to spare, nothing moves.
+        for pr in host.procs.iter_mut() {
+            pr.1 = 3;
+            pr.2 = 0;
+        }
+        let out = host.pass(&mut p, 4, &[]);
+        assert!(homes(&out, &m).is_empty(), "{out:?}");
     }
 }

@@ -51,6 +51,29 @@ pub fn water_fill(cap: &[u32], room: &[i64], threads: u32) -> Vec<u32> {
     q
 }
 
+/// The fewest nodes that hold `threads` busy threads of a process sharing its memory,
+/// counting their CPUs (`cap`): `keep` if it is still that many, else the nodes with the
+/// most room, the lowest id on a tie, in id order.
+pub fn fewest_nodes(cap: &[u32], room: &[i64], threads: u32, keep: &[usize]) -> Vec<usize> {
+    let mut by_room: Vec<usize> = (0..cap.len()).filter(|&n| cap[n] > 0).collect();
+    by_room.sort_by_key(|&n| (std::cmp::Reverse(room[n]), n));
+    let mut k = 0;
+    let mut held = 0;
+    for &n in &by_room {
+        if held >= threads && k > 0 {
+            break;
+        }
+        held += cap[n];
+        k += 1;
+    }
+    if keep.len() == k {
+        return keep.to_vec();
+    }
+    let mut nodes = by_room[..k].to_vec();
+    nodes.sort_unstable();
+    nodes
+}
+
 /// Each thread's node for quotas `quota`: a thread stays on the node it is on while that
 /// node's quota lasts (in thread order), the rest fill the quotas left in node order.
 /// `on[i]` is thread i's node now (`None`: not on a runqueue).
@@ -118,6 +141,16 @@ mod tests {
         assert_eq!(water_fill(&[4, 4, 4], &[0, 4, 2], 5), vec![0, 4, 1]);
         assert_eq!(water_fill(&[12, 12], &[0, 0], 24), vec![12, 12]);
         assert_eq!(water_fill(&[2, 0, 2], &[2, 5, 2], 3), vec![2, 0, 1]);
+    }
+
+    #[test]
+    fn a_sharing_process_gets_as_few_nodes_as_hold_its_threads() {
+        let cap = [10, 10, 10, 10];
+        assert_eq!(fewest_nodes(&cap, &[10, 10, 10, 10], 20, &[]), vec![0, 1]);
+        assert_eq!(fewest_nodes(&cap, &[0, 10, 5, 10], 20, &[]), vec![1, 3]);
+        assert_eq!(fewest_nodes(&cap, &[0, 10, 5, 10], 21, &[]), vec![1, 2, 3]);
+        assert_eq!(fewest_nodes(&cap, &[0, 10, 5, 10], 20, &[0, 2]), vec![0, 2]);
+        assert_eq!(fewest_nodes(&[2, 0, 2], &[2, 9, 2], 1, &[]), vec![0]);
     }
 
     #[test]

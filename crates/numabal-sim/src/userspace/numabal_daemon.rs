@@ -241,13 +241,14 @@ impl NumabalDaemon {
         w: &mut World,
         threads: &[ThreadObs],
         managed: &BTreeSet<u32>,
+        wanted: &BTreeSet<u32>,
     ) -> (Vec<AccessSample>, f64) {
         if self.d.sensor == SensorKind::Maps {
             return (Vec::new(), 0.0);
         }
         for t in 0..w.nr_threads() {
             let pid = w.thread(t).proc as u32 + 1;
-            if managed.contains(&pid) && w.thread(t).state != TState::Done {
+            if wanted.contains(&pid) && w.thread(t).state != TState::Done {
                 w.perf_watch(t);
             } else {
                 w.perf_unwatch(t);
@@ -277,7 +278,7 @@ impl NumabalDaemon {
         let mut ns = raw.len() as f64 * w.machine().spec.costs.perf_sample_ns;
         self.raw = raw;
         if self.d.sensor == SensorKind::SoftDirty {
-            ns += self.clear_soft_dirty_bits(w, managed);
+            ns += self.clear_soft_dirty_bits(w, wanted);
         }
         (samples, ns)
     }
@@ -352,7 +353,10 @@ impl UserSpace {
             .filter(|p| managed.contains(&p.pid.0))
             .collect();
         d.changed.retain(|t, _| threads.iter().any(|o| o.tid == *t));
-        let (samples, sample_ns) = d.sample(w, &threads, &managed);
+        let wanted: BTreeSet<u32> = (managed.iter().copied())
+            .filter(|&p| self.policy.wants_samples(Pid(p)))
+            .collect();
+        let (samples, sample_ns) = d.sample(w, &threads, &managed, &wanted);
         let mut out = std::mem::take(&mut d.actions);
         out.clear();
         self.observe_and_tick(w, &threads, &procs, &samples, &mut out);

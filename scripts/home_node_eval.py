@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""home-node against bind, the kernel and Stable-NUMA in the simulator (issue 18's must-shows
+that the simulator answers), one figure a line with PASS or FAIL.
+
+Part 1, where binding is defined: the five AutoNUMA benchmark workloads on autonuma-2n24,
+numa01 on rhel-4n40 (mean runtime over the seeds; home-node within 1.05x of bind on each and
+1.03x in geometric mean), kvm_guests on rhel-4n40 (home-node aligns the four guests, >= 95% on
+one node each, four nodes, sooner than autonuma: scripts/kvm_guests.sh) and specjbb with 4, 8
+and 12 warehouses on rhel-4n40 (throughput within 1/1.05 of bind's: scripts/specjbb_sweep.sh).
+
+Part 2, everywhere (--everywhere): the same workloads plus the hpc suite on stable-a and
+stable-b, pig on rhel-8n and pmbench for 600 s on xeon-2n104: home-node's geometric-mean
+runtime at or below the best of autonuma, autonuma-2012, stable and numad per workload, none
+more than 3% worse than that best; pages migrated, summed over the workloads, at most half
+autonuma's; sampling faults (soft-dirty faults of the daemon's sensor) at most 30% of
+autonuma's hinting faults, summed; run-to-run CV no higher than stable's (mean over the
+workloads).
+
+Every run is numabal's own daemon as the simulator runs it, with the sensor it would choose
+live (kernel.numa_balancing=0: softdirty), at the daemon's and the policy's defaults.
+
+Usage: scripts/home_node_eval.py [--seeds N] [--everywhere] [--numabal PATH] [--out DIR]
+Wall time on 2 cores, release build: part 1 with 20 seeds about 60 minutes (kvm_guests about
+15, specjbb about 30); --seeds 3 about 10. Exit status 1 if a figure fails.
+"""
+import argparse
+import json
+import math
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIND_DEFINED = [
+    ("autonuma-2n24", "numa01"),
+    ("autonuma-2n24", "numa01_thread_alloc"),
+    ("autonuma-2n24", "numa02"),
+    ("autonuma-2n24", "numa02_smt"),
+    ("autonuma-2n24", "numa01_numa02"),
+    ("rhel-4n40", "numa01"),
+]
+RIVALS = ["autonuma", "autonuma-2012", "stable", "numad"]
+
+
+def compare(numabal, machine, workload, policies, seeds, out, sets=()):
+    path = out / f"{machine}-{workload}.json"
+    if not path.exists():
+        args = [numabal, "compare", "-m", machine, "-w", workload, "--policies",
+                ",".join(policies), "--seeds", str(seeds), "--quiet", "--json", str(path)]
+        for s in sets:
+            args += ["--set", s]
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    return json.loads(path.read_text())["policies"]
+
+
+def runtimes(p):
+    return [r["metrics"]["runtime_s"] for r in p["runs"]]
+
+
+def verdict(ok, text, verdicts):
+    verdicts.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'}: {text}")
+
+
+def part1(numabal, seeds, out, verdicts):
+    ratios = []
+    for machine, w in BIND_DEFINED:
+        pol = compare(numabal, machine, w, ["bind", "autonuma", "home-node"], seeds, out)
+        b, h, a = (statistics.mean(runtimes(pol[k])) for k in ("bind", "home-node", "autonuma"))
+        ratios.append(h / b)
+        verdict(h / b <= 1.05, f"{w} on {machine}: home-node {h:.2f} s = {h / b:.3f}x bind "
+                f"({b:.2f} s; autonuma {a / b:.3f}x), within 1.05x", verdicts)
+    kvm = kvm_guests(seeds, out)
+    if kvm:
+        verdict(kvm["home-node"][1] < kvm["autonuma"][0],
+                f"kvm_guests on rhel-4n40: home-node aligns the four guests at "
+                f"{kvm['home-node'][0]:.0f}-{kvm['home-node'][1]:.0f} s, autonuma at "
+                f"{kvm['autonuma'][0]:.0f}-{kvm['autonuma'][1]:.0f} s", verdicts)
+    for w, (b, h) in specjbb(seeds, out).items():
+        ratios.append(b / h)
+        verdict(b / h <= 1.05, f"specjbb W={w} on rhel-4n40: home-node {h:.0f} bops = "
+                f"{b / h:.3f}x bind's runtime per bop ({b:.0f} bops), within 1.05x", verdicts)
+    g = math.exp(statistics.mean(math.log(r) for r in ratios))
+    verdict(g <= 1.03, f"geometric mean against bind: {g:.3f}x, within 1.03x", verdicts)
+
+
+def kvm_guests(seeds, out):
+    """Alignment time (min, max over seeds) per policy, from scripts/kvm_guests.sh."""
+    text = subprocess.run(
+        [str(REPO / "scripts/kvm_guests.sh"), "-p", "autonuma home-node", "-s", str(seeds),
+         "-o", str(out / "kvm")], check=False, capture_output=True, text=True).stdout
+    got = {}
+    for line in text.splitlines():
+        m = re.match(r"(\S+): every guest .*: (PASS|FAIL)(?:, converged at (\d+)-(\d+) s)?", line)
+        if m:
+            got[m.group(1)] = ((float(m.group(3)), float(m.group(4))) if m.group(3)
+                               else (math.inf, math.inf))
+    return got
+
+
+def specjbb(seeds, out):
+    """Throughput (bops) of bind and home-node at 4, 8 and 12 warehouses."""
+    d = out / "specjbb"
+    if not (d / "sweep.csv").exists():
+        subprocess.run([str(REPO / "scripts/specjbb_sweep.sh"), "-p", "bind home-node", "-w",
+                        "4,8,12", "-s", str(seeds), "-o", str(d)], check=True,
+                       stdout=subprocess.DEVNULL)
+    rows = [line.split(",") for line in (d / "sweep.csv").read_text().splitlines()]
+    head, rows = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(head)}
+    got = {}
+    for r in rows:
+        w = int(r[col["warehouses"]])
+        got[w] = (float(r[col["bind"]]), float(r[col["home-node"]]))
+    return got
+
+
+def part2(numabal, seeds, out, verdicts):
+    pols = RIVALS + ["home-node"]
+    runs = {}
+    for machine, w in BIND_DEFINED + [("rhel-8n", "pig")]:
+        runs[(machine, w)] = compare(numabal, machine, w, pols, seeds, out)
+    runs[("xeon-2n104", "pmbench")] = compare(numabal, "xeon-2n104", "pmbench", pols, seeds, out,
+                                              ["sim.max_time_s=600"])
+    for machine in ("stable-a", "stable-b"):
+        path = out / f"hpc-{machine}.json"
+        if not path.exists():
+            subprocess.run([numabal, "suite", "hpc", "-m", machine, "--policies",
+                            ",".join(pols), "--seeds", str(seeds), "--quiet", "--json",
+                            str(path)], check=True, stdout=subprocess.DEVNULL)
+        for w, pol in json.loads(path.read_text())["workloads"].items():
+            runs[(machine, w)] = pol["policies"]
+    migrated = {p: 0 for p in pols}
+    hint, sd = 0, 0
+    cv = {p: [] for p in pols}
+    for (machine, w), pol in runs.items():
+        mean = {p: statistics.mean(runtimes(pol[p])) for p in pols}
+        best = min(RIVALS, key=lambda p: mean[p])
+        h = mean["home-node"]
+        verdict(h <= mean[best] * 1.03, f"{w} on {machine}: home-node {h:.2f} s, best of the "
+                f"others {best} {mean[best]:.2f} s ({h / mean[best]:.3f}x), within 3%", verdicts)
+        for p in pols:
+            migrated[p] += sum(r["metrics"]["pgmigrate_success"] for r in pol[p]["runs"])
+            t = runtimes(pol[p])
+            cv[p].append(statistics.stdev(t) / statistics.mean(t) if len(t) > 1 else 0.0)
+        hint += sum(r["metrics"]["numa_hint_faults"] for r in pol["autonuma"]["runs"])
+        sd += sum((r.get("daemon") or {}).get("soft_dirty_faults", 0)
+                  for r in pol["home-node"]["runs"])
+    m, a = migrated["home-node"], migrated["autonuma"]
+    verdict(m <= a / 2, f"pages migrated, all workloads: home-node {m} = {m / a:.2f} of "
+            f"autonuma's {a}, at most 0.5", verdicts)
+    verdict(sd <= 0.3 * hint, f"sampling faults: home-node's soft-dirty faults {sd} = "
+            f"{sd / hint:.2f} of autonuma's hinting faults {hint}, at most 0.3", verdicts)
+    ch, cs = statistics.mean(cv["home-node"]), statistics.mean(cv["stable"])
+    verdict(ch <= cs, f"run-to-run CV, mean over the workloads: home-node {ch:.4f}, stable "
+            f"{cs:.4f}", verdicts)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--everywhere", action="store_true")
+    ap.add_argument("--numabal", default=str(REPO / "target/release/numabal"))
+    ap.add_argument("--out", help="keep the runs here (reused when present)")
+    a = ap.parse_args()
+    out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="home-node-eval."))
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"runs in {out}, {a.seeds} seeds")
+    verdicts = []
+    part1(a.numabal, a.seeds, out, verdicts)
+    if a.everywhere:
+        part2(a.numabal, a.seeds, out, verdicts)
+    print(f"{sum(verdicts)} of {len(verdicts)} figures PASS")
+    sys.exit(0 if all(verdicts) else 1)
+
+
+if __name__ == "__main__":
+    main()
