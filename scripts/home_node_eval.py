@@ -52,8 +52,16 @@ def compare(numabal, machine, workload, policies, seeds, out, sets=()):
                 ",".join(policies), "--seeds", str(seeds), "--quiet", "--json", str(path)]
         for s in sets:
             args += ["--set", s]
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+        run(args)
     return json.loads(path.read_text())["policies"]
+
+
+def run(args):
+    """Run a command quietly; on failure print what it said and stop."""
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout + r.stderr)
+        sys.exit(f"home_node_eval: {' '.join(map(str, args))} failed (exit {r.returncode})")
 
 
 def runtimes(p):
@@ -105,9 +113,8 @@ def specjbb(seeds, out):
     """Throughput (bops) of bind and home-node at 4, 8 and 12 warehouses."""
     d = out / "specjbb"
     if not (d / "sweep.csv").exists():
-        subprocess.run([str(REPO / "scripts/specjbb_sweep.sh"), "-p", "bind home-node", "-w",
-                        "4,8,12", "-s", str(seeds), "-o", str(d)], check=True,
-                       stdout=subprocess.DEVNULL)
+        run([str(REPO / "scripts/specjbb_sweep.sh"), "-p", "bind home-node", "-w", "4,8,12",
+             "-s", str(seeds), "-o", str(d)])
     rows = [line.split(",") for line in (d / "sweep.csv").read_text().splitlines()]
     head, rows = rows[0], rows[1:]
     col = {name: i for i, name in enumerate(head)}
@@ -128,9 +135,8 @@ def part2(numabal, seeds, out, verdicts):
     for machine in ("stable-a", "stable-b"):
         path = out / f"hpc-{machine}.json"
         if not path.exists():
-            subprocess.run([numabal, "suite", "hpc", "-m", machine, "--policies",
-                            ",".join(pols), "--seeds", str(seeds), "--quiet", "--json",
-                            str(path)], check=True, stdout=subprocess.DEVNULL)
+            run([numabal, "suite", "hpc", "-m", machine, "--policies", ",".join(pols),
+                 "--seeds", str(seeds), "--quiet", "--json", str(path)])
         for w, pol in json.loads(path.read_text())["workloads"].items():
             runs[(machine, w)] = pol["policies"]
     migrated = {p: 0 for p in pols}

@@ -5,8 +5,9 @@
 # Prints every scenario's output and a PASS/FAIL summary with the measured figures; exits 1
 # if any check failed.
 #
-# Usage: scripts/vm/daemon-tests.sh [--kernel K] [SCENARIO...]   (default: all; names
-#        without .sh; K: 6.1 (default), 6.12, 7.2 or a suite name, see run.sh)
+# Usage: [DAEMON_POLICY=P] scripts/vm/daemon-tests.sh [--kernel K] [SCENARIO...]   (default:
+#        all; names without .sh; K: 6.1 (default), 6.12, 7.2 or a suite name, see run.sh;
+#        P: the policy daemon-perfbench's daemon runs, default the daemon's own)
 # Needs scripts/vm/setup.sh [--kernel K] and the release build (scripts/vm/test.sh does both
 # for the default kernel).
 set -euo pipefail
@@ -38,7 +39,8 @@ for s in "${all[@]}"; do
   printf '\n== %s (4 nodes x 2 CPUs, TCG, kernel %s)\n' "$s" "$(cat "target/vm/cache/kernel-$suite/release" 2>/dev/null || echo "$suite")"
   start=$(date +%s)
   r=0
-  scripts/vm/run.sh --nodes 4 --kernel "$kernel" --timeout 420 --scenario "target/vm/scen/$s.sh" --log "$out" || r=$?
+  scripts/vm/run.sh --nodes 4 --kernel "$kernel" --timeout 420 --env "DAEMON_POLICY=${DAEMON_POLICY:-}" \
+    --scenario "target/vm/scen/$s.sh" --log "$out" || r=$?
   cat "$out"
   wall=$(( $(date +%s) - start ))
   while IFS= read -r l; do summary+=("$s: $l"); done < <(grep -E '^(PASS|FAIL):' "$out" || true)

@@ -58,7 +58,8 @@ bench() {
 
 echo 0 > /proc/sys/kernel/numa_balancing
 m0=$(vmstat numa_pages_migrated); s0=$(vmstat pgmigrate_success)
-numabal daemon --sensor softdirty \
+# DAEMON_POLICY (scripts/vm/daemon-tests.sh): another policy than the daemon's default.
+numabal daemon ${DAEMON_POLICY:+-p "$DAEMON_POLICY"} --sensor softdirty \
   --decision-log /tmp/dec.jsonl &
 D=$!
 sleep 1
@@ -67,6 +68,8 @@ bench
 kill -TERM $D; wait $D || true
 d_conv=$CONV; d_end=$ENDOK; d_rc=$RC
 cp /tmp/polls.log /tmp/d_polls.log
+say "-- the daemon's decisions and page moves (decision log, the first 30)"
+grep -E '"(decision|migrate_pages|move_pages)"' /tmp/dec.jsonl | head -30 || true
 d_moved=$(tail -1 /tmp/dec.jsonl | sed -n 's/.*"pages_moved":\([0-9]*\).*/\1/p')
 d_kmig=$(( $(vmstat numa_pages_migrated) - m0 )); d_pgm=$(( $(vmstat pgmigrate_success) - s0 ))
 

@@ -181,14 +181,14 @@ impl HomeNode {
         }
     }
 
-    /// Busy, and classified (its samples came from two threads at least), or
-    /// single-threaded, or waited `classify_wait_s`.
+    /// Busy, and one busy thread (it goes whole whatever it shares), or classified (its
+    /// samples came from two threads at least), or waited `classify_wait_s`.
     fn ready(&self, pid: Pid, u: &Unit, obs: &Observation<'_>) -> bool {
         let waited = u
             .busy_since
             .is_some_and(|t| obs.now_ns >= t + self.t.classify_wait_s * NS_PER_S);
-        let single = (obs.processes.iter()).any(|p| p.pid == pid && p.num_threads == 1);
-        self.busy(pid) > 0 && (single || u.class != Class::Unknown || waited)
+        let busy = self.busy(pid);
+        busy == 1 || (busy > 1 && (u.class != Class::Unknown || waited))
     }
 
     /// Homes for the processes that are ready and have none; split processes shared out
