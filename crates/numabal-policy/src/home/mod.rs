@@ -47,6 +47,17 @@ enum Class {
     Private,
 }
 
+/// The last `migrate_pages` of a whole process (see [`gather`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Gathered {
+    away: u64,
+    next_ns: u64,
+    wait_ns: u64,
+}
+
+/// The longest wait between `migrate_pages` calls that move nothing, ns.
+const GATHER_WAIT_MAX_NS: u64 = 64 * NS_PER_S;
+
 /// Where a placed process lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Home {
@@ -70,6 +81,12 @@ struct Unit {
     /// When it was last placed or last had memory moved by samples, ns: a split process is
     /// sampled until a window passes without a move.
     last_change_ns: u64,
+    /// A whole process: `migrate_pages` was last called when this much of its memory was
+    /// away from home; the next call without progress waits until then, ns, and the wait
+    /// after that.
+    gathered: Option<Gathered>,
+    /// A whole process: its memory away from home at the last pass.
+    away_last: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -145,6 +162,8 @@ impl HomeNode {
                 size: 0,
                 nodes: Vec::new(),
                 last_change_ns: 0,
+                gathered: None,
+                away_last: None,
             });
             if u.busy_since.is_none() && busy > 0 {
                 u.busy_since = Some(obs.now_ns);
@@ -322,8 +341,18 @@ impl HomeNode {
             }
         }
         whole.sort_by_key(|&(room, p, _)| (std::cmp::Reverse(room), p.pid));
+        // While any whole process's memory came home since the last pass, the budget is
+        // moving pages and a call that moved nothing may have been deferred by it: no
+        // process waits.
+        let moving = (whole.iter()).any(|&(_, p, n)| {
+            self.units[&p.pid]
+                .away_last
+                .is_some_and(|a| away_from(p, n) < a)
+        });
         for (_, p, n) in whole {
-            gather(p, n, &mut free, out);
+            let u = self.units.get_mut(&p.pid).expect("listed");
+            u.away_last = Some(away_from(p, n));
+            gather(p, n, obs.now_ns, moving, &mut u.gathered, &mut free, out);
         }
     }
 
@@ -408,14 +437,31 @@ impl HomeNode {
 /// lies there: the largest part first, then the others while the home node's free memory
 /// (`free`, this pass's, less what earlier calls take) holds them all. A part that does not
 /// fit moves as far as it fits; what is left waits for a later pass, when the other
-/// processes have taken their memory away from the home node.
-fn gather(p: &ProcessObs, home: usize, free: &mut [u64], out: &mut Vec<Action>) {
-    let away = p.rss_bytes
-        - p.node_bytes
-            .get(home)
-            .copied()
-            .unwrap_or(0)
-            .min(p.rss_bytes);
+/// processes have taken their memory away from the home node. After a call that moved
+/// nothing (`gathered`: as much away as at the last call), while no whole process's memory
+/// is coming home (`moving`: else the daemon's budget, which the policy cannot see, may
+/// have deferred the call), the next waits, twice as long each time up to 64 s: what stays
+/// is memory no call can move (mapped by other processes too), and each call walks the
+/// whole process.
+fn gather(
+    p: &ProcessObs,
+    home: usize,
+    now: u64,
+    moving: bool,
+    gathered: &mut Option<Gathered>,
+    free: &mut [u64],
+    out: &mut Vec<Action>,
+) {
+    let away = away_from(p, home);
+    let wait_ns = match *gathered {
+        Some(g) if away >= g.away && !moving => {
+            if now < g.next_ns {
+                return;
+            }
+            (g.wait_ns * 2).min(GATHER_WAIT_MAX_NS)
+        }
+        _ => NS_PER_S,
+    };
     if away * 16 <= p.rss_bytes {
         return;
     }
@@ -433,12 +479,23 @@ fn gather(p: &ProcessObs, home: usize, free: &mut [u64], out: &mut Vec<Action>) 
         let moved = b.min(free[home]);
         free[home] -= moved;
         free[from] += moved;
+        *gathered = Some(Gathered {
+            away,
+            next_ns: now + wait_ns,
+            wait_ns,
+        });
         out.push(Action::MigrateProcessPages {
             pid: p.pid,
             from,
             to: home,
         });
     }
+}
+
+/// A process's memory away from `home`, bytes.
+fn away_from(p: &ProcessObs, home: usize) -> u64 {
+    let at_home = p.node_bytes.get(home).copied().unwrap_or(0);
+    p.rss_bytes - at_home.min(p.rss_bytes)
 }
 
 fn node_now(obs: &Observation<'_>, tid: Tid) -> Option<usize> {
@@ -655,6 +712,20 @@ mod tests {
         host.procs[1].3 = vec![3, 0];
         let out = host.pass(&mut p, 3, &[]);
         assert!(out.is_empty(), "{out:?}");
+        // Memory that stays where it is after a call (mapped by other processes too) is not
+        // asked for again, until more strays.
+        host.procs[0].3 = vec![2, 2];
+        let mig = |out: &[Action]| {
+            (out.iter())
+                .filter(|a| matches!(a, Action::MigrateProcessPages { .. }))
+                .count()
+        };
+        // Waits of 1, 2, 4 s between calls that move nothing; a call that moves some (the
+        // home node gains a GiB) makes the next come at once.
+        let calls: Vec<usize> = (4..13).map(|t| mig(&host.pass(&mut p, t, &[]))).collect();
+        assert_eq!(calls, vec![1, 1, 0, 1, 0, 0, 0, 1, 0], "2 GiB of 4 strayed");
+        host.procs[0].3 = vec![1, 3];
+        assert_eq!(mig(&host.pass(&mut p, 13, &[])), 1, "the home node gained");
         // Placed whole: no more samples needed.
         assert!(!p.wants_samples(Pid(1)) && !p.wants_samples(Pid(2)));
         assert!(p.wants_samples(Pid(3)), "a process not seen yet");
