@@ -73,6 +73,8 @@ struct Unit {
     chunks: Chunks,
     class: Class,
     home: Option<Home>,
+    /// Its busy threads at this pass.
+    busy: u32,
     /// Busy threads it was placed with (raised when more become busy).
     size: u32,
     /// A split process sharing its memory: the nodes it is kept on (as few as hold its
@@ -140,6 +142,7 @@ impl HomeNode {
             .map(|o| ran(o, self.threads.get(&o.tid)))
             .max()
             .unwrap_or(0);
+        let mut busy: BTreeMap<Pid, u32> = BTreeMap::new();
         for o in obs.threads {
             let r = ran(o, self.threads.get(&o.tid));
             let th = self.threads.entry(o.tid).or_insert(Thread {
@@ -151,31 +154,27 @@ impl HomeNode {
             });
             th.busy = most * 10 >= dt && dt > 0 && r * 100 >= self.t.busy_pct * most;
             th.cpu_ns = o.cpu_time_ns;
+            *busy.entry(o.pid).or_default() += u32::from(th.busy);
         }
         for p in obs.processes {
-            let busy = self.busy(p.pid);
+            let busy = busy.get(&p.pid).copied().unwrap_or(0);
             let u = self.units.entry(p.pid).or_insert(Unit {
                 busy_since: None,
                 chunks: Chunks::default(),
                 class: Class::Unknown,
                 home: None,
+                busy: 0,
                 size: 0,
                 nodes: Vec::new(),
                 last_change_ns: 0,
                 gathered: None,
                 away_last: None,
             });
+            u.busy = busy;
             if u.busy_since.is_none() && busy > 0 {
                 u.busy_since = Some(obs.now_ns);
             }
         }
-    }
-
-    fn busy(&self, pid: Pid) -> u32 {
-        self.threads
-            .values()
-            .filter(|t| t.pid == pid && t.busy)
-            .count() as u32
     }
 
     /// Samples into chunks; each process classified once enough chunks speak.
@@ -202,12 +201,11 @@ impl HomeNode {
 
     /// Busy, and one busy thread (it goes whole whatever it shares), or classified (its
     /// samples came from two threads at least), or waited `classify_wait_s`.
-    fn ready(&self, pid: Pid, u: &Unit, obs: &Observation<'_>) -> bool {
+    fn ready(&self, u: &Unit, now: u64) -> bool {
         let waited = u
             .busy_since
-            .is_some_and(|t| obs.now_ns >= t + self.t.classify_wait_s * NS_PER_S);
-        let busy = self.busy(pid);
-        busy == 1 || (busy > 1 && (u.class != Class::Unknown || waited))
+            .is_some_and(|t| now >= t + self.t.classify_wait_s * NS_PER_S);
+        u.busy == 1 || (u.busy > 1 && (u.class != Class::Unknown || waited))
     }
 
     /// Homes for the processes that are ready and have none; split processes shared out
@@ -220,13 +218,13 @@ impl HomeNode {
                 load[n] += u.size;
             }
         }
-        let busy_all: u32 = (self.units.iter())
-            .filter(|(pid, u)| u.home.is_some() || self.ready(**pid, u, obs))
-            .map(|(&pid, u)| self.busy(pid).max(u.size))
+        let busy_all: u32 = (self.units.values())
+            .filter(|u| u.home.is_some() || self.ready(u, obs.now_ns))
+            .map(|u| u.busy.max(u.size))
             .sum();
         let mut new: Vec<(u32, Pid)> = (self.units.iter())
-            .filter(|(pid, u)| u.home.is_none() && self.ready(**pid, u, obs))
-            .map(|(&pid, _)| (self.busy(pid), pid))
+            .filter(|(_, u)| u.home.is_none() && self.ready(u, obs.now_ns))
+            .map(|(&pid, u)| (u.busy, pid))
             .collect();
         new.sort_by_key(|&(b, pid)| (std::cmp::Reverse(b), pid));
         for (busy, pid) in new {
@@ -276,6 +274,9 @@ impl HomeNode {
         let mut room: Vec<i64> = (0..cap.len())
             .map(|n| i64::from(cap[n]) - i64::from(load[n]))
             .collect();
+        let node_now: BTreeMap<Tid, usize> = (obs.threads.iter())
+            .filter_map(|t| Some((t.tid, t.node?)))
+            .collect();
         let split: Vec<Pid> = (self.units.iter())
             .filter(|(_, u)| u.home == Some(Home::Split))
             .map(|(&pid, _)| pid)
@@ -302,7 +303,11 @@ impl HomeNode {
             }
             let on: Vec<Option<usize>> = tids
                 .iter()
-                .map(|tid| self.threads[tid].home.or_else(|| node_now(obs, *tid)))
+                .map(|tid| {
+                    self.threads[tid]
+                        .home
+                        .or_else(|| node_now.get(tid).copied())
+                })
                 .collect();
             for (tid, n) in tids.iter().zip(plan::assign(&quota, &on)) {
                 self.threads.get_mut(tid).expect("listed").home = Some(n);
@@ -312,14 +317,10 @@ impl HomeNode {
 
     /// Affinities to the homes; memory after them.
     fn act(&mut self, m: &Machine, obs: &Observation<'_>, out: &mut Vec<Action>) {
-        for (&pid, u) in &self.units {
-            if let Some(Home::Whole(n)) = u.home {
-                for t in self.threads.values_mut().filter(|t| t.pid == pid) {
-                    t.home = Some(n);
-                }
-            }
-        }
         for (&tid, t) in self.threads.iter_mut() {
+            if let Some(Some(Home::Whole(n))) = self.units.get(&t.pid).map(|u| u.home) {
+                t.home = Some(n);
+            }
             if let Some(n) = t.home.filter(|&n| t.set != Some(n)) {
                 t.set = Some(n);
                 out.push(Action::SetThreadAffinity {
@@ -364,9 +365,9 @@ impl HomeNode {
     fn outgrown(&mut self, m: &Machine) -> bool {
         let cap: Vec<u32> = m.nodes.iter().map(|n| n.cpus.count() as u32).collect();
         let mut load = vec![0u32; cap.len()];
-        for (&pid, u) in &self.units {
+        for u in self.units.values() {
             if let Some(Home::Whole(n)) = u.home {
-                load[n] += self.busy(pid).max(u.size);
+                load[n] += u.busy.max(u.size);
             }
         }
         for t in self.threads.values().filter(|t| t.busy) {
@@ -377,21 +378,20 @@ impl HomeNode {
             }
         }
         let spare = (0..cap.len()).any(|n| load[n] < cap[n]);
-        let busy: BTreeMap<Pid, u32> = self.units.keys().map(|&p| (p, self.busy(p))).collect();
         let mut lost = Vec::new();
         for (&pid, u) in self.units.iter_mut() {
             let Some(Home::Whole(n)) = u.home else {
                 continue;
             };
-            if busy[&pid] <= u.size {
+            if u.busy <= u.size {
                 continue;
             }
             if spare && load[n] > cap[n] {
                 u.home = None;
-                load[n] -= busy[&pid];
+                load[n] -= u.busy;
                 lost.push(pid);
             } else {
-                u.size = busy[&pid];
+                u.size = u.busy;
             }
         }
         for t in self.threads.values_mut().filter(|t| lost.contains(&t.pid)) {
@@ -498,10 +498,6 @@ fn away_from(p: &ProcessObs, home: usize) -> u64 {
     p.rss_bytes - at_home.min(p.rss_bytes)
 }
 
-fn node_now(obs: &Observation<'_>, tid: Tid) -> Option<usize> {
-    obs.threads.iter().find(|t| t.tid == tid)?.node
-}
-
 fn placed_line(home: Home, busy: u32, p: &ProcessObs, u: &Unit) -> String {
     let s = u.chunks.sharing();
     let class = match u.class {
@@ -539,7 +535,7 @@ impl Policy for HomeNode {
                     .any(|t| t.pid == pid && t.busy && t.home.is_none())
         });
         let ready_new =
-            (self.units.iter()).any(|(&pid, u)| u.home.is_none() && self.ready(pid, u, obs));
+            (self.units.values()).any(|u| u.home.is_none() && self.ready(u, obs.now_ns));
         if ready_new || busy_changed || self.exited || outgrown {
             self.exited = false;
             self.plan(m, obs, out);
