@@ -4,12 +4,13 @@
 //!
 //! ```toml
 //! [daemon]
-//! policy = "stable-daemon"     # or "numad"
+//! policy = "stable-daemon"     # or "numad", "home-node"
 //! sensor = "auto"              # auto, hint, softdirty, pmu, maps
 //! dry_run = false
 //! interval_ms = 1000           # default: the policy's own (numad: -i min:max, pass by pass)
-//! idle_interval_ms = 5000      # between passes while no process is managed
-//! migrate_mb_s = 256           # page migration budget
+//! idle_interval_ms = 5000      # between full passes while no process is managed and the
+//!                              # CPUs are idle (a busy host brings the pass forward)
+//! migrate_mb_s = 1024          # page migration budget
 //! min_rss_mb = 64              # smaller processes are left alone
 //! sample_period = 1            # sample one page fault in this many
 //! softdirty_budget_pct = 5     # share of one CPU the soft-dirty faults may take, per process
