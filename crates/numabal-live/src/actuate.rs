@@ -6,7 +6,9 @@
 //!  SetThreadAffinity / MoveThread  sched_setaffinity(tid, cpus ∩ the thread's own affinity)
 //!  MovePages                       move_pages(pid, ...) in chunks, to a node of its Mems_allowed,
 //!                                  within the MB/s budget (the rest is left for a later pass)
-//!  MigrateProcessPages             migrate_pages(pid, from, to); charged to the budget after
+//!  MigrateProcessPages             migrate_pages(pid, from, to) of the pages it alone maps;
+//!                                  what left `from` (numa_maps before and after) is charged
+//!                                  to the budget after
 //!  Log                             the decision log
 //! ```
 //!
@@ -50,6 +52,15 @@ fn errno_name(e: &std::io::Error) -> String {
         Some(libc::E2BIG) => "E2BIG".into(),
         _ => e.to_string(),
     }
+}
+
+/// Bytes of `pid` on `node` now (`/proc/PID/numa_maps`); `None` when it cannot be read
+/// (the process exited).
+fn bytes_on(pid: Pid, node: usize) -> Option<u64> {
+    let path = std::path::PathBuf::from(format!("/proc/{}/numa_maps", pid.0));
+    let text = std::fs::read_to_string(&path).ok()?;
+    let maps = crate::procfs::parse_numa_maps(&path, &text).ok()?;
+    Some(maps.node_bytes.get(&node).copied().unwrap_or(0))
 }
 
 /// What the actuator needs to know of a process.
@@ -264,10 +275,16 @@ impl Actuator {
             v["dry_run"] = json!(true);
             return v;
         }
+        let before = bytes_on(pid, from);
         match sys::migrate_pages(pid.0, &Mask::single(from), &Mask::single(to)) {
             Ok(left) => {
-                // Pages that stayed (no room on `to`, mapped by others) cost no copy.
-                let moved = (bytes / 4096).saturating_sub(left as u64);
+                // What left `from` is what moved: pages other processes map stay (the call
+                // runs without CAP_SYS_NICE: sys::migrate_pages) and cost no copy, nor do
+                // pages the kernel could not move (`left`, no room on `to`).
+                let moved = match (before, bytes_on(pid, from)) {
+                    (Some(b), Some(a)) => b.saturating_sub(a) / 4096,
+                    _ => (bytes / 4096).saturating_sub(left as u64),
+                };
                 self.rate.charge((moved * 4096) as f64);
                 self.counts.pages_moved += moved;
                 self.counts.pages_failed += left as u64;

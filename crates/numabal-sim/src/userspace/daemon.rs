@@ -13,7 +13,9 @@
 //!      MigrateProcessPages      queued: migrate_pages(2) runs in the daemon's context, one
 //!                               call after another, at the cost of a kernel migration per
 //!                               page (migrate_page_ns + the copy + a TLB shootdown), a tick's
-//!                               worth of copying per tick
+//!                               worth of copying per tick; numad (root: MPOL_MF_MOVE_ALL)
+//!                               moves pages other processes map too, numabal's daemon
+//!                               (without CAP_SYS_NICE for the call) leaves them
 //!      MovePages                queued like migrate_pages: move_pages(2) of the sampled
 //!                               addresses (world/procfs.rs maps them to pages)
 //!      Log                      the run's policy_log
@@ -258,6 +260,13 @@ impl UserSpace {
                 let reg = &w.proc(job.pidx).regions[r];
                 (reg.obj, reg.pages)
             };
+            // numabal's daemon calls without CAP_SYS_NICE (MPOL_MF_MOVE): what other
+            // processes map stays; numad, as root, moves it too (MPOL_MF_MOVE_ALL).
+            if job.line.is_some() && w.obj_refs(obj) > 1 {
+                r += 1;
+                p = 0;
+                continue;
+            }
             while p < pages {
                 if *budget <= 0.0 {
                     job.at = (r, p);
