@@ -26,6 +26,12 @@ struct Chunk {
 #[derive(Debug, Clone, Default)]
 pub struct Chunks {
     map: BTreeMap<u64, Chunk>,
+    /// The node each chunk was sent to follow its threads, kept past the window: a chunk
+    /// follows one node only (sent again there if its pages are still seen elsewhere).
+    /// Its threads seen on another node later say it is used from two nodes over time
+    /// (threads streaming through memory they share): it stays where it is, as
+    /// Stable-NUMA's pages that would move a second time become shared and stay.
+    followed: BTreeMap<u64, usize>,
 }
 
 /// How a process's chunks are shared, over the window.
@@ -87,8 +93,9 @@ impl Chunks {
     }
 
     /// Chunks to send to their threads' node: every thread sampling the chunk in the
-    /// window has the same node (`node_of`, `None`: not placed), and the chunk's pages were
-    /// last seen elsewhere. `min_samples` samples at least. Returns (chunk key, node).
+    /// window has the same node (`node_of`, `None`: not placed), the chunk's pages were
+    /// last seen elsewhere, and it never followed threads of another node. `min_samples`
+    /// passes at least. Returns (chunk key, node).
     pub fn to_follow(
         &self,
         min_samples: u32,
@@ -103,6 +110,9 @@ impl Chunks {
                 continue;
             };
             if c.other.is_some_and(|o| node_of(o.0) != Some(node)) {
+                continue;
+            }
+            if self.followed.get(&key).is_some_and(|&n| n != node) {
                 continue;
             }
             if c.page_node != node {
@@ -123,6 +133,12 @@ impl Chunks {
             .filter(|&(_, at, node)| at != node)
             .map(|(key, _, node)| (key, node))
             .collect()
+    }
+
+    /// The chunk's pages were sent to `node` to follow its threads.
+    pub fn followed(&mut self, key: u64, node: usize) {
+        self.followed.insert(key, node);
+        self.sent(key, node);
     }
 
     /// The chunk's pages were sent to `node`.

@@ -406,7 +406,8 @@ impl HomeNode {
     fn follow(&mut self, pid: Pid, pages: &mut u64, out: &mut Vec<Action>) {
         let threads = &self.threads;
         let u = self.units.get_mut(&pid).expect("listed");
-        let moves = if u.class == Class::Private {
+        let private = u.class == Class::Private;
+        let moves = if private {
             u.chunks.to_follow(1, |tid| threads.get(&tid)?.home)
         } else {
             u.chunks.to_interleave(&u.nodes)
@@ -419,7 +420,11 @@ impl HomeNode {
                 break;
             }
             *pages -= per_chunk;
-            u.chunks.sent(key, node);
+            if private {
+                u.chunks.followed(key, node);
+            } else {
+                u.chunks.sent(key, node);
+            }
             let base = key << shift;
             let v = by_node.entry(node).or_default();
             v.extend((0..per_chunk).map(|i| base + i * PAGE));
@@ -737,11 +742,11 @@ mod tests {
         };
         let mut p = HomeNode::new(Tunables::default());
         host.pass(&mut p, 1, &[]);
-        // Thread i alone touches chunks 4i..4i+4, each sampled twice, all on node 0.
-        let s = samples(1, 8, 0, |i| {
-            (0..8).map(|k| 4 * u64::from(i) + k / 2).collect()
-        });
-        let out = host.pass(&mut p, 2, &s);
+        // Thread i alone touches chunks 4i..4i+4, all on node 0, each sampled once a pass:
+        // classified at the second pass, when each chunk has two samples.
+        let s = samples(1, 8, 0, |i| (0..4).map(|k| 4 * u64::from(i) + k).collect());
+        assert_eq!(host.pass(&mut p, 2, &s).len(), 0, "not classified yet");
+        let out = host.pass(&mut p, 3, &s);
         let h = homes(&out, &m);
         assert_eq!(h.len(), 8, "only the busy threads: {h:?}");
         assert_eq!(h.values().filter(|&&n| n == 0).count(), 4, "{h:?}");
@@ -755,18 +760,36 @@ mod tests {
         assert_eq!(moved, vec![(1, 4 * 4 * 512)]);
         // Sent once: a pass without samples moves nothing, nor do samples that find the
         // pages where they were sent; samples that find them still on node 0 send them again.
-        assert_eq!(host.pass(&mut p, 3, &[]).len(), 0);
+        assert_eq!(host.pass(&mut p, 4, &[]).len(), 0);
         let there: Vec<AccessSample> = (s.iter())
             .map(|x| AccessSample {
                 page_node: h[&x.tid],
                 ..*x
             })
             .collect();
-        assert_eq!(host.pass(&mut p, 4, &there).len(), 0);
-        assert_eq!(host.pass(&mut p, 5, &s).len(), 1);
+        assert_eq!(host.pass(&mut p, 5, &there).len(), 0);
+        assert_eq!(host.pass(&mut p, 6, &s).len(), 1);
+        // A window later (the earlier samples expired), threads of another node sampled
+        // in chunks that followed their threads: they stay.
+        let on_node_0 = *h.iter().find(|&(_, &n)| n == 0).unwrap().0;
+        let other: Vec<AccessSample> = (s.iter())
+            .filter(|x| h[&x.tid] == 1)
+            .map(|x| AccessSample {
+                tid: on_node_0,
+                page_node: 1,
+                ..*x
+            })
+            .collect();
+        assert!(!other.is_empty());
         // Sampled until a window (10 s) passes without a move.
         assert!(p.wants_samples(Pid(1)));
-        assert_eq!(host.pass(&mut p, 16, &[]).len(), 0);
+        let moved_back = host.pass(&mut p, 17, &other);
+        assert!(
+            moved_back
+                .iter()
+                .all(|a| !matches!(a, Action::MovePages { .. })),
+            "{moved_back:?}"
+        );
         assert!(!p.wants_samples(Pid(1)));
     }
 
