@@ -9,8 +9,9 @@
 //!   {"t_s", "pid", "comm", "exited": true}         a managed process gone
 //!   {"t_s", "pid", "decision": words}              the policy's own words
 //!   {"t_s", "tid", "pid", "sched_setaffinity": cpus}
-//!   {"t_s", "pid", "move_pages": addresses, "to": node, "moved", "deferred"}
-//!   {"t_s", "pid", "migrate_pages": {"from", "to"}, "not_moved" | "deferred"}
+//!   {"t_s", "pid", "move_pages": addresses, "to": node, "moved", "deferred",
+//!    "absent", "not_owned", "busy", "page_errors": {status: pages}}   (see NotMoved)
+//!   {"t_s", "pid", "migrate_pages": {"from", "to"}, "moved", "not_moved" | "deferred"}
 //!   {"tid", "pid", "restore": cpus}                on stop, each changed affinity
 //!   {"stop": {"passes", "wall_s", "cpu_s", ..., "placement"}}
 //! ```
@@ -29,8 +30,16 @@ pub struct Counts {
     pub pages_moved: u64,
     /// Pages a policy asked to move that the rate limit left for later.
     pub pages_deferred: u64,
-    /// Pages the kernel would not move (`-EBUSY`, `-ENOMEM`, `-EACCES`, ...).
+    /// Pages the kernel would not move though they are the process's own (`-ENOMEM`, ...,
+    /// and what `migrate_pages` left).
     pub pages_failed: u64,
+    /// Addresses `move_pages` found no page at (`-EFAULT`, `-ENOENT`).
+    pub pages_absent: u64,
+    /// Pages the process cannot own, left where they are: other processes map them
+    /// (`-EACCES`), or they are in a file-backed or shared mapping (never asked for).
+    pub pages_not_owned: u64,
+    /// Pages busy at the time (`-EBUSY`), for a later pass.
+    pub pages_busy: u64,
     /// Calls that failed with `EPERM`, `ENOMEM`, `EINVAL` or another error.
     pub errors: u64,
     /// Threads and processes that were gone when acted on.
@@ -151,6 +160,65 @@ pub fn move_pages(t_s: f64, pid: Pid, addrs: usize, to: usize) -> Value {
     json!({"t_s": t_s, "pid": pid.0, "move_pages": addrs, "to": to})
 }
 
+/// The pages of a `move_pages` call that did not move, by the status the kernel gave each
+/// (its name: `EFAULT`, ...). Only `failed` counts as a failure: an address without a page
+/// has nothing to move, a page the process cannot own is not its to move (left alone, as
+/// `migrate_pages` without `CAP_SYS_NICE` leaves pages other processes map), a busy page
+/// may move at a later pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NotMoved {
+    /// `-EFAULT` (no mapping there, or the shared zero page) and `-ENOENT` (not present).
+    pub absent: u64,
+    /// `-EACCES` (other processes map the page), and `NOT_OWNED`: an address in a
+    /// file-backed or shared mapping, which the daemon does not ask to move.
+    pub not_owned: u64,
+    /// `-EBUSY`.
+    pub busy: u64,
+    /// Any other status (`-ENOMEM`: no room on the node; `stayed`: the page is on another
+    /// node and no error was given), by name.
+    pub failed: BTreeMap<String, u64>,
+}
+
+impl NotMoved {
+    /// `n` pages given the status named `status`.
+    pub fn add(&mut self, status: &str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match status {
+            "EFAULT" | "ENOENT" => self.absent += n,
+            "EACCES" | NOT_OWNED => self.not_owned += n,
+            "EBUSY" => self.busy += n,
+            _ => *self.failed.entry(status.to_string()).or_default() += n,
+        }
+    }
+
+    /// Into the counters and the call's line `v` (keys only for what is not zero).
+    pub fn record(&self, counts: &mut Counts, v: &mut Value) {
+        let failed: u64 = self.failed.values().sum();
+        counts.pages_absent += self.absent;
+        counts.pages_not_owned += self.not_owned;
+        counts.pages_busy += self.busy;
+        counts.pages_failed += failed;
+        for (key, n) in [
+            ("absent", self.absent),
+            ("not_owned", self.not_owned),
+            ("busy", self.busy),
+        ] {
+            if n > 0 {
+                v[key] = json!(n);
+            }
+        }
+        if failed > 0 {
+            v["page_errors"] = json!(self.failed);
+        }
+    }
+}
+
+/// [`NotMoved::add`]'s status for an address the daemon did not ask to move: in a
+/// file-backed or shared mapping.
+pub const NOT_OWNED: &str = "not owned";
+
 /// `migrate_pages(pid, {from}, {to})`.
 pub fn migrate_pages(t_s: f64, pid: Pid, from: usize, to: usize) -> Value {
     json!({"t_s": t_s, "pid": pid.0, "migrate_pages": {"from": from, "to": to}})
@@ -214,6 +282,8 @@ pub fn stop(s: &Stop) -> Value {
         "samples": s.samples, "managed_last_pass": s.managed_last_pass,
         "affinity_changes": c.affinity_changes, "pages_moved": c.pages_moved,
         "pages_deferred": c.pages_deferred, "pages_failed": c.pages_failed,
+        "pages_absent": c.pages_absent, "pages_not_owned": c.pages_not_owned,
+        "pages_busy": c.pages_busy,
         "errors": c.errors, "gone": c.gone, "placement": s.placement,
     }})
 }
@@ -241,6 +311,40 @@ pub fn placement<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_pages_of_the_process_own_that_stay_are_failures() {
+        let mut n = NotMoved::default();
+        for (status, pages) in [
+            ("EFAULT", 510),
+            ("ENOENT", 2),
+            ("EACCES", 40),
+            (NOT_OWNED, 8),
+            ("EBUSY", 3),
+        ] {
+            n.add(status, pages);
+        }
+        n.add("ENOMEM", 0);
+        let (mut c, mut v) = (Counts::default(), json!({"move_pages": 600}));
+        n.record(&mut c, &mut v);
+        assert_eq!(
+            (
+                c.pages_absent,
+                c.pages_not_owned,
+                c.pages_busy,
+                c.pages_failed
+            ),
+            (512, 48, 3, 0)
+        );
+        assert_eq!(
+            v,
+            json!({"move_pages": 600, "absent": 512, "not_owned": 48, "busy": 3})
+        );
+        n.add("ENOMEM", 7);
+        n.record(&mut c, &mut v);
+        assert_eq!(c.pages_failed, 7);
+        assert_eq!(v["page_errors"], json!({"ENOMEM": 7}));
+    }
 
     #[test]
     fn placement_is_the_node_holding_every_thread() {

@@ -4,19 +4,23 @@
 //!
 //! ```text
 //!  SetThreadAffinity / MoveThread  sched_setaffinity(tid, cpus ∩ the thread's own affinity)
-//!  MovePages                       move_pages(pid, ...) in chunks, to a node of its Mems_allowed,
+//!  MovePages                       move_pages(pid, ...) of the addresses in its private
+//!                                  anonymous mappings, in chunks, to a node of its Mems_allowed,
 //!                                  within the MB/s budget (the rest is left for a later pass)
-//!  MigrateProcessPages             migrate_pages(pid, from, to) of the pages it alone maps;
-//!                                  what left `from` (numa_maps before and after) is charged
-//!                                  to the budget after
+//!  MigrateProcessPages             move_pages(pid, ...) of its own pages on `from` (present
+//!                                  in its private anonymous mappings and mapped by it alone:
+//!                                  maps and pagemap), to `to`; what moved is charged to the
+//!                                  budget after (not migrate_pages(2), which takes a file's
+//!                                  pages too when only this process maps them)
 //!  Log                             the decision log
 //! ```
 //!
 //! A thread or process that exits mid-operation (`ESRCH`, every page `-EFAULT`) is logged,
-//! not an error; `EPERM`, `ENOMEM`, `EBUSY` (per page) and `EACCES` (a page other processes
-//! map) are counted and logged.
+//! not an error; `EPERM` and `ENOMEM` are counted and logged; `move_pages`' per-page
+//! statuses are sorted by `NotMoved`: addresses without a page, pages other processes map
+//! (`-EACCES`, left alone) and busy pages are counted apart from failures.
 
-use crate::sys;
+use crate::{procfs, sys};
 use numabal_daemon::log as line;
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::Action;
@@ -28,7 +32,7 @@ pub const MOVE_CHUNK: usize = 512;
 const PAGE: f64 = numabal_daemon::budget::PAGE;
 
 pub use numabal_daemon::RateLimit;
-pub use numabal_daemon::log::{Changed, Counts, placement};
+pub use numabal_daemon::log::{Changed, Counts, NOT_OWNED, NotMoved, placement};
 
 /// Carries out actions.
 #[derive(Debug)]
@@ -43,6 +47,8 @@ pub struct Actuator {
 fn errno_name(e: &std::io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::ESRCH) => "ESRCH".into(),
+        Some(libc::EFAULT) => "EFAULT".into(),
+        Some(libc::ENOENT) => "ENOENT".into(),
         Some(libc::EPERM) => "EPERM".into(),
         Some(libc::ENOMEM) => "ENOMEM".into(),
         Some(libc::EBUSY) => "EBUSY".into(),
@@ -54,13 +60,57 @@ fn errno_name(e: &std::io::Error) -> String {
     }
 }
 
-/// Bytes of `pid` on `node` now (`/proc/PID/numa_maps`); `None` when it cannot be read
-/// (the process exited).
-fn bytes_on(pid: Pid, node: usize) -> Option<u64> {
-    let path = std::path::PathBuf::from(format!("/proc/{}/numa_maps", pid.0));
-    let text = std::fs::read_to_string(&path).ok()?;
-    let maps = crate::procfs::parse_numa_maps(&path, &text).ok()?;
-    Some(maps.node_bytes.get(&node).copied().unwrap_or(0))
+/// `pid`'s private anonymous ranges (`/proc/PID/maps`); `None` when it cannot be read (the
+/// process exited: the call that follows says so).
+fn private_anonymous_of(pid: Pid) -> Option<Vec<(u64, u64)>> {
+    let text = std::fs::read_to_string(format!("/proc/{}/maps", pid.0)).ok()?;
+    Some(procfs::private_anonymous(&text))
+}
+
+/// The addresses of `pid`'s own pages on `node`: present in its private anonymous
+/// mappings, mapped by it alone (`/proc/PID/maps`, `pagemap`), and on `node` (`move_pages`
+/// asked where each is). A process that is gone gives `ESRCH`.
+fn own_pages_on(pid: Pid, node: usize) -> std::io::Result<Vec<u64>> {
+    let gone = || std::io::Error::from_raw_os_error(libc::ESRCH);
+    let ranges = private_anonymous_of(pid).ok_or_else(gone)?;
+    let path = format!("/proc/{}/pagemap", pid.0);
+    let mut pagemap = std::fs::File::open(path).map_err(|_| gone())?;
+    let (own, _) = procfs::own_pages(&mut pagemap, &ranges).map_err(|_| gone())?;
+    let mut on = Vec::new();
+    for chunk in own.chunks(MOVE_CHUNK) {
+        let a: Vec<usize> = chunk.iter().map(|&x| x as usize).collect();
+        let st = sys::query_nodes(pid.0, &a)?;
+        on.extend(
+            (chunk.iter().zip(st))
+                .filter(|(_, s)| *s == node as i32)
+                .map(|(&x, _)| x),
+        );
+    }
+    Ok(on)
+}
+
+/// `move_pages` of `addrs` of `pid` to `node`, `MOVE_CHUNK` at a time: the pages moved
+/// (a page already there counts, as its status is the node); the others into `not_moved`.
+fn move_chunks(
+    pid: Pid,
+    addrs: &[u64],
+    node: usize,
+    not_moved: &mut NotMoved,
+) -> std::io::Result<u64> {
+    let mut moved = 0u64;
+    for chunk in addrs.chunks(MOVE_CHUNK) {
+        let a: Vec<usize> = chunk.iter().map(|&x| x as usize).collect();
+        for s in sys::move_pages_to(pid.0, &a, node)? {
+            if s == node as i32 {
+                moved += 1;
+            } else if s < 0 {
+                not_moved.add(&errno_name(&std::io::Error::from_raw_os_error(-s)), 1);
+            } else {
+                not_moved.add("stayed", 1);
+            }
+        }
+    }
+    Ok(moved)
 }
 
 /// What the actuator needs to know of a process.
@@ -204,6 +254,23 @@ impl Actuator {
         if !line::admit(&mut self.counts, &mut v, "move_pages", node, mems) {
             return v;
         }
+        // Only the process's private anonymous memory is asked for: a file's pages and
+        // shared memory stay where they are, whoever maps them now.
+        let mut not_moved = NotMoved::default();
+        let own = private_anonymous_of(pid);
+        let owned: Vec<u64>;
+        let addrs = match &own {
+            Some(r) => {
+                owned = addrs
+                    .iter()
+                    .copied()
+                    .filter(|&a| procfs::in_ranges(r, a))
+                    .collect();
+                not_moved.add(NOT_OWNED, (addrs.len() - owned.len()) as u64);
+                &owned[..]
+            }
+            None => addrs,
+        };
         let budget = self.rate.pages(now_ns);
         let n = addrs.len().min(budget);
         if n < addrs.len() {
@@ -212,40 +279,17 @@ impl Actuator {
         }
         if self.dry_run {
             v["dry_run"] = json!(true);
+            not_moved.record(&mut self.counts, &mut v);
             return v;
         }
-        let (mut moved, mut busy, mut failed) = (0u64, 0u64, 0u64);
-        let mut errs: BTreeMap<String, u64> = BTreeMap::new();
-        for chunk in addrs[..n].chunks(MOVE_CHUNK) {
-            let a: Vec<usize> = chunk.iter().map(|&x| x as usize).collect();
-            match sys::move_pages_to(pid.0, &a, node) {
-                Ok(st) => {
-                    for s in st {
-                        if s == node as i32 {
-                            moved += 1;
-                        } else if s == -libc::EBUSY {
-                            busy += 1;
-                        } else if s < 0 {
-                            failed += 1;
-                            *errs
-                                .entry(errno_name(&std::io::Error::from_raw_os_error(-s)))
-                                .or_default() += 1;
-                        }
-                    }
-                }
-                Err(e) => return self.failed(v, "move_pages", &e),
-            }
-        }
+        let moved = match move_chunks(pid, &addrs[..n], node, &mut not_moved) {
+            Ok(m) => m,
+            Err(e) => return self.failed(v, "move_pages", &e),
+        };
         self.rate.charge(moved as f64 * PAGE);
         self.counts.pages_moved += moved;
-        self.counts.pages_failed += busy + failed;
         v["moved"] = json!(moved);
-        if busy > 0 {
-            v["ebusy"] = json!(busy);
-        }
-        if !errs.is_empty() {
-            v["page_errors"] = json!(errs);
-        }
+        not_moved.record(&mut self.counts, &mut v);
         v
     }
 
@@ -275,24 +319,21 @@ impl Actuator {
             v["dry_run"] = json!(true);
             return v;
         }
-        let before = bytes_on(pid, from);
-        match sys::migrate_pages(pid.0, &Mask::single(from), &Mask::single(to)) {
-            Ok(left) => {
-                // What left `from` is what moved: pages other processes map stay (the call
-                // runs without CAP_SYS_NICE: sys::migrate_pages) and cost no copy, nor do
-                // pages the kernel could not move (`left`, no room on `to`).
-                let moved = match (before, bytes_on(pid, from)) {
-                    (Some(b), Some(a)) => b.saturating_sub(a) / 4096,
-                    _ => (bytes / 4096).saturating_sub(left as u64),
-                };
-                self.rate.charge((moved * 4096) as f64);
-                self.counts.pages_moved += moved;
-                self.counts.pages_failed += left as u64;
-                v["not_moved"] = json!(left);
-                v
-            }
-            Err(e) => self.failed(v, "migrate_pages", &e),
-        }
+        // Not migrate_pages(2): even without MPOL_MF_MOVE_ALL it takes a file's pages that
+        // only this process maps now (a library's code, seen in the guest). The process's
+        // own pages on `from` are found in its pagemap and moved with move_pages.
+        let mut not_moved = NotMoved::default();
+        let moved =
+            match own_pages_on(pid, from).and_then(|a| move_chunks(pid, &a, to, &mut not_moved)) {
+                Ok(m) => m,
+                Err(e) => return self.failed(v, "migrate_pages", &e),
+            };
+        self.rate.charge(moved as f64 * PAGE);
+        self.counts.pages_moved += moved;
+        v["moved"] = json!(moved);
+        v["not_moved"] = json!(not_moved.failed.values().sum::<u64>());
+        not_moved.record(&mut self.counts, &mut v);
+        v
     }
 
     /// Give every changed thread its own affinity back, unless someone else changed it
@@ -402,6 +443,31 @@ mod tests {
             (log[0]["moved"].as_u64(), log[0]["deferred"].as_u64()),
             (Some(2), Some(2))
         );
+        // The C library's code is not asked for; the process's own pages on the node are
+        // what a whole-process move takes (here to the node they are on: all "moved").
+        let code = (libc::getpid as *const () as usize as u64) & !4095;
+        let mut a = Actuator::new(false, 1024.0);
+        let code_move = Action::MovePages {
+            pid,
+            addrs: vec![code, first],
+            node: here,
+        };
+        let log = a.apply(&code_move, 0, |_| None, |_| target(), &[]);
+        assert_eq!(
+            (log[0]["moved"].as_u64(), log[0]["not_owned"].as_u64()),
+            (Some(1), Some(1))
+        );
+        let whole = Action::MigrateProcessPages {
+            pid,
+            from: here,
+            to: here,
+        };
+        let log = a.apply(&whole, 0, |_| None, |_| target(), &[]);
+        let own = own_pages_on(pid, here).unwrap();
+        assert!(addrs.iter().all(|x| own.contains(x)), "{log:?}");
+        assert!(!own.contains(&code));
+        assert!(log[0]["moved"].as_u64().unwrap() >= 4, "{log:?}");
+        assert_eq!(log[0]["not_moved"], 0, "{log:?}");
         std::hint::black_box(&v);
     }
 }

@@ -141,9 +141,27 @@ fn metrics_text(a: &Actuator, pass: u64, managed: usize, samples: u64, cpu_s: f6
         ),
         (
             "numabal_pages_failed_total",
-            "Pages the kernel would not move.",
+            "Pages of the process's own the kernel would not move (ENOMEM, ...).",
             "counter",
             c.pages_failed as f64,
+        ),
+        (
+            "numabal_pages_absent_total",
+            "Addresses move_pages found no page at (EFAULT, ENOENT).",
+            "counter",
+            c.pages_absent as f64,
+        ),
+        (
+            "numabal_pages_not_owned_total",
+            "Pages left alone as the process cannot own them: other processes map them (EACCES), or in a file-backed or shared mapping.",
+            "counter",
+            c.pages_not_owned as f64,
+        ),
+        (
+            "numabal_pages_busy_total",
+            "Pages busy when asked to move (EBUSY), for a later pass.",
+            "counter",
+            c.pages_busy as f64,
         ),
         (
             "numabal_errors_total",

@@ -1,7 +1,7 @@
 //! Processes as `/proc` shows them: `stat` (the comm parsed up to the *last* `)`, so names
 //! with spaces or parentheses such as perf's `process 0` do not shift the fields, the bug
-//! numad has), `status` (`Name:`), `cmdline`, `numa_maps` (pages per node) and each thread's
-//! last CPU (`task/TID/stat` field 39).
+//! numad has), `status` (`Name:`), `cmdline`, `numa_maps` (pages per node), `maps` (which
+//! ranges are private anonymous memory) and each thread's last CPU (`task/TID/stat` field 39).
 
 use crate::topology::{LiveError, err, read};
 use std::collections::BTreeMap;
@@ -106,6 +106,84 @@ pub fn parse_numa_maps(path: &Path, text: &str) -> Result<NumaMaps, LiveError> {
         }
     }
     Ok(m)
+}
+
+/// The address ranges (start, end) of a process's private anonymous mappings, sorted: the
+/// lines of `/proc/PID/maps` with `p` permissions, inode 0 and no file (the heap, stacks,
+/// `malloc`'s own mappings, named anonymous ones). The pages a process can own: a file's
+/// pages (code, read-only data, the page cache) and shared memory other processes map or
+/// may map later are not among them. Lines that do not parse are left out.
+pub fn private_anonymous(text: &str) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = text
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            let (range, perms) = (f.next()?, f.next()?);
+            let (_offset, _dev, inode) = (f.next()?, f.next()?, f.next()?);
+            let name = f.next().unwrap_or("");
+            let anonymous = inode == "0"
+                && (name.is_empty()
+                    || name.starts_with("[heap")
+                    || name.starts_with("[stack")
+                    || name.starts_with("[anon:"));
+            if !anonymous || perms.as_bytes().get(3) != Some(&b'p') {
+                return None;
+            }
+            let (a, b) = range.split_once('-')?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// What `/proc/PID/pagemap` says of a page (one 64-bit entry, Documentation/admin-guide/
+/// mm/pagemap.rst): `None` not present; `Some(true)` the process's own (present, anonymous
+/// and mapped by it alone: bit 56 set, bit 61 clear); `Some(false)` present but a file's
+/// page, shared memory, or mapped by other processes too.
+pub fn own_page(entry: u64) -> Option<bool> {
+    const PRESENT: u64 = 1 << 63;
+    const FILE_OR_SHARED: u64 = 1 << 61;
+    const EXCLUSIVE: u64 = 1 << 56;
+    (entry & PRESENT != 0).then_some(entry & FILE_OR_SHARED == 0 && entry & EXCLUSIVE != 0)
+}
+
+/// The present pages of `ranges` in `pagemap` (a process's `/proc/PID/pagemap`): the
+/// addresses of its own pages, and how many present pages are not its own.
+pub fn own_pages(
+    pagemap: &mut (impl std::io::Read + std::io::Seek),
+    ranges: &[(u64, u64)],
+) -> std::io::Result<(Vec<u64>, u64)> {
+    const PAGE: u64 = 4096;
+    let (mut own, mut others) = (Vec::new(), 0u64);
+    let mut buf = vec![0u8; 8 * 4096];
+    for &(start, end) in ranges {
+        let mut at = start;
+        while at < end {
+            let pages = ((end - at) / PAGE).min(4096) as usize;
+            pagemap.seek(std::io::SeekFrom::Start(at / PAGE * 8))?;
+            pagemap.read_exact(&mut buf[..pages * 8])?;
+            for (i, e) in buf[..pages * 8].chunks_exact(8).enumerate() {
+                let entry = u64::from_ne_bytes(e.try_into().expect("8 bytes"));
+                match own_page(entry) {
+                    Some(true) => own.push(at + i as u64 * PAGE),
+                    Some(false) => others += 1,
+                    None => {}
+                }
+            }
+            at += pages as u64 * PAGE;
+        }
+    }
+    Ok((own, others))
+}
+
+/// Whether `addr` is in one of `ranges` (sorted, as [`private_anonymous`] gives them).
+pub fn in_ranges(ranges: &[(u64, u64)], addr: u64) -> bool {
+    let i = ranges.partition_point(|r| r.1 <= addr);
+    ranges.get(i).is_some_and(|r| r.0 <= addr)
 }
 
 /// A process: its stat, name, command line, memory per node and threads' last CPUs.
@@ -277,6 +355,71 @@ pub mod fixture {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn private_anonymous_ranges_are_the_heap_stacks_and_anonymous_mappings() {
+        let maps = "\
+55d0c0800000-55d0c0821000 r-xp 00000000 08:01 1234 /usr/bin/numa02-like
+55d0c0a00000-55d0c0a21000 rw-p 00000000 00:00 0 [heap]
+7f0000000000-7f0010000000 rw-p 00000000 00:00 0
+7f0010000000-7f0010200000 rw-s 00000000 00:01 77 /dev/zero (deleted)
+7f2000000000-7f2000028000 r--p 00000000 08:01 99 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f2000228000-7f200022c000 rw-p 00228000 08:01 99 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f2000300000-7f2000301000 rw-p 00000000 00:00 0 [anon:glibc.malloc]
+7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0 [stack]
+7ffc00100000-7ffc00102000 r-xp 00000000 00:00 0 [vdso]
+garbage
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
+";
+        let r = super::private_anonymous(maps);
+        assert_eq!(
+            r,
+            vec![
+                (0x55d0c0a00000, 0x55d0c0a21000),
+                (0x7f0000000000, 0x7f0010000000),
+                (0x7f2000300000, 0x7f2000301000),
+                (0x7ffc00000000, 0x7ffc00021000),
+            ]
+        );
+        let inside = |a| super::in_ranges(&r, a);
+        assert!(inside(0x55d0c0a00000) && inside(0x7f000fffffff) && inside(0x7ffc00020000));
+        assert!(!inside(0x55d0c0800000), "program text");
+        assert!(!inside(0x7f0010000000), "shared memory");
+        assert!(!inside(0x7f2000228000), "libc's data");
+        assert!(!inside(0x55d0c0a21000) && !inside(0) && !inside(u64::MAX));
+    }
+
+    #[test]
+    fn own_pages_are_present_anonymous_and_exclusive() {
+        let (present, file, exclusive) = (1u64 << 63, 1u64 << 61, 1u64 << 56);
+        let entries = [
+            present | exclusive | 0x1234, // the process's own (a PFN in the low bits)
+            present | file | exclusive,   // a file's page only it maps
+            present,                      // anonymous, shared with a child after fork
+            exclusive,                    // not present
+            0,
+            present | exclusive | (1 << 55), // soft-dirty: still its own
+        ];
+        let seen: Vec<Option<bool>> = entries.iter().map(|&e| super::own_page(e)).collect();
+        assert_eq!(
+            seen,
+            [Some(true), Some(false), Some(false), None, None, Some(true)]
+        );
+        // A pagemap of 16 pages: the entries above at pages 8..14.
+        let mut bytes = vec![0u8; 16 * 8];
+        for (i, e) in entries.iter().enumerate() {
+            bytes[(8 + i) * 8..(9 + i) * 8].copy_from_slice(&e.to_ne_bytes());
+        }
+        let mut f = std::io::Cursor::new(bytes);
+        let (own, others) =
+            super::own_pages(&mut f, &[(0x1000, 0x3000), (0x8000, 0xd000)]).unwrap();
+        assert_eq!(
+            (own, others),
+            (vec![0x8000], 2),
+            "page 13 is past the range"
+        );
+        let (own, _) = super::own_pages(&mut f, &[(0x8000, 0x10000)]).unwrap();
+        assert_eq!(own, vec![0x8000, 0xd000]);
+    }
     use super::*;
 
     #[test]

@@ -22,7 +22,8 @@ online_cpus() { cat /sys/devices/system/cpu/online; }
 
 # "cpu:node " pairs from numactl --hardware (independent of numabal).
 CPU_MAP=$(numactl --hardware | awk '/^node [0-9]+ cpus:/ { for (i = 4; i <= NF; i++) printf "%s:%s ", $i, $2 }')
-node_of_cpu() { for p in $CPU_MAP; do [ "${p%%:*}" = "$1" ] && { echo "${p#*:}"; return; }; done; echo "?"; }
+# (Its loop variable is its own: busybox sh functions share their callers' variables.)
+node_of_cpu() { for _pair in $CPU_MAP; do [ "${_pair%%:*}" = "$1" ] && { echo "${_pair#*:}"; return; }; done; echo "?"; }
 
 # Worker threads of a process (every task but the main thread, which only waits).
 workers() { for t in /proc/$1/task/*; do t=${t##*/}; [ "$t" != "$1" ] && echo "$t"; done; }

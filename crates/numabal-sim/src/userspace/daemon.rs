@@ -15,7 +15,8 @@
 //!                               page (migrate_page_ns + the copy + a TLB shootdown), a tick's
 //!                               worth of copying per tick; numad (root: MPOL_MF_MOVE_ALL)
 //!                               moves pages other processes map too, numabal's daemon
-//!                               (without CAP_SYS_NICE for the call) leaves them
+//!                               leaves them (live it moves the process's own pages, found
+//!                               in its pagemap, with move_pages: the same per-page cost)
 //!      MovePages                queued like migrate_pages: move_pages(2) of the sampled
 //!                               addresses (world/procfs.rs maps them to pages)
 //!      Log                      the run's policy_log

@@ -31,7 +31,7 @@ use crate::kernel::kthread::KThreads;
 use crate::registry::SimDaemon;
 use crate::world::{NS, PerfEvent, TState, World};
 use numabal_daemon::budget::PAGE;
-use numabal_daemon::log::{self as line, Changed, Counts};
+use numabal_daemon::log::{self as line, Changed, Counts, NotMoved};
 use numabal_daemon::pacing::{
     host_busy, idle_look_gap_ns, interval_range_ns, next_clear_ns, pass_gap_ns,
 };
@@ -88,6 +88,9 @@ pub(crate) struct NumabalDaemon {
     /// Its CPU time so far, ns.
     cpu_ns: f64,
     pub(crate) log: Vec<Value>,
+    /// Bytes each running `migrate_pages` was charged as it was made, by its log line: what
+    /// did not move is given back when it returns.
+    charged: BTreeMap<usize, u64>,
 }
 
 impl NumabalDaemon {
@@ -111,6 +114,7 @@ impl NumabalDaemon {
             kthreads: KThreads::new(nr_cpus),
             cpu_ns: 0.0,
             log: Vec::new(),
+            charged: BTreeMap::new(),
         }
     }
 
@@ -483,6 +487,7 @@ impl UserSpace {
         d.rate.charge(bytes as f64);
         d.log.push(v);
         let at = d.log.len() - 1;
+        d.charged.insert(at, bytes);
         self.queue_migrate_pages(w, pid, from, to, Some(at));
     }
 
@@ -493,29 +498,28 @@ impl UserSpace {
             return;
         };
         d.counts.pages_moved += done.moved;
-        d.counts.pages_failed += done.failed;
         let v = &mut d.log[done.line];
+        v["moved"] = done.moved.into();
         match done.page_errors {
             None => {
-                // migrate_pages: the pages that stayed are given back to the bucket, as
-                // the live daemon charges only the pages that moved.
-                d.rate.charge(-(done.failed as f64) * PAGE);
+                // migrate_pages: what did not move (pages that stayed, pages other
+                // processes map) is given back to the bucket, as the live daemon charges
+                // only what left the node.
+                let charged = d.charged.remove(&done.line).unwrap_or(0) as f64;
+                d.rate
+                    .charge(-(charged - done.moved as f64 * PAGE).max(0.0));
+                d.counts.pages_failed += done.failed;
                 v["not_moved"] = done.failed.into();
             }
             Some(e) => {
                 // move_pages: the addresses that did not move are given back to the bucket.
                 d.rate.charge(-(done.failed as f64) * PAGE);
-                v["moved"] = done.moved.into();
-                let named = [
-                    ("EFAULT", e.efault),
-                    ("ENOENT", e.enoent),
-                    ("EACCES", e.eacces),
-                    ("ENOMEM", e.enomem),
-                ];
-                let errs: BTreeMap<&str, u64> = named.into_iter().filter(|x| x.1 > 0).collect();
-                if !errs.is_empty() {
-                    v["page_errors"] = serde_json::json!(errs);
-                }
+                let mut not_moved = NotMoved::default();
+                not_moved.add("EFAULT", e.efault);
+                not_moved.add("ENOENT", e.enoent);
+                not_moved.add("EACCES", e.eacces);
+                not_moved.add("ENOMEM", e.enomem);
+                not_moved.record(&mut d.counts, v);
             }
         }
     }

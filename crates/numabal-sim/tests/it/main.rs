@@ -6,6 +6,7 @@ mod calibration;
 mod daemon;
 mod determinism;
 mod guest;
+mod harm;
 mod hpc;
 mod invariants;
 mod mechanisms;
