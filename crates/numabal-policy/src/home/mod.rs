@@ -259,7 +259,8 @@ impl HomeNode {
         load: &[u32],
         obs: &Observation<'_>,
     ) -> Home {
-        if self.units[&p.pid].class == Class::Private && busy > 1 && room {
+        let private = self.units[&p.pid].class == Class::Private;
+        if self.t.split_private == 1 && private && busy > 1 && room {
             return Home::Split;
         }
         let free: Vec<u64> = obs.nodes.iter().map(|n| n.mem_free_bytes).collect();
@@ -328,6 +329,9 @@ impl HomeNode {
                     cpus: m.nodes[n].cpus.clone(),
                 });
             }
+        }
+        if self.t.move_memory == 0 {
+            return;
         }
         let mut pages = self.t.move_mb_s * MIB / PAGE * self.t.interval_ms / 1000;
         let mut free: Vec<u64> = obs.nodes.iter().map(|n| n.mem_free_bytes).collect();
@@ -420,7 +424,7 @@ impl HomeNode {
                 break;
             }
             *pages -= per_chunk;
-            if private {
+            if private && self.t.follow_once == 1 {
                 u.chunks.followed(key, node);
             } else {
                 u.chunks.sent(key, node);
@@ -551,6 +555,9 @@ impl Policy for HomeNode {
     /// Samples until a process is placed; a whole one needs none after that (its memory
     /// is followed by `numa_maps`), a split one until a window passes without a move.
     fn wants_samples(&self, pid: Pid) -> bool {
+        if self.t.sample_selectively == 0 {
+            return true;
+        }
         let Some(u) = self.units.get(&pid) else {
             return true;
         };

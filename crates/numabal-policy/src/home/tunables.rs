@@ -30,6 +30,19 @@ pub struct Tunables {
     /// Memory moved by `move_pages` at most this fast, MiB/s (the daemon's `migrate_mb_s`
     /// may slow it further; chunks not moved in a pass wait for the next).
     pub move_mb_s: u64,
+    // Mechanism switches, 1 (on) in the one parameter set: 0 turns a mechanism off, for
+    // the ablation runs (scripts/home_node_ablation.py), as the kernel's sched_features.
+    /// A private multi-threaded process is split over the nodes when the machine has room
+    /// (0: placed whole, as every other process).
+    pub split_private: u64,
+    /// Memory follows the threads: whole processes' memory gathered, split ones' chunks
+    /// sent to their threads' nodes (0: threads placed, memory left where it is).
+    pub move_memory: u64,
+    /// A chunk follows one node only (0: it follows whichever node's threads sampled it).
+    pub follow_once: u64,
+    /// Processes are sampled only while the policy needs to learn about them (0: every
+    /// managed process all the time).
+    pub sample_selectively: u64,
 }
 
 impl Default for Tunables {
@@ -43,6 +56,10 @@ impl Default for Tunables {
             classify_wait_s: 5,
             window_s: 10,
             move_mb_s: 256,
+            split_private: 1,
+            move_memory: 1,
+            follow_once: 1,
+            sample_selectively: 1,
         }
     }
 }
@@ -57,6 +74,10 @@ pub const TUNABLES: &[&str] = &[
     "classify_wait_s",
     "window_s",
     "move_mb_s",
+    "split_private",
+    "move_memory",
+    "follow_once",
+    "sample_selectively",
 ];
 
 impl Tunables {
@@ -73,6 +94,10 @@ impl Tunables {
             ("classify_wait_s", t.classify_wait_s, 0, 3600),
             ("window_s", t.window_s, 1, 3600),
             ("move_mb_s", t.move_mb_s, 1, 1_000_000),
+            ("split_private", t.split_private, 0, 1),
+            ("move_memory", t.move_memory, 0, 1),
+            ("follow_once", t.follow_once, 0, 1),
+            ("sample_selectively", t.sample_selectively, 0, 1),
         ])
         .map_err(|(k, msg)| InputError::new(&spec.label, format!("policy.{k}"), msg))?;
         if !t.chunk_kib.is_power_of_two() {
@@ -106,6 +131,8 @@ mod tests {
         assert!(e.to_string().contains("allowed: 1 to 100"), "{e}");
         let e = Tunables::from_spec(&spec("home-node", "chunk_kib = 1000")).unwrap_err();
         assert!(e.to_string().contains("a power of two"), "{e}");
+        let e = Tunables::from_spec(&spec("home-node", "move_memory = 2")).unwrap_err();
+        assert!(e.to_string().contains("allowed: 0 to 1"), "{e}");
         let e = Tunables::from_spec(&spec("home-node", "speed = 1")).unwrap_err();
         assert!(e.to_string().contains("unknown tunable"), "{e}");
     }

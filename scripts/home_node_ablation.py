@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""What each mechanism of home-node buys (issue 18's ablations): home-node as numabal's
+daemon runs it in the simulator (softdirty, the daemon's and the policy's defaults), and
+the same with one mechanism switched off (policy tunables, docs/home-node.md):
+
+  split_private=0       private multi-threaded processes placed whole, as every other
+  move_memory=0         threads placed, memory left where it was first touched
+  follow_once=0         a split process's chunk follows whichever node sampled it last
+  sample_selectively=0  every managed process sampled all the time
+
+on the workloads where binding is defined (the five AutoNUMA benchmark workloads on
+autonuma-2n24, numa01 on rhel-4n40). Per variant and workload: mean runtime against
+bind's, pages migrated and the sensor's soft-dirty faults (sums over the seeds); then the
+geometric mean against bind and the totals. A table, no verdicts: the figures are what the
+ablation is for (docs/home-node.md, "Ablations").
+
+Usage: scripts/home_node_ablation.py [--seeds N] [--numabal PATH] [--out DIR]
+Wall time on 2 cores, release build: about 5 minutes with 3 seeds (the default).
+"""
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from home_node_eval import BIND_DEFINED, REPO, compare, runtimes  # noqa: E402
+
+VARIANTS = [
+    ("home-node", []),
+    ("split_private=0", ["policy.split_private=0"]),
+    ("move_memory=0", ["policy.move_memory=0"]),
+    ("follow_once=0", ["policy.follow_once=0"]),
+    ("sample_selectively=0", ["policy.sample_selectively=0"]),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--numabal", default=str(REPO / "target/release/numabal"))
+    ap.add_argument("--out", help="keep the runs here (reused when present)")
+    a = ap.parse_args()
+    if a.seeds < 1:
+        sys.exit("home_node_ablation: --seeds must be at least 1")
+    out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="home-node-ablation."))
+    print(f"runs in {out}, {a.seeds} seeds")
+    (out / "bind").mkdir(parents=True, exist_ok=True)
+    bind = {}
+    for machine, w in BIND_DEFINED:
+        pol = compare(a.numabal, machine, w, ["bind"], a.seeds, out / "bind")
+        bind[(machine, w)] = statistics.mean(runtimes(pol["bind"]))
+    rows = []
+    for i, (name, sets) in enumerate(VARIANTS, 1):
+        print(f"[{i}/{len(VARIANTS)}] {name}", file=sys.stderr, flush=True)
+        d = out / name
+        d.mkdir(parents=True, exist_ok=True)
+        ratios, migrated, faults = [], 0, 0
+        for machine, w in BIND_DEFINED:
+            runs = compare(a.numabal, machine, w, ["home-node"], a.seeds, d, sets)["home-node"]
+            r = statistics.mean(runtimes(runs)) / bind[(machine, w)]
+            m = sum(x["metrics"]["pgmigrate_success"] for x in runs["runs"])
+            f = sum((x.get("daemon") or {}).get("soft_dirty_faults", 0) for x in runs["runs"])
+            ratios.append(r)
+            migrated += m
+            faults += f
+            rows.append((name, f"{w} on {machine}", f"{r:.3f}", str(m), str(f)))
+        g = math.exp(statistics.mean(math.log(r) for r in ratios))
+        rows.append((name, "all (geometric mean; sums)", f"{g:.3f}", str(migrated), str(faults)))
+    head = ("variant", "workload", "x bind", "pages migrated", "soft-dirty faults")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(c.ljust(wd) if i < 2 else c.rjust(wd)
+                        for i, (c, wd) in enumerate(zip(r, widths))))
+
+
+if __name__ == "__main__":
+    main()
