@@ -18,7 +18,7 @@
 //! ```
 
 use crate::actuate::{Actuator, Target};
-use crate::observe::{Snapshot, observe_processes, read_cpu_idle};
+use crate::observe::{KernelThreads, Snapshot, observe_processes, read_cpu_idle};
 use crate::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
 use crate::safety::{Rules, check, limits_of};
 use crate::sensor::{FaultSampler, RawSample, SensorKind, choose, clear_soft_dirty};
@@ -223,10 +223,11 @@ pub fn run(
     log: &mut dyn FnMut(Value),
 ) -> Result<Summary, LiveError> {
     let mut d = Daemon::start(cfg, policy, log)?;
+    let mut kthreads = KernelThreads::default();
     while !stop.load(Ordering::Relaxed) {
         let now = d.start.elapsed().as_nanos() as u64;
-        let (mut snap, procs) =
-            observe_processes(&cfg.root, &d.topo, cfg.settings.min_rss_mb * 1024 * 1024)?;
+        let min_rss = cfg.settings.min_rss_mb * 1024 * 1024;
+        let (mut snap, procs) = observe_processes(&cfg.root, &d.topo, min_rss, &mut kthreads)?;
         let managed = d.judge(&snap, &procs, now, log);
         let live_tids = d.keep_managed(&mut snap, &managed, now, log);
         d.sample(&mut snap, &managed, &live_tids, now, log);

@@ -10,6 +10,7 @@ use crate::procfs::{Process, pids, read_process_if};
 use crate::topology::{LiveError, LiveTopology, err, read};
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::{NodeObs, ProcessObs, ThreadObs};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Clock ticks per second of `/proc` times (`USER_HZ`).
@@ -126,7 +127,33 @@ fn process_obs(p: &Process, nr_nodes: usize) -> ProcessObs {
 
 /// Observe the host under `root`.
 pub fn observe(root: &Path, topo: &LiveTopology) -> Result<Snapshot, LiveError> {
-    Ok(observe_processes(root, topo, 0)?.0)
+    Ok(observe_processes(root, topo, 0, &mut KernelThreads::default())?.0)
+}
+
+/// Kernel threads seen at earlier passes (`PF_KTHREAD`): their `stat` is not read again
+/// while their pid stays listed, as a kernel thread never becomes a process. An idle host
+/// has far more of them than processes (a hundred in the 8-CPU guest), and under TCG each
+/// `/proc` read is what the daemon's idle passes spend their time on. Forgotten every
+/// `REFRESH` passes, in case a pid was freed and taken again between two listings.
+#[derive(Debug, Default)]
+pub struct KernelThreads {
+    pids: BTreeSet<u32>,
+    passes: u64,
+}
+
+impl KernelThreads {
+    const REFRESH: u64 = 64;
+
+    /// A new pass listed `pids`: forget the pids no longer listed (all of them every
+    /// `REFRESH` passes).
+    fn begin(&mut self, pids: &[u32]) {
+        self.passes += 1;
+        if self.passes.is_multiple_of(Self::REFRESH) {
+            self.pids.clear();
+        } else {
+            self.pids.retain(|p| pids.binary_search(p).is_ok());
+        }
+    }
 }
 
 /// [`observe`], leaving out processes with less than `min_rss_bytes` resident (and kernel
@@ -136,6 +163,7 @@ pub fn observe_processes(
     root: &Path,
     topo: &LiveTopology,
     min_rss_bytes: u64,
+    kthreads: &mut KernelThreads,
 ) -> Result<(Snapshot, std::collections::BTreeMap<u32, Process>), LiveError> {
     let nr_nodes = topo.nr_node_ids();
     let cpu_nodes = topo.cpu_nodes();
@@ -156,9 +184,18 @@ pub fn observe_processes(
     let mut threads = Vec::new();
     let mut processes = Vec::new();
     let mut read = std::collections::BTreeMap::new();
-    let keep =
-        |s: &crate::procfs::Stat| s.rss_pages > 0 && s.rss_pages * PAGE_BYTES >= min_rss_bytes;
-    for pid in pids(root)? {
+    let listed = pids(root)?;
+    kthreads.begin(&listed);
+    for pid in listed {
+        if kthreads.pids.contains(&pid) {
+            continue;
+        }
+        let keep = |s: &crate::procfs::Stat| {
+            if s.is_kernel_thread() {
+                kthreads.pids.insert(pid);
+            }
+            s.rss_pages > 0 && s.rss_pages * PAGE_BYTES >= min_rss_bytes
+        };
         let Some(p) = read_process_if(root, pid, keep)? else {
             continue;
         };
@@ -192,6 +229,57 @@ mod tests {
     use super::*;
     use crate::procfs::fixture as pf;
     use crate::topology::{fixture as tf, read_topology};
+
+    #[test]
+    fn kernel_threads_are_read_once_while_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        tf::guest_2n(dir.path());
+        // A kernel thread's stat: field 9 (the 7th after the comm) PF_KTHREAD, no memory.
+        let kthread = |pid: u32| {
+            let line = pf::stat_line(pid, "kworker/0:1", 1, 0, 0);
+            let (head, rest) = line.rsplit_once(") ").unwrap();
+            let mut f: Vec<&str> = rest.split(' ').collect();
+            f[6] = "2097152";
+            format!("{head}) {}", f.join(" "))
+        };
+        pf::process(dir.path(), 30, "kworker/0:1", "", &[(30, 0)]);
+        std::fs::write(dir.path().join("proc/30/stat"), kthread(30)).unwrap();
+        std::fs::write(
+            dir.path().join("proc/stat"),
+            "cpu  4 0 4 400 0 0 0 0 0 0\ncpu0 1 0 1 100 0 0 0 0 0 0\ncpu1 1 0 1 100 0 0 0 0 0 0\n\
+             cpu2 1 0 1 100 0 0 0 0 0 0\ncpu3 1 0 1 100 0 0 0 0 0 0\n",
+        )
+        .unwrap();
+        let topo = read_topology(dir.path()).unwrap();
+        let mut k = KernelThreads::default();
+        let pass = |k: &mut KernelThreads| {
+            let (snap, _) = observe_processes(dir.path(), &topo, 0, k).unwrap();
+            snap.processes.iter().map(|p| p.pid.0).collect::<Vec<u32>>()
+        };
+        assert!(pass(&mut k).is_empty());
+        assert!(k.pids.contains(&30));
+        // Its stat is not read while pid 30 stays listed: a process given pid 30 between
+        // two listings is seen only at the next refresh.
+        pf::process(
+            dir.path(),
+            30,
+            "numa-mem",
+            "7f00 default anon=10 N0=10 kernelpagesize_kB=4\n",
+            &[(30, 1)],
+        );
+        assert!(pass(&mut k).is_empty());
+        while k.passes % KernelThreads::REFRESH != KernelThreads::REFRESH - 1 {
+            assert!(pass(&mut k).is_empty());
+        }
+        assert_eq!(pass(&mut k), vec![30], "seen at the refresh");
+        // A pid no longer listed is forgotten.
+        std::fs::write(dir.path().join("proc/30/stat"), kthread(30)).unwrap();
+        pass(&mut k);
+        assert!(k.pids.contains(&30));
+        std::fs::remove_dir_all(dir.path().join("proc/30")).unwrap();
+        pass(&mut k);
+        assert!(k.pids.is_empty());
+    }
 
     #[test]
     fn a_fixture_host_as_the_policy_core_sees_it() {

@@ -16,6 +16,8 @@ pub struct Stat {
     pub comm: String,
     /// Field 3.
     pub state: char,
+    /// Field 9: the kernel's `PF_*` flags.
+    pub flags: u64,
     /// Fields 14 + 15: user + system time, clock ticks.
     pub utime_stime_ticks: u64,
     /// Field 20.
@@ -26,6 +28,16 @@ pub struct Stat {
     pub rss_pages: u64,
     /// Field 39: the CPU it last ran on.
     pub processor: usize,
+}
+
+/// `PF_KTHREAD` (include/linux/sched.h): a kernel thread.
+pub const PF_KTHREAD: u64 = 0x0020_0000;
+
+impl Stat {
+    /// A kernel thread (no memory of its own, never managed).
+    pub fn is_kernel_thread(&self) -> bool {
+        self.flags & PF_KTHREAD != 0
+    }
 }
 
 /// Parse a `stat` line.
@@ -65,6 +77,7 @@ pub fn parse_stat(path: &Path, text: &str) -> Result<Stat, LiveError> {
         vsize_bytes: num(23)?,
         rss_pages: num(24)?,
         processor: num(39)? as usize,
+        flags: num(9)?,
     })
 }
 
@@ -228,7 +241,7 @@ pub fn read_process(root: &Path, pid: u32) -> Result<Option<Process>, LiveError>
 pub fn read_process_if(
     root: &Path,
     pid: u32,
-    keep: impl Fn(&Stat) -> bool,
+    mut keep: impl FnMut(&Stat) -> bool,
 ) -> Result<Option<Process>, LiveError> {
     let dir: PathBuf = root.join(format!("proc/{pid}"));
     let gone = |e: &LiveError| !dir.exists() || e.message.contains("No such file");
@@ -433,6 +446,14 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
             (147, 'S', 3, 500)
         );
         assert_eq!((s.utime_stime_ticks, s.processor), (120, 5));
+        assert!(!s.is_kernel_thread());
+        // Field 9 (the 7th after the comm) set to PF_KTHREAD | PF_FORKNOEXEC.
+        let (head, rest) = line.rsplit_once(") ").unwrap();
+        let mut f: Vec<&str> = rest.split(' ').collect();
+        f[6] = "2097216";
+        let kthread = format!("{head}) {}", f.join(" "));
+        assert_eq!(parse_stat(p, &kthread).unwrap().flags, 0x0020_0040);
+        assert!(parse_stat(p, &kthread).unwrap().is_kernel_thread());
         let e = parse_stat(p, "12 (a) S 1 2").unwrap_err().to_string();
         assert_eq!(e, "x/stat: has no field 14");
     }
