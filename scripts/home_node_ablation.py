@@ -43,7 +43,8 @@ def main():
     ap.add_argument("--out", help="keep the runs here (reused when present)")
     a = ap.parse_args()
     if a.seeds < 1:
-        sys.exit("home_node_ablation: --seeds must be at least 1")
+        print("home_node_ablation: --seeds must be a whole number of 1 or more", file=sys.stderr)
+        sys.exit(2)
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="home-node-ablation."))
     print(f"runs in {out}, {a.seeds} seeds")
     (out / "bind").mkdir(parents=True, exist_ok=True)

@@ -122,10 +122,10 @@ pub fn parse_numa_maps(path: &Path, text: &str) -> Result<NumaMaps, LiveError> {
 }
 
 /// The address ranges (start, end) of a process's private anonymous mappings, sorted: the
-/// lines of `/proc/PID/maps` with `p` permissions, inode 0 and no file (the heap, stacks,
-/// `malloc`'s own mappings, named anonymous ones). The pages a process can own: a file's
-/// pages (code, read-only data, the page cache) and shared memory other processes map or
-/// may map later are not among them. Lines that do not parse are left out.
+/// lines of `/proc/PID/maps` with `p` permissions, readable or writable, inode 0 and no
+/// file (the heap, stacks, `malloc`'s own mappings, named anonymous ones). The pages a
+/// process can own: a file's pages (code, read-only data, the page cache) and shared memory
+/// other processes map or may map later are not among them. Lines that do not parse are left out.
 pub fn private_anonymous(text: &str) -> Vec<(u64, u64)> {
     let mut v: Vec<(u64, u64)> = text
         .lines()
@@ -139,7 +139,11 @@ pub fn private_anonymous(text: &str) -> Vec<(u64, u64)> {
                     || name.starts_with("[heap")
                     || name.starts_with("[stack")
                     || name.starts_with("[anon:"));
-            if !anonymous || perms.as_bytes().get(3) != Some(&b'p') {
+            // A mapping no access reaches (PROT_NONE: malloc's reserved arenas, guard
+            // pages) holds no page: left out, so that no pagemap read walks it.
+            let p = perms.as_bytes();
+            let accessible = p.first() == Some(&b'r') || p.get(1) == Some(&b'w');
+            if !anonymous || !accessible || p.get(3) != Some(&b'p') {
                 return None;
             }
             let (a, b) = range.split_once('-')?;
@@ -375,6 +379,7 @@ mod tests {
 55d0c0a00000-55d0c0a21000 rw-p 00000000 00:00 0 [heap]
 7f0000000000-7f0010000000 rw-p 00000000 00:00 0
 7f0010000000-7f0010200000 rw-s 00000000 00:01 77 /dev/zero (deleted)
+7f0010200000-7f0014000000 ---p 00000000 00:00 0
 7f2000000000-7f2000028000 r--p 00000000 08:01 99 /usr/lib/x86_64-linux-gnu/libc.so.6
 7f2000228000-7f200022c000 rw-p 00228000 08:01 99 /usr/lib/x86_64-linux-gnu/libc.so.6
 7f2000300000-7f2000301000 rw-p 00000000 00:00 0 [anon:glibc.malloc]
@@ -398,6 +403,7 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         assert!(!inside(0x55d0c0800000), "program text");
         assert!(!inside(0x7f0010000000), "shared memory");
         assert!(!inside(0x7f2000228000), "libc's data");
+        assert!(!inside(0x7f0010200000), "an arena's PROT_NONE reserve");
         assert!(!inside(0x55d0c0a21000) && !inside(0) && !inside(u64::MAX));
     }
 

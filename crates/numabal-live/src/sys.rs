@@ -4,8 +4,6 @@
 //! ```text
 //!  set_affinity / get_affinity   sched_setaffinity(2) / sched_getaffinity(2), a mask sized
 //!                                to the host (not glibc's fixed 1024-CPU cpu_set_t)
-//!  migrate_pages                 migrate_pages(2): every page of a process on `from` to `to`
-//!                                that it alone maps (CAP_SYS_NICE set aside for the call)
 //!  query_nodes                   move_pages(2) with nodes = NULL: where pages are, no move
 //!  move_pages_to                 move_pages(2) to one node, MPOL_MF_MOVE
 //!  process_cpu_ns                clock_gettime(CLOCK_PROCESS_CPUTIME_ID): this process's CPU
@@ -76,115 +74,6 @@ pub fn get_affinity(tid: u32) -> io::Result<Mask> {
         return Err(io::Error::last_os_error());
     }
     Ok(from_words(&w))
-}
-
-/// `migrate_pages(pid, from, to)`: returns the number of pages that could not be moved.
-///
-/// The kernel moves pages other processes map too (`MPOL_MF_MOVE_ALL`: shared libraries'
-/// code, shared memory) when the caller has `CAP_SYS_NICE`, as a root daemon does: moving
-/// one process would pull them away from every other process that maps them. So the
-/// calling thread's effective `CAP_SYS_NICE` is set aside for the call and restored after
-/// it (capabilities are per thread); the kernel then moves only pages this process alone
-/// maps (`MPOL_MF_MOVE`), as `move_pages` does. `to` must be within the process's
-/// `Mems_allowed` (without `CAP_SYS_NICE` the kernel refuses other nodes: `EPERM`).
-pub fn migrate_pages(pid: u32, from: &Mask, to: &Mask) -> io::Result<usize> {
-    let caps = Caps::get()?;
-    let nice = caps.has_effective(CAP_SYS_NICE);
-    if nice {
-        caps.without_effective(CAP_SYS_NICE).set()?;
-    }
-    let r = migrate_pages_call(pid, from, to);
-    if nice {
-        caps.set()?;
-    }
-    r
-}
-
-/// `CAP_SYS_NICE` of `<linux/capability.h>`.
-const CAP_SYS_NICE: u32 = 23;
-/// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
-const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-/// The calling thread's capability sets (`capget(2)`, `capset(2)`).
-#[derive(Clone, Copy)]
-struct Caps([CapData; 2]);
-
-impl Caps {
-    fn get() -> io::Result<Caps> {
-        let mut h = CapHeader {
-            version: CAPABILITY_VERSION_3,
-            pid: 0,
-        };
-        let mut d = [CapData::default(); 2];
-        // SAFETY: version 3 makes the kernel write two `CapData` records, which `d` holds;
-        // both pointers are to locals that live across the call.
-        let rc =
-            unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut CapHeader, d.as_mut_ptr()) };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Caps(d))
-    }
-
-    fn set(&self) -> io::Result<()> {
-        let mut h = CapHeader {
-            version: CAPABILITY_VERSION_3,
-            pid: 0,
-        };
-        // SAFETY: version 3 makes the kernel read two `CapData` records, which `self.0`
-        // holds; pid 0 is the calling thread, the only one capset(2) may change.
-        let rc =
-            unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut CapHeader, self.0.as_ptr()) };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    fn has_effective(&self, cap: u32) -> bool {
-        self.0[(cap / 32) as usize].effective & (1 << (cap % 32)) != 0
-    }
-
-    fn without_effective(mut self, cap: u32) -> Caps {
-        self.0[(cap / 32) as usize].effective &= !(1 << (cap % 32));
-        self
-    }
-}
-
-fn migrate_pages_call(pid: u32, from: &Mask, to: &Mask) -> io::Result<usize> {
-    let max = from.last().unwrap_or(0).max(to.last().unwrap_or(0));
-    let (f, t) = (words(from, max), words(to, max));
-    // maxnode counts bits; one more than the highest node, as libnuma passes.
-    let maxnode = f.len() * BITS;
-    // SAFETY: both masks are `maxnode` bits long and live across the call; the kernel only
-    // reads them.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_migrate_pages,
-            pid as libc::pid_t,
-            maxnode as libc::c_ulong,
-            f.as_ptr(),
-            t.as_ptr(),
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(rc as usize)
 }
 
 /// `move_pages(2)`: with `node`, move each page at `addrs` to it (`MPOL_MF_MOVE`); without,
@@ -398,25 +287,6 @@ mod tests {
     }
 
     #[test]
-    fn cap_sys_nice_is_set_aside_and_given_back() {
-        // A thread of its own: capabilities are per thread.
-        std::thread::spawn(|| {
-            let caps = Caps::get().unwrap();
-            let had = caps.has_effective(CAP_SYS_NICE);
-            caps.without_effective(CAP_SYS_NICE).set().unwrap();
-            assert!(!Caps::get().unwrap().has_effective(CAP_SYS_NICE));
-            caps.set().unwrap();
-            assert_eq!(Caps::get().unwrap().has_effective(CAP_SYS_NICE), had);
-            // migrate_pages leaves the thread's capabilities as it found them.
-            let n = Mask::single(0);
-            let _ = migrate_pages(std::process::id(), &n, &n);
-            assert_eq!(Caps::get().unwrap().has_effective(CAP_SYS_NICE), had);
-        })
-        .join()
-        .unwrap();
-    }
-
-    #[test]
     fn masks_round_trip_through_kernel_words() {
         let m = Mask::from_ids([0, 3, 64, 130]);
         let w = words(&m, 130);
@@ -443,9 +313,6 @@ mod tests {
         let page = (v.as_ptr() as usize + 4095) & !4095;
         let st = query_nodes(std::process::id(), &[page]).unwrap();
         assert!(st[0] >= 0, "{st:?}");
-        // migrate_pages of this process from its page's node to itself moves nothing.
-        let n = Mask::single(st[0] as usize);
-        assert_eq!(migrate_pages(std::process::id(), &n, &n).unwrap(), 0);
         // move_pages to the node it is on: the status is that node.
         let st2 = move_pages_to(std::process::id(), &[page], st[0] as usize).unwrap();
         assert_eq!(st2, st);
