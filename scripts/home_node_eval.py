@@ -12,7 +12,8 @@ Part 2, everywhere (--everywhere): the same workloads plus the hpc suite on stab
 stable-b, pig on rhel-8n and pmbench for 600 s on xeon-2n104: home-node's geometric-mean
 runtime at or below the best of autonuma, autonuma-2012, stable and numad per workload, none
 more than 3% worse than that best; pages migrated, summed over the workloads, at most half
-autonuma's; sampling faults (soft-dirty faults of the daemon's sensor) at most 30% of
+autonuma's; sampling faults (the daemon's sensor's soft-dirty faults, and DAMON's page
+checks in runs on the damon sensor) at most 30% of
 autonuma's hinting faults, summed; run-to-run CV no higher than stable's (mean over the
 workloads).
 
@@ -153,12 +154,15 @@ def part2(numabal, seeds, out, verdicts):
             t = runtimes(pol[p])
             cv[p].append(statistics.stdev(t) / statistics.mean(t) if len(t) > 1 else 0.0)
         hint += sum(r["metrics"]["numa_hint_faults"] for r in pol["autonuma"]["runs"])
+        # The sensor's sampling events: soft-dirty faults, or DAMON's page checks.
         sd += sum((r.get("daemon") or {}).get("soft_dirty_faults", 0)
+                  + (r.get("daemon") or {}).get("damon_checks", 0)
                   for r in pol["home-node"]["runs"])
     m, a = migrated["home-node"], migrated["autonuma"]
     verdict(m <= a / 2, f"pages migrated, all workloads: home-node {m} = {m / a:.2f} of "
             f"autonuma's {a}, at most 0.5", verdicts)
-    verdict(sd <= 0.3 * hint, f"sampling faults: home-node's soft-dirty faults {sd} = "
+    verdict(sd <= 0.3 * hint, f"sampling faults: home-node's soft-dirty faults and DAMON "
+            f"checks {sd} = "
             f"{sd / hint:.2f} of autonuma's hinting faults {hint}, at most 0.3", verdicts)
     ch, cs = statistics.mean(cv["home-node"]), statistics.mean(cv["stable"])
     verdict(ch <= cs, f"run-to-run CV, mean over the workloads: home-node {ch:.4f}, stable "

@@ -5,7 +5,7 @@
 //! ```toml
 //! [daemon]
 //! policy = "stable-daemon"     # or "numad", "home-node"
-//! sensor = "auto"              # auto, hint, softdirty, pmu, maps
+//! sensor = "auto"              # auto, hint, softdirty, damon, pmu, maps
 //! dry_run = false
 //! interval_ms = 1000           # default: the policy's own (numad: -i min:max, pass by pass)
 //! idle_interval_ms = 5000      # between full passes while no process is managed and the
@@ -51,7 +51,7 @@ pub struct DaemonArgs {
     /// A policy tunable, e.g. `--set policy.u=100`.
     #[arg(long = "set", value_name = "policy.KEY=VALUE")]
     sets: Vec<String>,
-    /// Access sensor: auto, hint, softdirty, pmu, maps.
+    /// Access sensor: auto, hint, softdirty, damon, pmu, maps.
     #[arg(long)]
     sensor: Option<String>,
     /// Log the decisions, change nothing.

@@ -145,7 +145,7 @@ fn sampling_sensor(a: &StatArgs) -> Result<Option<SensorKind>, Failure> {
     Err(Failure::Input(match asked {
         None => format!("--sample-s: no sensor that samples works here ({here})"),
         Some(k) => format!(
-            "--sensor: {} takes no samples (allowed with --sample-s: hint, softdirty; {here})",
+            "--sensor: {} does not sample for stat (allowed with --sample-s: hint, softdirty; {here})",
             k.name()
         ),
     }))

@@ -1243,7 +1243,7 @@ fn daemon_dry_run_and_its_refusals() {
     );
     bad(
         &["daemon", "--dry-run", "--root", &root, "--sensor", "ibs"],
-        &["--sensor: unknown sensor `ibs` (allowed: auto, hint, softdirty, pmu, maps)"],
+        &["--sensor: unknown sensor `ibs` (allowed: auto, hint, softdirty, damon, pmu, maps)"],
         &json,
     );
     std::fs::write(&cfg, "[daemon]\nsensr = \"maps\"\n").unwrap();

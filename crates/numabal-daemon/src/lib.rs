@@ -19,6 +19,7 @@
 //! Pure like the policy core: no clock (times come from the caller), no I/O, no threads.
 
 pub mod budget;
+pub mod damon;
 pub mod judge;
 pub mod log;
 pub mod pacing;

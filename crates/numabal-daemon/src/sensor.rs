@@ -1,5 +1,5 @@
 //! Which sensor the daemon uses: every sensor judged on the host's facts, in the order
-//! `auto` prefers them (hint, softdirty, pmu, maps); the one asked for if it can work,
+//! `auto` prefers them (hint, softdirty, damon, pmu, maps); the one asked for if it can work,
 //! else the first that can.
 
 use crate::SensorKind;
@@ -11,6 +11,8 @@ pub struct HostFacts {
     pub numa_balancing: u32,
     /// Why soft-dirty tracking cannot work here, if it cannot.
     pub soft_dirty: Option<String>,
+    /// Why DAMON's virtual-address monitoring cannot work here, if it cannot.
+    pub damon: Option<String>,
     /// Why PMU memory-access sampling cannot work here, if it cannot.
     pub pmu: Option<String>,
 }
@@ -25,6 +27,7 @@ pub fn judge(h: &HostFacts) -> Vec<(SensorKind, Option<String>)> {
             (nb & 1 == 0).then(|| format!("needs kernel.numa_balancing=1, it is {nb}")),
         ),
         (SensorKind::SoftDirty, h.soft_dirty.clone()),
+        (SensorKind::Damon, h.damon.clone()),
         (SensorKind::Pmu, h.pmu.clone()),
         (SensorKind::Maps, None),
     ]
@@ -78,6 +81,7 @@ fn why_auto(k: SensorKind, judged: &[(SensorKind, Option<String>)]) -> String {
     match k {
         SensorKind::Hint => "kernel.numa_balancing=1: the kernel's hinting faults".into(),
         SensorKind::SoftDirty => "kernel.numa_balancing=0: soft-dirty write faults".into(),
+        SensorKind::Damon => "no soft-dirty bits here: DAMON's hot regions".into(),
         SensorKind::Pmu => "memory-access sampling".into(),
         SensorKind::Maps => format!("no page-fault sensor here ({})", sensors_here(judged)),
     }
@@ -92,6 +96,7 @@ mod tests {
         let off = HostFacts {
             numa_balancing: 0,
             soft_dirty: None,
+            damon: Some("no DAMON".into()),
             pmu: Some("not built".into()),
         };
         let j = judge(&off);
@@ -99,12 +104,36 @@ mod tests {
         assert_eq!(
             choose(&j, Some(SensorKind::Hint)).unwrap_err(),
             "hint cannot work here (sensors here: softdirty, maps; not here: hint (needs \
-             kernel.numa_balancing=1, it is 0), pmu (not built))"
+             kernel.numa_balancing=1, it is 0), damon (no DAMON), pmu (not built))"
         );
         let on = HostFacts {
             numa_balancing: 1,
             ..off
         };
         assert_eq!(choose(&judge(&on), None).unwrap().0, SensorKind::Hint);
+        // No soft-dirty bits, DAMON here: damon before maps.
+        let no_bits = HostFacts {
+            soft_dirty: Some("no bits".into()),
+            damon: None,
+            ..on
+        };
+        let (k, why) = choose(&judge(&no_bits), None).unwrap();
+        assert_eq!(k, SensorKind::Hint);
+        let (k, why2) = choose(
+            &judge(&HostFacts {
+                numa_balancing: 0,
+                ..no_bits
+            }),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (k, why2.as_str()),
+            (
+                SensorKind::Damon,
+                "no soft-dirty bits here: DAMON's hot regions"
+            )
+        );
+        assert_ne!(why, why2);
     }
 }

@@ -6,7 +6,9 @@
 //!  every pass (interval_ms, else the interval the policy asks for after each pass: numad's
 //!  -i min:max moves between the two; never under MIN_INTERVAL_MS)
 //!    observe(/proc, /sys) ──► managed = size ≥ min_rss_mb ∧ safety rules ─► log skips once
-//!    sensor: watch managed threads; softdirty: clear_refs=4 when the fault budget allows
+//!    sensor: watch managed threads; softdirty: clear_refs=4 when the fault budget allows;
+//!            damon: a kdamond per managed process, its last hot regions credited to the
+//!            threads that ran
 //!    samples drained since the last pass ──► page nodes (move_pages query, no move)
 //!    policy.on_tick(observation of managed processes + samples) ──► actions
 //!    record the observation (--record) ─► actuator: syscalls, rate limit, log each outcome
@@ -21,7 +23,7 @@ use crate::actuate::{Actuator, Target};
 use crate::observe::{KernelThreads, Snapshot, observe_processes, read_cpu_idle};
 use crate::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
 use crate::safety::{Rules, check, limits_of};
-use crate::sensor::{FaultSampler, RawSample, SensorKind, choose, clear_soft_dirty};
+use crate::sensor::{FaultSampler, RawSample, SensorKind, clear_soft_dirty};
 use crate::topology::{LiveError, LiveTopology, err};
 use crate::{Process, machine_of, read_topology};
 use numabal_model::{Machine, Mask, Pid, Tid};
@@ -267,6 +269,10 @@ struct Daemon<'a> {
     /// `--record`: the file and its writer.
     recording: Option<(PathBuf, BufWriter<File>)>,
     sampler: Option<FaultSampler>,
+    /// damon: the kdamonds, the threads that ran since the last pass, samples credited.
+    damon: Option<crate::damon::Damon>,
+    ran: numabal_daemon::damon::Ran,
+    damon_samples: u64,
     actuator: Actuator,
     /// Processes managed or left alone, from pass to pass.
     roster: numabal_daemon::Roster,
@@ -295,7 +301,8 @@ impl<'a> Daemon<'a> {
         let root = &cfg.root;
         let topo = read_topology(root)?;
         let machine = machine_of(root, &topo)?;
-        let (sensor, why) = choose(root, cfg.settings.sensor)?;
+        let judged = crate::sensor::judge(root);
+        let (sensor, why) = crate::sensor::choose_in(&judged, cfg.settings.sensor)?;
         let interval = interval_range_ns(&cfg.settings, &*policy);
         let node_cpus: Vec<Mask> = machine.nodes.iter().map(|n| n.cpus.clone()).collect();
         let host_cpus = node_cpus.iter().fold(Mask::new(), |m, c| m.or(c));
@@ -306,7 +313,7 @@ impl<'a> Daemon<'a> {
             .metrics_port
             .map(|p| serve_metrics(p, metrics.clone()))
             .transpose()?;
-        log(line::start(&line::Start {
+        let mut start_line = line::start(&line::Start {
             policy: policy.name(),
             policy_type: policy.type_name(),
             tunables: &cfg.policy_tunables,
@@ -316,7 +323,10 @@ impl<'a> Daemon<'a> {
             interval,
             settings: &cfg.settings,
             metrics: metrics_port.map(|p| format!("http://127.0.0.1:{p}/metrics")),
-        }));
+        });
+        // What the host offers, so a fallback says what it fell back from.
+        start_line["sensors"] = crate::sensor::sensors_here(&judged).into();
+        log(start_line);
         let interval_min_ns = interval.0;
         let recording = cfg
             .record
@@ -326,6 +336,15 @@ impl<'a> Daemon<'a> {
         let sampler = sensor
             .samples_faults()
             .then(|| FaultSampler::new(cfg.settings.sample_period_of(sensor), 8));
+        let damon = (sensor == SensorKind::Damon)
+            .then(|| crate::damon::Damon::start(root, &numabal_daemon::damon::ATTRS))
+            .transpose()
+            .map_err(|e| {
+                err(
+                    &crate::damon::admin(root),
+                    format!("cannot set DAMON up: {e}"),
+                )
+            })?;
         Ok(Daemon {
             cfg,
             policy,
@@ -343,6 +362,9 @@ impl<'a> Daemon<'a> {
             metrics_port,
             recording,
             sampler,
+            damon,
+            ran: numabal_daemon::damon::Ran::default(),
+            damon_samples: 0,
             actuator: Actuator::new(cfg.dry_run, cfg.settings.migrate_mb_s),
             roster: numabal_daemon::Roster::default(),
             watch_errors: BTreeSet::new(),
@@ -463,6 +485,10 @@ impl<'a> Daemon<'a> {
             .filter(|t| wanted.contains(&t.pid.0) && live_tids.contains(&t.tid))
             .map(|t| t.tid.0)
             .collect();
+        if self.damon.is_some() {
+            self.sample_damon(snap, managed, &wanted, now, log);
+            return;
+        }
         let Some(s) = self.sampler.as_mut() else {
             return;
         };
@@ -486,6 +512,38 @@ impl<'a> Daemon<'a> {
         self.raw.clear();
         if self.sensor == SensorKind::SoftDirty {
             self.clear_soft_dirty_bits(&wanted, now, log);
+        }
+    }
+
+    /// damon: monitor the wanted processes, read their last hot regions and credit them to
+    /// the threads that ran since the last pass.
+    fn sample_damon(
+        &mut self,
+        snap: &mut Snapshot,
+        managed: &BTreeSet<u32>,
+        wanted: &BTreeSet<u32>,
+        now: u64,
+        log: &mut dyn FnMut(Value),
+    ) {
+        let Some(d) = self.damon.as_mut() else {
+            return;
+        };
+        let t_s = now as f64 / 1e9;
+        for (pid, e) in d.set_targets(wanted) {
+            log(json!({"t_s": t_s, "pid": pid, "sensor_error": format!("damon: {e}")}));
+        }
+        let before = d.unmonitored.len();
+        let hot = d.hot();
+        let ran = self
+            .ran
+            .update((snap.threads.iter()).map(|t| (t.pid.0, t.tid.0, t.cpu, t.cpu_time_ns)));
+        let raw = numabal_daemon::damon::credit(&hot, &ran, self.pass);
+        self.damon_samples += raw.len() as u64;
+        snap.samples = resolve(&raw, managed, &self.cpu_nodes);
+        if d.unmonitored.len() > before {
+            log(json!({"t_s": t_s, "sensor_error": format!(
+                "damon: {} processes beyond the {} kdamonds are not monitored",
+                d.unmonitored.len(), crate::damon::POOL)}));
         }
     }
 
@@ -626,8 +684,13 @@ impl<'a> Daemon<'a> {
             passes: self.pass,
             wall_s: self.start.elapsed().as_secs_f64(),
             cpu_s: self.cpu_s(),
-            samples: self.sampler.as_ref().map_or(0, |s| s.samples),
+            samples: self.sampler.as_ref().map_or(0, |s| s.samples) + self.damon_samples,
         };
+        if let Some(d) = self.damon.take()
+            && let Err(e) = d.stop()
+        {
+            log(json!({"t_s": summary.wall_s, "sensor_error": format!("damon: {e}")}));
+        }
         log(line::stop(&line::Stop {
             passes: summary.passes,
             wall_s: summary.wall_s,

@@ -8,6 +8,7 @@
 //!     all of it + proc/stat (idle per CPU)                         ───► observe: the policy
 //!                                                                        core's Observation
 //!     observations over time                                       ───► record: JSON lines
+//!     sys/kernel/mm/damon/admin (written and read)                 ───► damon: hot regions
 //! ```
 //!
 //! Every reader takes the root path, so tests parse fixture trees (as Meta's `below`
@@ -15,6 +16,7 @@
 
 pub mod actuate;
 pub mod daemon;
+pub mod damon;
 pub mod machine;
 pub mod observe;
 pub mod procfs;

@@ -9,6 +9,9 @@
 //!  softdirty  kernel.numa_balancing=0: the daemon write-protects a process's pages
 //!             (/proc/PID/clear_refs = 4, clearing the soft-dirty bits) and samples the
 //!             write faults that follow with the same events; paced by a fault budget
+//!  damon      the kernel's data-access monitor: a kdamond per process (sysfs, Linux 6.2+),
+//!             its hot regions read at each pass and credited to the threads that ran
+//!             (numabal_daemon::damon; live/damon.rs)
 //!  pmu        memory-access sampling with data source (PEBS, IBS, SPE): not built in this
 //!             version (refused with the reason; no QEMU TCG guest has such a PMU)
 //!  maps       numa_maps + each thread's CPU: no samples; policies that need them (stable)
@@ -56,6 +59,7 @@ pub fn judge(root: &Path) -> Vec<(SensorKind, Option<String>)> {
     numabal_daemon::sensor::judge(&numabal_daemon::sensor::HostFacts {
         numa_balancing: numa_balancing(root),
         soft_dirty,
+        damon: crate::damon::unavailable(root),
         pmu: Some(
             "memory-access sampling with PEBS, IBS or SPE is not built in this version".into(),
         ),
@@ -222,10 +226,13 @@ mod tests {
         assert_eq!(choose(r, None).unwrap().0, SensorKind::SoftDirty);
         // Every refusal gives the same list: what works here, and why the others do not.
         let list = "sensors here: softdirty, maps; not here: hint (needs \
-                    kernel.numa_balancing=1, it is 0), pmu (memory-access sampling with PEBS, IBS \
+                    kernel.numa_balancing=1, it is 0), damon (needs DAMON's sysfs interface \
+                    (CONFIG_DAMON_SYSFS), DIR/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds \
+                    missing), pmu (memory-access sampling with PEBS, IBS \
                     or SPE is not built in this version)";
         for k in [SensorKind::Hint, SensorKind::Pmu] {
             let e = choose(r, Some(k)).unwrap_err().to_string();
+            let e = e.replace(&r.display().to_string(), "DIR");
             assert_eq!(
                 e,
                 format!("--sensor: {} cannot work here ({list})", k.name())

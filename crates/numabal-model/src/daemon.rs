@@ -5,7 +5,8 @@
 //!
 //! ```text
 //!   [daemon]                      live  sim
-//!   sensor = "auto"                ✓     ✓   auto: hint with numa_balancing=1, else softdirty
+//!   sensor = "auto"                ✓     ✓   auto: hint with numa_balancing=1, else softdirty,
+//!                                              else damon
 //!   interval_ms, idle_interval_ms  ✓     ✓
 //!   migrate_mb_s, min_rss_mb       ✓     ✓
 //!   sample_period                  ✓     ✓   one event in this many (pmu: 10000 by default)
@@ -35,6 +36,8 @@ pub enum SensorKind {
     Hint,
     /// Write faults after clearing soft-dirty bits, sampled.
     SoftDirty,
+    /// The kernel's data-access monitor (DAMON): hot regions of each process.
+    Damon,
     /// PMU memory-access sampling.
     Pmu,
     /// `numa_maps` and thread CPUs only.
@@ -42,7 +45,7 @@ pub enum SensorKind {
 }
 
 /// The names `sensor` takes.
-pub const SENSOR_NAMES: &str = "auto, hint, softdirty, pmu, maps";
+pub const SENSOR_NAMES: &str = "auto, hint, softdirty, damon, pmu, maps";
 
 impl SensorKind {
     /// Its name on the command line, in files and in logs.
@@ -50,6 +53,7 @@ impl SensorKind {
         match self {
             SensorKind::Hint => "hint",
             SensorKind::SoftDirty => "softdirty",
+            SensorKind::Damon => "damon",
             SensorKind::Pmu => "pmu",
             SensorKind::Maps => "maps",
         }
@@ -61,6 +65,7 @@ impl SensorKind {
             "auto" => return Ok(None),
             "hint" => SensorKind::Hint,
             "softdirty" => SensorKind::SoftDirty,
+            "damon" => SensorKind::Damon,
             "pmu" => SensorKind::Pmu,
             "maps" => SensorKind::Maps,
             other => {
@@ -93,6 +98,15 @@ impl SensorKind {
                 "writes only: a page only read is never seen; one fault per page per clear, \
                  so the hottest and the coldest written page weigh the same; clearing soft-dirty \
                  bits disturbs any other user of them (CRIU's incremental dumps)"
+            }
+            SensorKind::Damon => {
+                "which regions are hot, not which thread touches them: each hot address is \
+                 credited to the thread of its process that ran in the pass, or to two of them \
+                 when several ran, so every hot chunk of a process with two running threads \
+                 looks shared; one page checked per region \
+                 per sample interval, so a region's nr_accesses is the chance that page was \
+                 touched, and a small hot area inside a big cold region shows only once the \
+                 regions split around it; reads and writes alike, at no fault"
             }
             SensorKind::Pmu => {
                 "one access in the sample period, so a page touched rarely may never be seen; \
@@ -297,7 +311,7 @@ mod tests {
         for (text, want) in [
             (
                 "sensor = \"pebs\"",
-                "d.toml: sensor: unknown sensor `pebs` (allowed: auto, hint, softdirty, pmu, maps)",
+                "d.toml: sensor: unknown sensor `pebs` (allowed: auto, hint, softdirty, damon, pmu, maps)",
             ),
             (
                 "interval_ms = 5",

@@ -63,6 +63,10 @@ impl KernelVersion {
     pub fn vma_starvation_fix(self) -> bool {
         self >= KernelVersion::v(6, 12)
     }
+    /// DAMON's sysfs `tried_regions`, what the `damon` sensor reads (6.2).
+    pub fn damon_tried_regions(self) -> bool {
+        self >= KernelVersion::v(6, 2)
+    }
     /// `sched_skip_cpuset_numa` (6.16).
     pub fn cpuset_skip(self) -> bool {
         self >= KernelVersion::v(6, 16)

@@ -387,6 +387,11 @@ fn sim_daemon(s: &DaemonSettings, tunables: serde_json::Value) -> Result<SimDaem
             "not beside kernel.numa_balancing=1 in the simulator (one protection bit per page)"
                 .to_string()
         }),
+        damon: s.kernel.filter(|k| !k.damon_tried_regions()).map(|k| {
+            format!(
+                "DAMON's sysfs interface has no tried_regions before Linux 6.2; this kernel is {k}"
+            )
+        }),
         pmu: None,
     };
     let (sensor, sensor_why) =

@@ -51,6 +51,9 @@ pub struct DaemonReport {
     pub settings: numabal_model::DaemonSettings,
     /// Soft-dirty write faults the sensor caused (its cost to the workload's threads).
     pub soft_dirty_faults: u64,
+    /// Pages the `damon` sensor's kdamond checked for access (its cost; absent: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub damon_checks: u64,
     /// The decision log, line by line in the live daemon's format (its last line `stop`).
     pub log: Vec<Value>,
 }
@@ -75,6 +78,11 @@ pub(crate) struct NumabalDaemon {
     since_clear: BTreeMap<u32, u64>,
     /// Reused sample buffer.
     raw: Vec<RawSample>,
+    /// damon: the threads that ran since the last pass, samples credited so far, and the
+    /// kdamond's checks already charged.
+    ran: numabal_daemon::damon::Ran,
+    damon_samples: u64,
+    damon_checks: u64,
     actions: Vec<Action>,
     interval_min_ns: u64,
     pass: u64,
@@ -105,6 +113,9 @@ impl NumabalDaemon {
             next_clear: BTreeMap::new(),
             since_clear: BTreeMap::new(),
             raw: Vec::new(),
+            ran: Default::default(),
+            damon_samples: 0,
+            damon_checks: 0,
             actions: Vec::new(),
             interval_min_ns: 0,
             pass: 0,
@@ -132,6 +143,7 @@ impl NumabalDaemon {
                 w.perf_open(PerfEvent::PageFaults, s.sample_period_of(self.d.sensor))
             }
             SensorKind::Pmu => w.perf_open(PerfEvent::MemAccess, s.sample_period_of(self.d.sensor)),
+            SensorKind::Damon => w.damon_open(numabal_daemon::damon::ATTRS),
             SensorKind::Maps => {}
         }
         self.log.push(line::start(&line::Start {
@@ -247,8 +259,10 @@ impl NumabalDaemon {
         managed: &BTreeSet<u32>,
         wanted: &BTreeSet<u32>,
     ) -> (Vec<AccessSample>, f64) {
-        if self.d.sensor == SensorKind::Maps {
-            return (Vec::new(), 0.0);
+        match self.d.sensor {
+            SensorKind::Maps => return (Vec::new(), 0.0),
+            SensorKind::Damon => return self.sample_damon(w, threads, managed, wanted),
+            _ => {}
         }
         for t in 0..w.nr_threads() {
             let pid = w.thread(t).proc as u32 + 1;
@@ -265,25 +279,40 @@ impl NumabalDaemon {
         for r in &raw {
             *self.since_clear.entry(r.pid).or_default() += period;
         }
-        let cpu_nodes: Vec<Option<usize>> = w.machine().cpus.iter().map(|c| Some(c.node)).collect();
-        let live: BTreeSet<usize> = threads.iter().map(|t| t.pid.idx() - 1).collect();
-        let samples = numabal_daemon::resolve(&raw, managed, &cpu_nodes, |pid, addrs| {
-            let pidx = pid as usize - 1;
-            live.contains(&pidx).then(|| {
-                addrs
-                    .iter()
-                    .map(|&a| {
-                        w.page_at(pidx, a)
-                            .and_then(|(ri, p)| w.page_node(pidx, ri, p))
-                    })
-                    .collect()
-            })
-        });
+        let samples = resolve(w, &raw, threads, managed);
         let mut ns = raw.len() as f64 * w.machine().spec.costs.perf_sample_ns;
         self.raw = raw;
         if self.d.sensor == SensorKind::SoftDirty {
             ns += self.clear_soft_dirty_bits(w, wanted);
         }
+        (samples, ns)
+    }
+
+    /// damon: monitor the wanted processes, read the last aggregation's hot regions and
+    /// credit them to the threads that ran (`numabal_daemon::damon`). Returns the samples
+    /// and the CPU time: a sample's cost per hot address read, and the kdamond's checks
+    /// since the last pass at `pte_update_ns` each (its work, charged to the daemon's CPU).
+    fn sample_damon(
+        &mut self,
+        w: &mut World,
+        threads: &[ThreadObs],
+        managed: &BTreeSet<u32>,
+        wanted: &BTreeSet<u32>,
+    ) -> (Vec<AccessSample>, f64) {
+        let targets: BTreeSet<usize> = wanted.iter().map(|&p| p as usize - 1).collect();
+        w.damon_set_targets(&targets);
+        let hot = w.damon_hot();
+        let ran = self
+            .ran
+            .update((threads.iter()).map(|t| (t.pid.0, t.tid.0, t.cpu, t.cpu_time_ns)));
+        let raw = numabal_daemon::damon::credit(&hot, &ran, self.pass);
+        self.damon_samples += raw.len() as u64;
+        let samples = resolve(w, &raw, threads, managed);
+        let checks = w.damon_checks();
+        let k = &w.machine().spec.costs;
+        let ns = raw.len() as f64 * k.perf_sample_ns
+            + (checks - self.damon_checks) as f64 * k.pte_update_ns;
+        self.damon_checks = checks;
         (samples, ns)
     }
 
@@ -550,7 +579,7 @@ impl UserSpace {
             passes: d.pass,
             wall_s: w.now() as f64 / NS,
             cpu_s: d.cpu_ns / NS,
-            samples: w.perf_samples_total(),
+            samples: w.perf_samples_total() + d.damon_samples,
             managed_last_pass: d.managed_count,
             counts: d.counts.clone(),
             placement,
@@ -564,9 +593,38 @@ impl UserSpace {
             policy_type: self.policy.type_name().to_string(),
             settings: d.d.settings.clone(),
             soft_dirty_faults: w.soft_dirty_faults(),
+            damon_checks: w.damon_checks(),
             log: d.log.clone(),
         })
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Raw samples with their pages' nodes (the world's page, as a `move_pages` query) and
+/// their CPUs' nodes; samples of processes gone are dropped.
+fn resolve(
+    w: &World,
+    raw: &[RawSample],
+    threads: &[ThreadObs],
+    managed: &BTreeSet<u32>,
+) -> Vec<AccessSample> {
+    let cpu_nodes: Vec<Option<usize>> = w.machine().cpus.iter().map(|c| Some(c.node)).collect();
+    let live: BTreeSet<usize> = threads.iter().map(|t| t.pid.idx() - 1).collect();
+    numabal_daemon::resolve(raw, managed, &cpu_nodes, |pid, addrs| {
+        let pidx = pid as usize - 1;
+        live.contains(&pidx).then(|| {
+            addrs
+                .iter()
+                .map(|&a| {
+                    w.page_at(pidx, a)
+                        .and_then(|(ri, p)| w.page_node(pidx, ri, p))
+                })
+                .collect()
+        })
+    })
 }
 
 /// `sched_setaffinity` within the thread's own affinity (its cpuset and whatever the

@@ -25,6 +25,9 @@ impl World<'_> {
         if self.perf.is_some() {
             self.perf_sweep(t, a.region, slice, pos, r.1);
         }
+        if self.damon.is_some() {
+            self.damon_sweep(t, a.region, slice, pos, r.1);
+        }
         Ok(r)
     }
 
@@ -240,6 +243,9 @@ impl World<'_> {
         }
         if self.perf.is_some() {
             self.perf_random(t, a, slice, bytes);
+        }
+        if self.damon.is_some() {
+            self.damon_random(t, a, slice, bytes);
         }
         for (n, &f) in mix.iter().enumerate() {
             if f > 0.0 {

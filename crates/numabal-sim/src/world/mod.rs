@@ -25,6 +25,7 @@ mod agents;
 mod alloc;
 mod api;
 mod checks;
+mod damon;
 mod exec;
 mod lifecycle;
 mod perf;
@@ -305,6 +306,8 @@ pub struct World<'a> {
     series: crate::series::Recorder,
     /// A daemon's sampling event and its watches (`perf.rs`), once opened.
     perf: Option<Box<perf::Perf>>,
+    /// The kdamond of a daemon's `damon` sensor (`damon.rs`), once started.
+    damon: Option<Box<damon::Damon>>,
     /// `clear_refs` = 4 was used: protected entries are write-protected for soft-dirty
     /// tracking, not PROT_NONE for a kernel model.
     soft_dirty: bool,
@@ -507,6 +510,7 @@ impl<'a> World<'a> {
             busy_snapshots: std::collections::VecDeque::new(),
             series: crate::series::Recorder::new(m.nr_nodes(), sc.sim.series_every_s),
             perf: None,
+            damon: None,
             soft_dirty: false,
             soft_dirty_faults: 0,
         }

@@ -403,3 +403,53 @@ fn a_pass_spends_the_budget_call_by_call() {
         assert_eq!(l["moved"], 0, "{l}");
     }
 }
+
+/// The `damon` sensor (issue 18): a kdamond per managed process, its hot regions credited
+/// to the threads that ran. numa01-like's two processes are placed within 60 s of being
+/// managed, on the kdamonds' page checks alone: no fault of any kind is caused, and the
+/// checks stay within DAMON's bound (regions x sample rate). On a 6.1 host (no `tried_regions`) the sensor is refused with the reason.
+#[test]
+fn damon_places_numa01_like_without_a_fault() {
+    let r = guest(
+        "numa01-like",
+        "home-node",
+        &[TWIN[0], TWIN[1], "daemon.sensor=damon"],
+    );
+    let (t, homes) = placed_at(&r).expect("placed");
+    assert!(t - managed_at(&r) <= 60.0, "placed at {t} s");
+    assert_eq!(placed(r.numastat.last().unwrap()), Some(homes));
+    let d = r.daemon.as_ref().unwrap();
+    assert_eq!((d.soft_dirty_faults, r.metrics.numa_hint_faults), (0, 0));
+    assert!(d.damon_checks > 0);
+    assert!(
+        stop(&r)["samples"].as_u64().unwrap() > 0,
+        "hot regions read"
+    );
+    assert_eq!(daemon_log(&r)[0]["sensor"], "damon");
+    // DAMON's bound on its own cost: at most max_nr_regions checks per sample interval
+    // per kdamond, whatever the process's size.
+    let a = numabal_daemon::damon::ATTRS;
+    let per_s = a.max_nr_regions * 1_000_000 / a.sample_us;
+    let bound = 2 * per_s * r.metrics.runtime_s.ceil() as u64;
+    assert!(
+        d.damon_checks <= bound,
+        "{} checks, bound {bound}",
+        d.damon_checks
+    );
+    let spec = PolicySpec {
+        kind: "home-node".into(),
+        tunables: toml::Table::new(),
+        label: "--policy".into(),
+    };
+    let on_6_1 = numabal_model::DaemonSettings {
+        sensor: Some(numabal_model::SensorKind::Damon),
+        kernel: numabal_model::KernelVersion::parse("6.1"),
+        ..Default::default()
+    };
+    let built = numabal_sim::registry::standard().build_run(&spec, Some(&on_6_1));
+    let e = built.err().expect("refused").to_string();
+    assert!(
+        e.contains("no tried_regions before Linux 6.2; this kernel is 6.1"),
+        "{e}"
+    );
+}
