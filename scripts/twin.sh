@@ -40,18 +40,8 @@ done
 python3 - "$out" "$logs" <<'EOF'
 import json, os, re, sys
 out, logs = sys.argv[1], sys.argv[2]
-
-def placed(sample):
-    homes = []
-    for p in sample["processes"]:
-        total = sum(p["node_mb"])
-        home = max(range(len(p["node_mb"])), key=lambda n: p["node_mb"][n])
-        workers = p.get("worker_nodes", [])
-        if not (total > 0 and workers and all(n == home for n in workers)
-                and p["node_mb"][home] / total >= 0.9):
-            return None
-        homes.append(home)
-    return homes if len(homes) >= 2 and len(set(homes)) == len(homes) else None
+sys.path.insert(0, "scripts")
+from sim_predicts_live import placed  # the guest scripts' check, on one numastat sample
 
 def sim(sensor):
     r = json.load(open(os.path.join(out, sensor + ".json")))

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Sim predicts live (issue 18): the guest scenarios run under home-node and their
+simulated twins on the guest's preset, side by side. For each: the final placement
+(each process whole on a node of its own, its workers there and >= 90% of its memory, as
+the guest scripts check) and the time to it from the daemon's start, live and simulated;
+PASS when the placement has the same shape (every process placed, on distinct nodes) and
+the simulated time is within 2x of the live one.
+
+  daemon-damon      numa01-like, 2 processes x 2 threads, home-node, sensor damon
+  daemon-perfbench  perf bench numa mem -p 4 -t 1 -P 160 -s 40 -zZ0c, home-node, softdirty
+                    (the guest run must have been made with DAEMON_POLICY=home-node)
+
+The live figures are read from the guest scenarios' output (scripts/vm/daemon-tests.sh
+writes target/vm/logs/SCENARIO-TAG.out; TAG -sid for 7.2); the twins run here
+(qemu-guest-4n8, THP always as Debian's kernels have it, numastat every second).
+
+Usage: scripts/sim_predicts_live.py [--logs DIR] [--kernel 7.2|6.1] [--numabal PATH]
+Wall time: about 10 s after the release build. Exit status 1 if a row fails, 2 if a live
+log is missing.
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TAGS = {"7.2": "-sid", "6.12": "-trixie", "6.1": ""}
+ROWS = [
+    # scenario, workload, sensor, how the live log gives the time placed
+    ("daemon-damon", "numa01-like", "damon",
+     r"converged at ([0-9.]+) s after the daemon started"),
+    ("daemon-perfbench", "perf-bench-numa-mem", "softdirty",
+     r"^converged after \(s\)\s+(\S+)\s+\S+"),
+]
+
+
+def placed(sample):
+    """The homes of every process if each is placed and no two share a node, else None."""
+    homes = []
+    for p in sample["processes"]:
+        total = sum(p["node_mb"])
+        home = max(range(len(p["node_mb"])), key=lambda n: p["node_mb"][n])
+        workers = p.get("worker_nodes", [])
+        if not (total > 0 and workers and all(n == home for n in workers)
+                and p["node_mb"][home] / total >= 0.9):
+            return None
+        homes.append(home)
+    return homes if len(homes) >= 2 and len(set(homes)) == len(homes) else None
+
+
+def twin(numabal, workload, sensor, out):
+    path = out / f"{workload}-{sensor}.json"
+    args = [numabal, "sim", "-m", "qemu-guest-4n8", "-w", workload, "-p", "home-node",
+            "--quiet", "--set", f"daemon.sensor={sensor}",
+            "--set", "sim.transparent_hugepage=always", "--set", "sim.numastat_every_s=1",
+            "--json", str(path)]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout + r.stderr)
+        sys.exit(f"sim_predicts_live: {' '.join(args)} failed (exit {r.returncode})")
+    res = json.loads(path.read_text())
+    at = next(((s["t_s"], placed(s)) for s in res["numastat"] if placed(s)), (None, None))
+    end = placed(res["numastat"][-1]) if res["numastat"] else None
+    return at[0], end
+
+
+def live(log, pattern):
+    """(time placed or None, whether placed at the end, the daemon's policy) from a log."""
+    text = log.read_text(errors="replace")
+    m = re.search(pattern, text, re.M)
+    t = None
+    if m and m.group(1) != "never":
+        t = float(m.group(1))
+    policy = re.search(r"^daemon policy: ([\w-]+)", text, re.M)
+    policy = policy.group(1) if policy else None
+    if "damon" in log.name:
+        end = bool(re.search(r"^PASS: placed within 60 s", text, re.M))
+        policy = "home-node"  # the scenario runs no other
+    else:
+        m = re.search(r"^placed at the end\s+(\S+)", text, re.M)
+        end = bool(m and m.group(1) == "1")
+    return t, end, policy
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--logs", default=str(REPO / "target/vm/logs"))
+    ap.add_argument("--kernel", default="7.2", choices=sorted(TAGS))
+    ap.add_argument("--numabal", default=str(REPO / "target/release/numabal"))
+    a = ap.parse_args()
+    out = Path(tempfile.mkdtemp(prefix="sim-predicts-live."))
+    ok, missing = True, False
+    head = f"{'scenario':18} {'sensor':9} {'live placed at':>15} {'sim placed at':>14} {'ratio':>6}  verdict"
+    print(head)
+    for scen, workload, sensor, pattern in ROWS:
+        log = Path(a.logs) / f"{scen}{TAGS[a.kernel]}.out"
+        if not log.exists():
+            print(f"{scen:18} {sensor:9} no live log {log}")
+            missing = True
+            continue
+        lt, lend, policy = live(log, pattern)
+        if policy != "home-node":
+            print(f"{scen:18} {sensor:9} live run under {policy or 'the default policy'}, not "
+                  f"home-node: DAEMON_POLICY=home-node scripts/vm/daemon-tests.sh --kernel "
+                  f"{a.kernel} {scen}")
+            missing = True
+            continue
+        st, send = twin(a.numabal, workload, sensor, out)
+        fmt = lambda t, end: (f"{t:.1f} s" if t is not None else "never") + ("" if end else " (not at end)")
+        ratio = (max(lt, st) / min(lt, st)) if lt and st else None
+        shape = lend == (send is not None)
+        good = shape and lend and ratio is not None and ratio <= 2.0
+        ok &= good
+        why = [] if good else (["placement differs"] if not shape else []) + (
+            ["time beyond 2x"] if ratio is None or ratio > 2.0 else [])
+        print(f"{scen:18} {sensor:9} {fmt(lt, lend):>15} {fmt(st, send is not None):>14} "
+              f"{(f'{ratio:.1f}x' if ratio else '-'):>6}  {'PASS' if good else 'FAIL: ' + ', '.join(why)}")
+    if missing:
+        sys.exit(2)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
