@@ -67,15 +67,68 @@ fn private_anonymous_of(pid: Pid) -> Option<Vec<(u64, u64)>> {
     Some(procfs::private_anonymous(&text))
 }
 
+/// The task through which `pid`'s memory is reached: `pid` itself, or, when its leader
+/// thread has exited while others run (a zombie leader has no mm: `move_pages` of its pid
+/// gives `EINVAL` and its maps read empty), the first of its threads still running.
+fn mm_task(pid: Pid) -> Pid {
+    let zombie = |dir: &str| {
+        std::fs::read_to_string(format!("{dir}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.starts_with('Z')))
+            .unwrap_or(false)
+    };
+    let lead = format!("/proc/{}", pid.0);
+    if !zombie(&lead) {
+        return pid;
+    }
+    let Ok(tasks) = std::fs::read_dir(format!("{lead}/task")) else {
+        return pid;
+    };
+    let mut tids: Vec<u32> = tasks
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    (tids.into_iter())
+        .find(|t| !zombie(&format!("{lead}/task/{t}")))
+        .map_or(pid, Pid)
+}
+
+/// The leader's state and thread count (`/proc/PID/stat` fields 3 and 20), for an error's
+/// log line.
+fn leader_state(pid: Pid) -> String {
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.0))
+        .ok()
+        .and_then(|s| {
+            let f: Vec<String> = s
+                .rsplit_once(") ")?
+                .1
+                .split(' ')
+                .map(String::from)
+                .collect();
+            Some(format!("state {}, {} threads", f.first()?, f.get(17)?))
+        })
+        .unwrap_or_else(|| "gone".into())
+}
+
+/// An error reading `pid`'s maps or pagemap: `ESRCH` if the process is gone, else the
+/// error itself, so that a live process's failure is not taken for an exit.
+fn read_error(pid: Pid, e: std::io::Error) -> std::io::Error {
+    if std::path::Path::new(&format!("/proc/{}", pid.0)).exists() {
+        e
+    } else {
+        std::io::Error::from_raw_os_error(libc::ESRCH)
+    }
+}
+
 /// The addresses of `pid`'s own pages on `node`: present in its private anonymous
 /// mappings, mapped by it alone (`/proc/PID/maps`, `pagemap`), and on `node` (`move_pages`
 /// asked where each is). A process that is gone gives `ESRCH`.
 fn own_pages_on(pid: Pid, node: usize) -> std::io::Result<Vec<u64>> {
-    let gone = || std::io::Error::from_raw_os_error(libc::ESRCH);
-    let ranges = private_anonymous_of(pid).ok_or_else(gone)?;
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", pid.0));
+    let ranges = procfs::private_anonymous(&maps.map_err(|e| read_error(pid, e))?);
     let path = format!("/proc/{}/pagemap", pid.0);
-    let mut pagemap = std::fs::File::open(path).map_err(|_| gone())?;
-    let (own, _) = procfs::own_pages(&mut pagemap, &ranges).map_err(|_| gone())?;
+    let mut pagemap = std::fs::File::open(path).map_err(|e| read_error(pid, e))?;
+    let (own, _) = procfs::own_pages(&mut pagemap, &ranges).map_err(|e| read_error(pid, e))?;
     let mut on = Vec::new();
     for chunk in own.chunks(MOVE_CHUNK) {
         let a: Vec<usize> = chunk.iter().map(|&x| x as usize).collect();
@@ -257,7 +310,8 @@ impl Actuator {
         // Only the process's private anonymous memory is asked for: a file's pages and
         // shared memory stay where they are, whoever maps them now.
         let mut not_moved = NotMoved::default();
-        let own = private_anonymous_of(pid);
+        let mm = mm_task(pid);
+        let own = private_anonymous_of(mm);
         let owned: Vec<u64>;
         let addrs = match &own {
             Some(r) => {
@@ -282,7 +336,7 @@ impl Actuator {
             not_moved.record(&mut self.counts, &mut v);
             return v;
         }
-        let moved = match move_chunks(pid, &addrs[..n], node, &mut not_moved) {
+        let moved = match move_chunks(mm, &addrs[..n], node, &mut not_moved) {
             Ok(m) => m,
             Err(e) => return self.failed(v, "move_pages", &e),
         };
@@ -323,10 +377,14 @@ impl Actuator {
         // only this process maps now (a library's code, seen in the guest). The process's
         // own pages on `from` are found in its pagemap and moved with move_pages.
         let mut not_moved = NotMoved::default();
+        let mm = mm_task(pid);
         let moved =
-            match own_pages_on(pid, from).and_then(|a| move_chunks(pid, &a, to, &mut not_moved)) {
+            match own_pages_on(mm, from).and_then(|a| move_chunks(mm, &a, to, &mut not_moved)) {
                 Ok(m) => m,
-                Err(e) => return self.failed(v, "migrate_pages", &e),
+                Err(e) => {
+                    v["leader"] = json!(leader_state(pid));
+                    return self.failed(v, "migrate_pages", &e);
+                }
             };
         self.rate.charge(moved as f64 * PAGE);
         self.counts.pages_moved += moved;
