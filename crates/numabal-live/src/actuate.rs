@@ -60,11 +60,13 @@ fn errno_name(e: &std::io::Error) -> String {
     }
 }
 
-/// `pid`'s private anonymous ranges (`/proc/PID/maps`); `None` when it cannot be read (the
-/// process exited: the call that follows says so).
-fn private_anonymous_of(pid: Pid) -> Option<Vec<(u64, u64)>> {
-    let text = std::fs::read_to_string(format!("/proc/{}/maps", pid.0)).ok()?;
-    Some(procfs::private_anonymous(&text))
+/// `pid`'s private anonymous ranges (`/proc/PID/maps`); a read error as [`read_error`]
+/// gives it.
+fn private_anonymous_of(pid: Pid) -> std::io::Result<Vec<(u64, u64)>> {
+    let text = std::fs::read_to_string(format!("/proc/{}/maps", pid.0));
+    Ok(procfs::private_anonymous(
+        &text.map_err(|e| read_error(pid, e))?,
+    ))
 }
 
 /// The task through which `pid`'s memory is reached: `pid` itself, or, when its leader
@@ -124,8 +126,7 @@ fn read_error(pid: Pid, e: std::io::Error) -> std::io::Error {
 /// mappings, mapped by it alone (`/proc/PID/maps`, `pagemap`), and on `node` (`move_pages`
 /// asked where each is). A process that is gone gives `ESRCH`.
 fn own_pages_on(pid: Pid, node: usize) -> std::io::Result<Vec<u64>> {
-    let maps = std::fs::read_to_string(format!("/proc/{}/maps", pid.0));
-    let ranges = procfs::private_anonymous(&maps.map_err(|e| read_error(pid, e))?);
+    let ranges = private_anonymous_of(pid)?;
     let path = format!("/proc/{}/pagemap", pid.0);
     let mut pagemap = std::fs::File::open(path).map_err(|e| read_error(pid, e))?;
     let (own, _) = procfs::own_pages(&mut pagemap, &ranges).map_err(|e| read_error(pid, e))?;
@@ -311,7 +312,8 @@ impl Actuator {
         // shared memory stay where they are, whoever maps them now.
         let mut not_moved = NotMoved::default();
         let mm = mm_task(pid);
-        let own = private_anonymous_of(mm);
+        // Unreadable (the process exited): the call that follows says so.
+        let own = private_anonymous_of(mm).ok();
         let owned: Vec<u64>;
         let addrs = match &own {
             Some(r) => {

@@ -8,15 +8,20 @@
 echo 0 > /proc/sys/kernel/numa_balancing
 A=/sys/kernel/mm/damon/admin
 POLICY=home-node
-if [ ! -d "$A" ]; then
-  say "== no DAMON sysfs interface in this kernel ($(uname -r))"
+# `numabal daemon --sensor damon` must exit 2 with a line matching PATTERN: refused(PATTERN,
+# WHAT) passes or fails WHAT.
+refused() {
   r=0; numabal daemon -p $POLICY --sensor damon --passes 1 > /tmp/refused.out 2>&1 || r=$?
   cat /tmp/refused.out
-  if [ $r = 2 ] && grep -q 'damon cannot work here.*CONFIG_DAMON_SYSFS' /tmp/refused.out; then
-    pass "--sensor damon refused with the reason (exit 2)"
+  if [ $r = 2 ] && grep -q "$1" /tmp/refused.out; then
+    pass "$2, with the reason (exit 2)"
   else
-    fail "--sensor damon: exit $r, no reason given"
+    fail "$2: exit $r, no reason given"
   fi
+}
+if [ ! -d "$A" ]; then
+  say "== no DAMON sysfs interface in this kernel ($(uname -r))"
+  refused 'damon cannot work here.*CONFIG_DAMON_SYSFS' "--sensor damon refused"
   numabal daemon -p $POLICY --passes 2 --decision-log /tmp/dec.jsonl > /dev/null 2>&1 || fail "the daemon's own choice did not run"
   head -1 /tmp/dec.jsonl
   if head -1 /tmp/dec.jsonl | grep -q '"sensor":"softdirty"' \
@@ -30,23 +35,13 @@ fi
 
 say "== DAMON: $(cat $A/kdamonds/nr_kdamonds) sysfs kdamonds; DAMON_STAT enabled=$(cat /sys/module/damon_stat/parameters/enabled 2>/dev/null || echo absent)"
 if [ "$(cat /sys/module/damon_stat/parameters/enabled 2>/dev/null)" = Y ]; then
-  r=0; numabal daemon -p $POLICY --sensor damon --passes 1 > /tmp/refused.out 2>&1 || r=$?
-  cat /tmp/refused.out
-  if [ $r = 2 ] && grep -q 'DAMON_STAT module holds DAMON' /tmp/refused.out; then
-    pass "refused while DAMON_STAT holds DAMON, with the reason (exit 2)"
-  else
-    fail "--sensor damon beside DAMON_STAT: exit $r, no reason given"
-  fi
+  refused 'DAMON_STAT module holds DAMON' "refused while DAMON_STAT holds DAMON"
   echo N > /sys/module/damon_stat/parameters/enabled
   say "DAMON_STAT turned off for this scenario"
 fi
 
 say "== numa01-like (2 processes x 2 threads, 128 MiB each, first touch on node 0); numa_balancing=0"
-mig0=$(vmstat numa_pages_migrated)
-pg0=$(vmstat pgmigrate_success)
-numa01-like --procs 2 --threads 2 --mb 128 --seconds 150 > /tmp/w.out 2>&1 &
-wait_lines /tmp/w.out 2 'mb='
-P=$(pids_in /tmp/w.out)
+start_numa01_like
 t0=$(now_s)
 numabal daemon -p $POLICY --sensor damon --decision-log /tmp/dec.jsonl > /tmp/daemon.out 2>&1 &
 D=$!

@@ -2,11 +2,7 @@
 # the daemon places threads, the kernel migrates pages on its hinting faults. Must show the
 # same placement criteria as daemon-numa01.sh within 60 s, with both counters reported.
 echo 1 > /proc/sys/kernel/numa_balancing
-mig0=$(vmstat numa_pages_migrated)
-pg0=$(vmstat pgmigrate_success)
-numa01-like --procs 2 --threads 2 --mb 128 --seconds 150 > /tmp/w.out 2>&1 &
-wait_lines /tmp/w.out 2 'mb='
-P=$(pids_in /tmp/w.out)
+start_numa01_like
 t0=$(now_s)
 numabal daemon --sensor hint --decision-log /tmp/dec.jsonl &
 D=$!

@@ -5,11 +5,7 @@
 # by the simulator under stable-daemon reaches the same process-to-node placement.
 echo 0 > /proc/sys/kernel/numa_balancing
 say "== numa01-like (2 processes x 2 threads, 128 MiB each, first touch on node 0); numa_balancing=0"
-mig0=$(vmstat numa_pages_migrated)
-pg0=$(vmstat pgmigrate_success)
-numa01-like --procs 2 --threads 2 --mb 128 --seconds 150 > /tmp/w.out 2>&1 &
-wait_lines /tmp/w.out 2 'mb='
-P=$(pids_in /tmp/w.out)
+start_numa01_like
 for p in $P; do placed "$p" || true; done
 t0=$(now_s)
 numabal daemon --sensor softdirty \

@@ -72,6 +72,17 @@ wait_lines() {
 # Pids printed as "pid=P" by a test program.
 pids_in() { sed -n 's/.*pid=\([0-9]*\) mb=.*/\1/p' "$1"; }
 
+# The daemon scenarios' numa01-like (2 processes x 2 threads, 128 MiB each, 150 s, first
+# touch on node 0), output in /tmp/w.out: notes the kernel's migration counters before it
+# (mig0, pg0), waits for both processes, sets P to their pids.
+start_numa01_like() {
+  mig0=$(vmstat numa_pages_migrated)
+  pg0=$(vmstat pgmigrate_success)
+  numa01-like --procs 2 --threads 2 --mb 128 --seconds 150 > /tmp/w.out 2>&1 &
+  wait_lines /tmp/w.out 2 'mb='
+  P=$(pids_in /tmp/w.out)
+}
+
 # The JSON object after "placement": in a line of FILE matching PATTERN.
 placement_in() { grep "$2" "$1" | tail -1 | sed -n 's/.*"placement":\({[^}]*}\).*/\1/p'; }
 

@@ -141,6 +141,15 @@ impl World<'_> {
             .collect()
     }
 
+    /// The regions of thread `t`'s process if a kdamond monitors it, the windows that
+    /// ended closed first.
+    fn damon_regions_of(&mut self, t: usize) -> Option<&mut Vec<Region>> {
+        self.damon_advance();
+        let pidx = self.threads[t].proc;
+        let d = self.damon.as_deref_mut()?;
+        d.targets.get_mut(&pidx).map(|k| &mut k.regions)
+    }
+
     /// A sweep of thread `t` over `bytes` of `slice` of mapping `ri` from `pos`.
     #[cold]
     #[inline(never)]
@@ -152,16 +161,9 @@ impl World<'_> {
         pos: f64,
         bytes: f64,
     ) {
-        self.damon_advance();
-        let pidx = self.threads[t].proc;
-        let Some(k) = self
-            .damon
-            .as_deref_mut()
-            .and_then(|d| d.targets.get_mut(&pidx))
-        else {
+        let Some(regions) = self.damon_regions_of(t) else {
             return;
         };
-        let regions = &mut k.regions;
         let (s, e) = slice;
         let len = (e - s) as f64;
         let pages = bytes / PAGE_BYTES;
@@ -182,16 +184,9 @@ impl World<'_> {
     #[cold]
     #[inline(never)]
     pub(crate) fn damon_random(&mut self, t: usize, a: &AccessRt, slice: (u64, u64), bytes: f64) {
-        self.damon_advance();
-        let pidx = self.threads[t].proc;
-        let Some(k) = self
-            .damon
-            .as_deref_mut()
-            .and_then(|d| d.targets.get_mut(&pidx))
-        else {
+        let Some(regions) = self.damon_regions_of(t) else {
             return;
         };
-        let regions = &mut k.regions;
         let lines = bytes / 64.0;
         for (a0, b0, w) in pattern_ranges(a, slice) {
             if b0 > a0 && w > 0.0 {
