@@ -9,7 +9,9 @@
 //!    observe: /proc of every live process; keep RSS ≥ min_rss_mb; judge (narrowed cpuset
 //!             or affinity, explicit mempolicy) ─► managed; skip/exited lines
 //!    sensor:  perf watches on managed threads (world/perf.rs): hint and softdirty sample
-//!             page faults, pmu memory accesses; drained samples ─► page nodes now
+//!             page faults, pmu memory accesses; damon: a kdamond per wanted process
+//!             (world/damon.rs), its hot regions credited to the threads that ran;
+//!             drained samples ─► page nodes now
 //!             (world page lookup, as a move_pages query) ─► AccessSample
 //!             softdirty: clear_refs=4 of a process when the fault budget allows
 //!    policy.on_tick(managed threads and processes, nodes, idle, samples) ─► actions
