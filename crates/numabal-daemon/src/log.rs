@@ -1,6 +1,7 @@
 //! The decision log: one JSON object per line, the same lines whichever host the daemon
 //! runs on. Each builder gives a line's own keys; a backend adds the outcome of what it
-//! did (`moved`, `deferred`, `gone`, `error`, `refused`, `dry_run`, ...).
+//! did (`moved`, `deferred`, `gone`, `error`, `refused`, `dry_run`, and live, `took_s`: how
+//! long a move held the pass).
 //!
 //! ```text
 //!   {"start": version, "policy", "sensor", "sensor_why", ..., "migrate_mb_s"}  once
