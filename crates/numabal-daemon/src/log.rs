@@ -18,7 +18,7 @@
 //! ```
 
 use crate::{DaemonSettings, MS, SensorKind};
-use numabal_model::{Mask, Pid};
+use numabal_model::{Mask, Pid, Tid};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -123,6 +123,19 @@ pub struct Changed {
     pub original: Mask,
     /// What the daemon set last.
     pub ours: Mask,
+}
+
+/// The own affinity of a thread the daemon has not changed yet: the mask it has `now`,
+/// unless that is the mask the daemon set on another thread of its process `pid`. Then
+/// the thread inherited it through `clone()` (a program's main thread placed before it
+/// started its workers) and its own is that thread's own: the daemon may give it any
+/// node the first thread could have had. An operator who set exactly the daemon's mask
+/// on a new thread looks the same; that mask is not theirs to lose, only to be narrowed
+/// within the first thread's own.
+pub fn own_affinity(changed: &BTreeMap<Tid, Changed>, pid: Pid, now: Mask) -> Mask {
+    (changed.values())
+        .find(|c| c.pid == pid && c.ours == now)
+        .map_or(now, |c| c.original.clone())
 }
 
 /// A thread that exited before its `sched_setaffinity`.
@@ -312,6 +325,26 @@ pub fn placement<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_that_inherited_the_daemons_mask_has_its_creators_own() {
+        let all = Mask::from_ids(0..8);
+        let node0 = Mask::from_ids(0..2);
+        let mut changed = BTreeMap::new();
+        let c = |pid, ours: &Mask| Changed {
+            pid: Pid(pid),
+            original: all.clone(),
+            ours: ours.clone(),
+        };
+        changed.insert(Tid(10), c(10, &node0));
+        // A new thread of process 10 with the mask the daemon gave its main thread.
+        assert_eq!(own_affinity(&changed, Pid(10), node0.clone()), all);
+        // Another process's thread with that mask: set by someone else, kept.
+        assert_eq!(own_affinity(&changed, Pid(11), node0.clone()), node0);
+        // Process 10's thread with a mask the daemon never set: its own.
+        let cpu3 = Mask::single(3);
+        assert_eq!(own_affinity(&changed, Pid(10), cpu3.clone()), cpu3);
+    }
 
     #[test]
     fn only_pages_of_the_process_own_that_stay_are_failures() {

@@ -263,7 +263,7 @@ impl Actuator {
             Some(c) => c.original.clone(),
             None if self.dry_run => cpus.clone(),
             None => match sys::get_affinity(tid.0) {
-                Ok(m) => m,
+                Ok(m) => line::own_affinity(&self.changed, pid, m),
                 Err(e) => return self.failed(base, "sched_getaffinity", &e),
             },
         };

@@ -126,7 +126,7 @@ impl HomeNode {
     }
 
     /// Threads' CPU time since the last pass ─► busy; exited threads and processes forgotten.
-    fn measure(&mut self, obs: &Observation<'_>, dt: u64) {
+    fn measure(&mut self, m: &Machine, obs: &Observation<'_>, dt: u64) {
         let live: BTreeSet<Tid> = obs.threads.iter().map(|t| t.tid).collect();
         self.threads.retain(|tid, _| live.contains(tid));
         let pids: BTreeSet<Pid> = obs.processes.iter().map(|p| p.pid).collect();
@@ -135,6 +135,12 @@ impl HomeNode {
         self.exited |= self.units.len() < before;
         // Busy against the busiest thread of the pass, so that threads sharing CPUs on an
         // overcommitted machine stay busy; none while the busiest ran under 1/10 of it.
+        // On a node whose CPUs were all used by more threads than it has CPUs, against
+        // their fair share if that is less: the threads there queue for the node's CPUs
+        // (new threads inherit their creator's affinity, so a process's workers can start
+        // three to a CPU) and run a third of the pass while the busiest thread elsewhere
+        // runs all of it. Measured against that alone, they would never count as busy and
+        // never be given room.
         let ran = |o: &ThreadObs, th: Option<&Thread>| {
             th.map_or(0, |th| o.cpu_time_ns.saturating_sub(th.cpu_ns))
         };
@@ -142,9 +148,14 @@ impl HomeNode {
             .map(|o| ran(o, self.threads.get(&o.tid)))
             .max()
             .unwrap_or(0);
+        let share = self.fair_shares(m, obs, dt);
         let mut busy: BTreeMap<Pid, u32> = BTreeMap::new();
         for o in obs.threads {
             let r = ran(o, self.threads.get(&o.tid));
+            let most = o
+                .node
+                .and_then(|n| share.get(n))
+                .map_or(most, |&s| most.min(s));
             let th = self.threads.entry(o.tid).or_insert(Thread {
                 pid: o.pid,
                 cpu_ns: o.cpu_time_ns,
@@ -175,6 +186,32 @@ impl HomeNode {
                 u.busy_since = Some(obs.now_ns);
             }
         }
+    }
+
+    /// Each node's fair share of the pass per thread: `dt` unless more threads ran on the
+    /// node than it has CPUs and they used 90% of its CPU time, then `dt` x CPUs / threads.
+    fn fair_shares(&self, m: &Machine, obs: &Observation<'_>, dt: u64) -> Vec<u64> {
+        let mut used = vec![(0u64, 0u64); m.nodes.len()];
+        for o in obs.threads {
+            let Some(th) = self.threads.get(&o.tid) else {
+                continue;
+            };
+            let r = o.cpu_time_ns.saturating_sub(th.cpu_ns);
+            if let Some(u) = o.node.and_then(|n| used.get_mut(n)).filter(|_| r > 0) {
+                *u = (u.0 + r, u.1 + 1);
+            }
+        }
+        (m.nodes.iter().zip(used))
+            .map(|(node, (time, threads))| {
+                let cpus = node.cpus.count() as u64;
+                let full = time * 10 >= dt * cpus * 9;
+                if full && threads > cpus {
+                    dt * cpus / threads
+                } else {
+                    dt
+                }
+            })
+            .collect()
     }
 
     /// Samples into chunks; each process classified once enough chunks speak.
@@ -533,7 +570,7 @@ impl Policy for HomeNode {
     fn on_tick(&mut self, m: &Machine, obs: &Observation<'_>, out: &mut Vec<Action>) {
         let dt = self.last_ns.map_or(0, |l| obs.now_ns.saturating_sub(l));
         self.last_ns = Some(obs.now_ns);
-        self.measure(obs, dt);
+        self.measure(m, obs, dt);
         self.classify(obs);
         let outgrown = self.outgrown(m);
         let busy_changed = self.units.iter().any(|(&pid, u)| {
@@ -862,5 +899,69 @@ mod tests {
         }
         let out = host.pass(&mut p, 4, &[]);
         assert!(homes(&out, &m).is_empty(), "{out:?}");
+    }
+
+    /// Threads' busy flags after two passes on autonuma-2n24 (12 CPUs a node): `runs`
+    /// gives each thread's node and its CPU time in the second pass, in ms.
+    fn busy_after(runs: &[(usize, u64)]) -> Vec<bool> {
+        let m = machine("autonuma-2n24");
+        let mut p = HomeNode::new(Tunables::default());
+        let procs = [ProcessObs {
+            pid: Pid(1),
+            comm: "app".into(),
+            num_threads: runs.len() as u32,
+            cpu_time_ns: 0,
+            vsize_bytes: 0,
+            rss_bytes: GIB,
+            node_bytes: vec![GIB, 0],
+            interleaved: false,
+            mems_allowed: Mask::from_ids(0..2),
+            kvm_vcpus: None,
+        }];
+        let nodes = vec![
+            NodeObs {
+                mem_total_bytes: 8 * GIB,
+                mem_free_bytes: 4 * GIB,
+            };
+            2
+        ];
+        let idle = vec![0; m.nr_cpus()];
+        for (t_s, scale) in [(1, 0), (2, 1_000_000)] {
+            let threads: Vec<ThreadObs> = (runs.iter().enumerate())
+                .map(|(i, &(node, ms))| ThreadObs {
+                    tid: Tid(i as u32 + 1),
+                    pid: Pid(1),
+                    cpu: None,
+                    node: Some(node),
+                    cpu_time_ns: ms * scale,
+                })
+                .collect();
+            let obs = Observation {
+                now_ns: t_s * NS_PER_S,
+                threads: &threads,
+                processes: &procs,
+                nodes: &nodes,
+                cpu_idle_ns: &idle,
+                samples: &[],
+            };
+            p.on_tick(&m, &obs, &mut Vec::new());
+        }
+        (1..=runs.len() as u32)
+            .map(|t| p.threads[&Tid(t)].busy)
+            .collect()
+    }
+
+    #[test]
+    fn threads_queued_three_to_a_cpu_are_busy_and_idle_ones_are_not() {
+        // 12 threads running all the pass on node 1; on node 0, 36 running a third of it
+        // each (its 12 CPUs full): every one busy.
+        let mut runs = vec![(1, 1000); 12];
+        runs.extend(vec![(0, 333); 36]);
+        assert!(busy_after(&runs).iter().all(|&b| b), "{runs:?}");
+        // Node 0's CPUs not full: 200 threads that ran 5 ms each are not busy.
+        let mut runs = vec![(1, 1000); 12];
+        runs.extend(vec![(0, 5); 200]);
+        let busy = busy_after(&runs);
+        assert!(busy[..12].iter().all(|&b| b) && !busy[12..].iter().any(|&b| b));
     }
 }

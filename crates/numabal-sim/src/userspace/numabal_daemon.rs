@@ -645,7 +645,7 @@ fn set_affinity(
     let t = tid.idx() - 1;
     let original = match d.changed.get(&tid) {
         Some(c) => c.original.clone(),
-        None => w.sched().tasks[t].allowed.clone(),
+        None => line::own_affinity(&d.changed, pid, w.sched().tasks[t].allowed.clone()),
     };
     let want = match line::within_own_affinity(&mut d.counts, t_s, tid.0, pid, cpus, &original) {
         Ok(m) => m,
