@@ -65,8 +65,8 @@ enum Cmd {
     /// nodes their threads last ran on. Exit status 1 if a -p found no process (said on
     /// stderr, as numastat), 2 for bad input.
     Stat(stat::StatArgs),
-    /// The placement daemon on this host: the shared policy core (stable or numad) on
-    /// live observations, acting through sched_setaffinity and move_pages/migrate_pages
+    /// The placement daemon on this host: a policy of the shared policy core (stable-daemon,
+    /// numad, home-node; `numabal daemon --help` lists them) on live observations, acting through sched_setaffinity and move_pages/migrate_pages
     /// within the safety rules; decisions as JSON lines.
     Daemon(daemon::DaemonArgs),
     /// A grid of runs (machines x workloads x policies x tunable values x seeds), in

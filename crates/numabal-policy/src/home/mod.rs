@@ -8,7 +8,8 @@
 //!
 //! ```text
 //!  pass (interval_ms)
-//!    threads' CPU time ─► busy threads (ran ≥ busy_pct of the pass)
+//!    threads' CPU time ─► busy threads (ran ≥ busy_pct of the busiest, or of their
+//!                         node's fair share when more threads than CPUs filled it)
 //!    samples ─► chunks (chunk_kib): one thread or two in the window ─► shares / private
 //!    processes busy and classified (or waited classify_wait_s), first pass for each ─► plan
 //!      shares its memory, or one busy thread: whole, on the node with room for all of it
