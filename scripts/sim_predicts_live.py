@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Sim predicts live (issue 18): the guest scenarios run under home-node and their
-simulated twins on the guest's preset, side by side. For each: the final placement
-(each process whole on a node of its own, its workers there and >= 90% of its memory, as
-the guest scripts check) and the time to it from the daemon's start, live and simulated;
-PASS when the placement has the same shape (every process placed, on distinct nodes) and
-the simulated time is within 2x of the live one.
+simulated twins on the guest's preset, side by side. For each: the final placement, as
+the guest scripts check it, and the time to it from the daemon's start, live and
+simulated; PASS when the placement has the same shape and the simulated time is within 2x
+of the live one. Placed, for processes placed whole: each on a node of its own, its
+workers there and >= 90% of its memory on it; for numa02-like (split): no node with more
+workers than CPUs and the accesses local (live: sampled writes, ratio >= 0.9; simulated:
+the series' local access ratio of that second >= 0.9).
 
   daemon-damon      numa01-like, 2 processes x 2 threads, home-node, sensor damon
+  daemon-numa02     numa02-like, 8 threads, 128 MiB, home-node, softdirty
   daemon-perfbench  perf bench numa mem -p 4 -t 1 -P 160 -s 40 -zZ0c, home-node, softdirty
                     (the guest run must have been made with DAEMON_POLICY=home-node)
 
@@ -32,6 +35,8 @@ ROWS = [
     # scenario, workload, sensor, how the live log gives the time placed
     ("daemon-damon", "numa01-like", "damon",
      r"converged at ([0-9.]+) s after the daemon started"),
+    ("daemon-numa02", "numa02-like", "softdirty",
+     r"no node over its CPUs at ([0-9.]+) s after the daemon started"),
     ("daemon-perfbench", "perf-bench-numa-mem", "softdirty",
      r"^converged after \(s\)\s+(\S+)\s+\S+"),
 ]
@@ -62,9 +67,30 @@ def twin(numabal, workload, sensor, out):
         sys.stderr.write(r.stdout + r.stderr)
         sys.exit(f"sim_predicts_live: {' '.join(args)} failed (exit {r.returncode})")
     res = json.loads(path.read_text())
+    if workload == "numa02-like":
+        return spread(res, node_cpus(numabal))
     at = next(((s["t_s"], placed(s)) for s in res["numastat"] if placed(s)), (None, None))
     end = placed(res["numastat"][-1]) if res["numastat"] else None
     return at[0], end
+
+
+def node_cpus(numabal):
+    """CPUs per node of the guest's preset, from `numabal topology` (numactl's layout)."""
+    text = subprocess.run([numabal, "topology", "-m", "qemu-guest-4n8"], capture_output=True,
+                          text=True, check=True).stdout
+    return [len(m.group(1).split()) for m in re.finditer(r"^node \d+ cpus:(.*)$", text, re.M)]
+
+
+def spread(res, cpus):
+    """numa02-like's twin: (the first second with no node over its CPUs and the accesses
+    of that second >= 90% local, whether the last second is so)."""
+    ratio = dict(zip(res["series"]["t_s"], res["series"]["local_access_ratio"]))
+    def ok(s):
+        workers = s["processes"][0]["worker_nodes"] if s["processes"] else []
+        over = any(workers.count(n) > c for n, c in enumerate(cpus))
+        return bool(workers) and not over and ratio.get(s["t_s"], 0) >= 0.9
+    at = next((s["t_s"] for s in res["numastat"] if ok(s)), None)
+    return at, (True if res["numastat"] and ok(res["numastat"][-1]) else None)
 
 
 def live(log, pattern):
@@ -76,9 +102,9 @@ def live(log, pattern):
         t = float(m.group(1))
     policy = re.search(r"^daemon policy: ([\w-]+)", text, re.M)
     policy = policy.group(1) if policy else None
-    if "damon" in log.name:
+    if "damon" in log.name or "numa02" in log.name:
         end = bool(re.search(r"^PASS: placed within 60 s", text, re.M))
-        policy = "home-node"  # the scenario runs no other
+        policy = "home-node"  # the scenarios run no other
     else:
         m = re.search(r"^placed at the end\s+(\S+)", text, re.M)
         end = bool(m and m.group(1) == "1")

@@ -2,8 +2,9 @@
 # The live daemon's must-shows (issue 6), each a scenario in the 4-node QEMU TCG guest
 # (docs/vm-tests.md): numa01-like under stable/softdirty with record and replay, perf bench
 # numa mem against the kernel's balancing, the hint sensor, the safety rules, idle CPU,
-# issue 18's "never harms a host" under home-node (daemon-harm) and the damon sensor (daemon-damon:
-# placed with it on 7.2, refused with the reason and the softdirty fallback on 6.1).
+# issue 18's numa02-like under home-node (daemon-numa02), "never harms a host" under home-node
+# (daemon-harm) and the damon sensor (daemon-damon: placed with it on 7.2, refused with the
+# reason and the softdirty fallback on 6.1).
 # Prints every scenario's output and a PASS/FAIL summary with the measured figures; exits 1
 # if any check failed.
 #
@@ -27,7 +28,7 @@ fi
 suite=$(kernel_suite "$kernel")
 [ -n "$suite" ] || { echo "daemon-tests: --kernel must be one of $KERNEL_NAMES, got '$kernel'" >&2; exit 2; }
 tag=$(kernel_tag "$suite")
-all=(daemon-numa01 daemon-perfbench daemon-hint daemon-safety daemon-idle daemon-harm daemon-damon)
+all=(daemon-numa01 daemon-numa02 daemon-perfbench daemon-hint daemon-safety daemon-idle daemon-harm daemon-damon)
 [ $# -gt 0 ] && all=("$@")
 mkdir -p target/vm/scen target/vm/logs
 rc=0
