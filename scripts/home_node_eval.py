@@ -27,6 +27,7 @@ Wall time on 2 cores, release build: part 1 with 20 seeds about 60 minutes (kvm_
 import argparse
 import json
 import math
+import os
 import re
 import statistics
 import subprocess
@@ -57,9 +58,9 @@ def compare(numabal, machine, workload, policies, seeds, out, sets=()):
     return json.loads(path.read_text())["policies"]
 
 
-def run(args):
+def run(args, env=None):
     """Run a command quietly; on failure print what it said and stop."""
-    r = subprocess.run(args, capture_output=True, text=True)
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.stderr.write(r.stdout + r.stderr)
         sys.exit(f"home_node_eval: {' '.join(map(str, args))} failed (exit {r.returncode})")
@@ -82,13 +83,13 @@ def part1(numabal, seeds, out, verdicts):
         ratios.append(h / b)
         verdict(h / b <= 1.05, f"{w} on {machine}: home-node {h:.2f} s = {h / b:.3f}x bind "
                 f"({b:.2f} s; autonuma {a / b:.3f}x), within 1.05x", verdicts)
-    kvm = kvm_guests(seeds, out)
+    kvm = kvm_guests(numabal, seeds, out)
     if kvm:
         verdict(kvm["home-node"][1] < kvm["autonuma"][0],
                 f"kvm_guests on rhel-4n40: home-node aligns the four guests at "
                 f"{kvm['home-node'][0]:.0f}-{kvm['home-node'][1]:.0f} s, autonuma at "
                 f"{kvm['autonuma'][0]:.0f}-{kvm['autonuma'][1]:.0f} s", verdicts)
-    for w, (b, h) in specjbb(seeds, out).items():
+    for w, (b, h) in specjbb(numabal, seeds, out).items():
         ratios.append(b / h)
         verdict(b / h <= 1.05, f"specjbb W={w} on rhel-4n40: home-node {h:.0f} bops = "
                 f"{b / h:.3f}x bind's runtime per bop ({b:.0f} bops), within 1.05x", verdicts)
@@ -96,11 +97,17 @@ def part1(numabal, seeds, out, verdicts):
     verdict(g <= 1.03, f"geometric mean against bind: {g:.3f}x, within 1.03x", verdicts)
 
 
-def kvm_guests(seeds, out):
+def with_numabal(numabal):
+    """The environment for the shell scripts, which take the binary from NUMABAL."""
+    return {**os.environ, "NUMABAL": str(numabal)}
+
+
+def kvm_guests(numabal, seeds, out):
     """Alignment time (min, max over seeds) per policy, from scripts/kvm_guests.sh."""
     text = subprocess.run(
         [str(REPO / "scripts/kvm_guests.sh"), "-p", "autonuma home-node", "-s", str(seeds),
-         "-o", str(out / "kvm")], check=False, capture_output=True, text=True).stdout
+         "-o", str(out / "kvm")], check=False, capture_output=True, text=True,
+        env=with_numabal(numabal)).stdout
     got = {}
     for line in text.splitlines():
         m = re.match(r"(\S+): every guest .*: (PASS|FAIL)(?:, converged at (\d+)-(\d+) s)?", line)
@@ -110,12 +117,12 @@ def kvm_guests(seeds, out):
     return got
 
 
-def specjbb(seeds, out):
+def specjbb(numabal, seeds, out):
     """Throughput (bops) of bind and home-node at 4, 8 and 12 warehouses."""
     d = out / "specjbb"
     if not (d / "sweep.csv").exists():
         run([str(REPO / "scripts/specjbb_sweep.sh"), "-p", "bind home-node", "-w", "4,8,12",
-             "-s", str(seeds), "-o", str(d)])
+             "-s", str(seeds), "-o", str(d)], env=with_numabal(numabal))
     rows = [line.split(",") for line in (d / "sweep.csv").read_text().splitlines()]
     head, rows = rows[0], rows[1:]
     col = {name: i for i, name in enumerate(head)}
