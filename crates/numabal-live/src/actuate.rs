@@ -413,9 +413,11 @@ impl Actuator {
     }
 
     /// Give every changed thread its own affinity back, unless someone else changed it
-    /// since (then it is left as they set it). Returns the log lines.
+    /// since (then it is left as they set it); and the threads that inherited a mask the
+    /// daemon set (started by a changed thread after the change, never changed
+    /// themselves) their creator's own. Returns the log lines.
     pub fn restore(&mut self) -> Vec<Value> {
-        let mut log = Vec::new();
+        let mut log = self.restore_inherited();
         for (tid, c) in std::mem::take(&mut self.changed) {
             let mut v = line::restore(tid.0, c.pid, &c.original);
             match sys::get_affinity(tid.0) {
@@ -430,6 +432,40 @@ impl Actuator {
                 Err(e) => v = self.failed(v, "sched_getaffinity", &e),
             }
             log.push(v);
+        }
+        log
+    }
+
+    /// The threads of changed threads' processes that the daemon did not change but that
+    /// have a mask it set on one of them: `clone()` copied it. Each gets the own affinity
+    /// of the thread it inherited from (`numabal_daemon::log::own_affinity`).
+    fn restore_inherited(&mut self) -> Vec<Value> {
+        let pids: std::collections::BTreeSet<Pid> = self.changed.values().map(|c| c.pid).collect();
+        let mut log = Vec::new();
+        for pid in pids {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", pid.0)) else {
+                continue;
+            };
+            let mut tids: Vec<u32> = tasks
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .filter(|t| !self.changed.contains_key(&Tid(*t)))
+                .collect();
+            tids.sort_unstable();
+            for tid in tids {
+                let Ok(now) = sys::get_affinity(tid) else {
+                    continue; // exited since the listing
+                };
+                let own = line::own_affinity(&self.changed, pid, now.clone());
+                if own == now {
+                    continue;
+                }
+                let mut v = line::restore(tid, pid, &own);
+                v["inherited"] = json!(true);
+                if let Err(e) = sys::set_affinity(tid, &own) {
+                    v = self.failed(v, "sched_setaffinity", &e);
+                }
+                log.push(v);
+            }
         }
         log
     }
@@ -487,6 +523,40 @@ mod tests {
         );
         assert!(log[0]["gone"].is_string(), "{log:?}");
         assert_eq!(a.counts.gone, 1);
+    }
+
+    /// A thread started after the daemon narrowed its creator inherits the narrowed mask;
+    /// the restore gives it the creator's own too.
+    #[test]
+    fn a_thread_that_inherited_the_daemons_mask_is_restored() {
+        let tid = Tid(sys::gettid());
+        let pid = Pid(std::process::id());
+        let before = sys::get_affinity(tid.0).unwrap();
+        // The last CPU: the other affinity test narrows its thread to the first, and a
+        // thread of that test with this test's mask would be taken for an inherited one.
+        let Some(last) = before.iter().last().filter(|_| before.count() > 1) else {
+            return; // one CPU: nothing to narrow
+        };
+        let mut a = Actuator::new(false, 64.0);
+        let set = Action::SetThreadAffinity {
+            tid,
+            cpus: Mask::single(last),
+        };
+        a.apply(&set, 0, |_| Some(pid), |_| None, &[]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let child = std::thread::spawn(move || {
+            tx.send(sys::gettid()).unwrap();
+            done_rx.recv().unwrap();
+            sys::get_affinity(sys::gettid()).unwrap()
+        });
+        let child_tid = rx.recv().unwrap();
+        assert_eq!(sys::get_affinity(child_tid).unwrap(), Mask::single(last));
+        let log = a.restore();
+        done_tx.send(()).unwrap();
+        assert_eq!(child.join().unwrap(), before, "{log:?}");
+        assert_eq!(sys::get_affinity(tid.0).unwrap(), before, "{log:?}");
+        assert!(log.iter().any(|v| v["inherited"] == json!(true)), "{log:?}");
     }
 
     #[test]
