@@ -478,6 +478,7 @@ mod tests {
     /// On this process's own thread: set, remembered with the original, restored.
     #[test]
     fn affinity_is_changed_within_the_threads_own_and_restored() {
+        let _one_at_a_time = sys::AFFINITY_TESTS.lock();
         let tid = Tid(sys::gettid());
         let pid = Pid(std::process::id());
         let before = sys::get_affinity(tid.0).unwrap();
@@ -529,11 +530,10 @@ mod tests {
     /// the restore gives it the creator's own too.
     #[test]
     fn a_thread_that_inherited_the_daemons_mask_is_restored() {
+        let _one_at_a_time = sys::AFFINITY_TESTS.lock();
         let tid = Tid(sys::gettid());
         let pid = Pid(std::process::id());
         let before = sys::get_affinity(tid.0).unwrap();
-        // The last CPU: the other affinity test narrows its thread to the first, and a
-        // thread of that test with this test's mask would be taken for an inherited one.
         let Some(last) = before.iter().last().filter(|_| before.count() > 1) else {
             return; // one CPU: nothing to narrow
         };

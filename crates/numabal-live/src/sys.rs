@@ -76,6 +76,12 @@ pub fn get_affinity(tid: u32) -> io::Result<Mask> {
     Ok(from_words(&w))
 }
 
+/// Held by the tests that change their own thread's affinity: the actuator's restore
+/// looks at every thread of this process, and a test thread narrowed at that moment could
+/// be taken for one that inherited the daemon's mask.
+#[cfg(test)]
+pub(crate) static AFFINITY_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `move_pages(2)`: with `node`, move each page at `addrs` to it (`MPOL_MF_MOVE`); without,
 /// only ask where each page is. Returns each page's status.
 fn move_pages(pid: u32, addrs: &[usize], node: Option<usize>) -> io::Result<Vec<i32>> {
@@ -302,6 +308,7 @@ mod tests {
 
     #[test]
     fn affinity_of_this_thread_round_trips() {
+        let _one_at_a_time = AFFINITY_TESTS.lock();
         let tid = gettid();
         let before = get_affinity(tid).unwrap();
         let one = Mask::single(before.first().unwrap());
