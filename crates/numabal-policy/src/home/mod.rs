@@ -29,7 +29,7 @@ pub mod tunables;
 
 pub use tunables::Tunables;
 
-use crate::api::{Action, Observation, Policy, ProcessObs, ThreadObs};
+use crate::api::{Action, Observation, Policy, ProcessObs};
 use chunks::Chunks;
 use numabal_model::{Machine, Pid, Tid};
 use std::collections::{BTreeMap, BTreeSet};
@@ -142,17 +142,16 @@ impl HomeNode {
         // three to a CPU) and run a third of the pass while the busiest thread elsewhere
         // runs all of it. Measured against that alone, they would never count as busy and
         // never be given room.
-        let ran = |o: &ThreadObs, th: Option<&Thread>| {
-            th.map_or(0, |th| o.cpu_time_ns.saturating_sub(th.cpu_ns))
-        };
-        let most = (obs.threads.iter())
-            .map(|o| ran(o, self.threads.get(&o.tid)))
-            .max()
-            .unwrap_or(0);
-        let share = self.fair_shares(m, obs, dt);
+        // Each thread's CPU time since the last pass (0 at its first reading).
+        let ran: Vec<u64> = (obs.threads.iter())
+            .map(|o| {
+                (self.threads.get(&o.tid)).map_or(0, |th| o.cpu_time_ns.saturating_sub(th.cpu_ns))
+            })
+            .collect();
+        let most = ran.iter().copied().max().unwrap_or(0);
+        let share = Self::fair_shares(m, obs, &ran, dt);
         let mut busy: BTreeMap<Pid, u32> = BTreeMap::new();
-        for o in obs.threads {
-            let r = ran(o, self.threads.get(&o.tid));
+        for (o, &r) in obs.threads.iter().zip(&ran) {
             let most = o
                 .node
                 .and_then(|n| share.get(n))
@@ -191,13 +190,10 @@ impl HomeNode {
 
     /// Each node's fair share of the pass per thread: `dt` unless more threads ran on the
     /// node than it has CPUs and they used 90% of its CPU time, then `dt` x CPUs / threads.
-    fn fair_shares(&self, m: &Machine, obs: &Observation<'_>, dt: u64) -> Vec<u64> {
+    /// `ran[i]` is `obs.threads[i]`'s CPU time in the pass.
+    fn fair_shares(m: &Machine, obs: &Observation<'_>, ran: &[u64], dt: u64) -> Vec<u64> {
         let mut used = vec![(0u64, 0u64); m.nodes.len()];
-        for o in obs.threads {
-            let Some(th) = self.threads.get(&o.tid) else {
-                continue;
-            };
-            let r = o.cpu_time_ns.saturating_sub(th.cpu_ns);
+        for (o, &r) in obs.threads.iter().zip(ran) {
             if let Some(u) = o.node.and_then(|n| used.get_mut(n)).filter(|_| r > 0) {
                 *u = (u.0 + r, u.1 + 1);
             }
@@ -618,7 +614,7 @@ impl Policy for HomeNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{AccessSample, NodeObs};
+    use crate::api::{AccessSample, NodeObs, ThreadObs};
     use crate::util::test::machine;
     use numabal_model::Mask;
 
@@ -655,40 +651,57 @@ mod tests {
                         cpu_time_ns: *ran,
                     });
                 }
-                let node_bytes: Vec<u64> = gib.iter().map(|g| g * GIB).collect();
-                procs.push(ProcessObs {
-                    pid: Pid(*pid),
-                    comm: "app".into(),
-                    num_threads: busy + idle,
-                    cpu_time_ns: 0,
-                    vsize_bytes: 0,
-                    rss_bytes: node_bytes.iter().sum(),
-                    node_bytes,
-                    interleaved: false,
-                    mems_allowed: Mask::from_ids(0..self.m.nr_nodes()),
-                    kvm_vcpus: None,
-                });
+                let node_bytes = gib.iter().map(|g| g * GIB).collect();
+                procs.push(process(*pid, busy + idle, node_bytes));
             }
-            let nodes = vec![
-                NodeObs {
-                    mem_total_bytes: 8 * GIB,
-                    mem_free_bytes: 4 * GIB,
-                };
-                self.m.nr_nodes()
-            ];
-            let idle = vec![0; self.m.nr_cpus()];
-            let obs = Observation {
-                now_ns: t_s * NS_PER_S,
-                threads: &threads,
-                processes: &procs,
-                nodes: &nodes,
-                cpu_idle_ns: &idle,
-                samples,
-            };
-            let mut out = Vec::new();
-            p.on_tick(&self.m, &obs, &mut out);
-            out
+            tick(p, &self.m, t_s, &threads, &procs, samples)
         }
+    }
+
+    /// Process `pid` of `threads` threads with `node_bytes` per node, allowed every node.
+    fn process(pid: u32, threads: u32, node_bytes: Vec<u64>) -> ProcessObs {
+        ProcessObs {
+            pid: Pid(pid),
+            comm: "app".into(),
+            num_threads: threads,
+            cpu_time_ns: 0,
+            vsize_bytes: 0,
+            rss_bytes: node_bytes.iter().sum(),
+            mems_allowed: Mask::from_ids(0..node_bytes.len()),
+            node_bytes,
+            interleaved: false,
+            kvm_vcpus: None,
+        }
+    }
+
+    /// One pass of `p` at `t_s` on `m` (4 of 8 GiB free a node, no CPU idle time).
+    fn tick(
+        p: &mut HomeNode,
+        m: &Machine,
+        t_s: u64,
+        threads: &[ThreadObs],
+        procs: &[ProcessObs],
+        samples: &[AccessSample],
+    ) -> Vec<Action> {
+        let nodes = vec![
+            NodeObs {
+                mem_total_bytes: 8 * GIB,
+                mem_free_bytes: 4 * GIB,
+            };
+            m.nr_nodes()
+        ];
+        let idle = vec![0; m.nr_cpus()];
+        let obs = Observation {
+            now_ns: t_s * NS_PER_S,
+            threads,
+            processes: procs,
+            nodes: &nodes,
+            cpu_idle_ns: &idle,
+            samples,
+        };
+        let mut out = Vec::new();
+        p.on_tick(m, &obs, &mut out);
+        out
     }
 
     /// Samples of `pid`'s busy threads: thread i touches chunks `chunks(i)`, pages on `node`.
@@ -907,26 +920,7 @@ mod tests {
     fn busy_after(runs: &[(usize, u64)]) -> Vec<bool> {
         let m = machine("autonuma-2n24");
         let mut p = HomeNode::new(Tunables::default());
-        let procs = [ProcessObs {
-            pid: Pid(1),
-            comm: "app".into(),
-            num_threads: runs.len() as u32,
-            cpu_time_ns: 0,
-            vsize_bytes: 0,
-            rss_bytes: GIB,
-            node_bytes: vec![GIB, 0],
-            interleaved: false,
-            mems_allowed: Mask::from_ids(0..2),
-            kvm_vcpus: None,
-        }];
-        let nodes = vec![
-            NodeObs {
-                mem_total_bytes: 8 * GIB,
-                mem_free_bytes: 4 * GIB,
-            };
-            2
-        ];
-        let idle = vec![0; m.nr_cpus()];
+        let procs = [process(1, runs.len() as u32, vec![GIB, 0])];
         for (t_s, scale) in [(1, 0), (2, 1_000_000)] {
             let threads: Vec<ThreadObs> = (runs.iter().enumerate())
                 .map(|(i, &(node, ms))| ThreadObs {
@@ -937,15 +931,7 @@ mod tests {
                     cpu_time_ns: ms * scale,
                 })
                 .collect();
-            let obs = Observation {
-                now_ns: t_s * NS_PER_S,
-                threads: &threads,
-                processes: &procs,
-                nodes: &nodes,
-                cpu_idle_ns: &idle,
-                samples: &[],
-            };
-            p.on_tick(&m, &obs, &mut Vec::new());
+            tick(&mut p, &m, t_s, &threads, &procs, &[]);
         }
         (1..=runs.len() as u32)
             .map(|t| p.threads[&Tid(t)].busy)
