@@ -13,7 +13,8 @@
 //!   {"t_s", "pid", "move_pages": addresses, "to": node, "moved", "deferred",
 //!    "absent", "not_owned", "busy", "page_errors": {status: pages}}   (see NotMoved)
 //!   {"t_s", "pid", "migrate_pages": {"from", "to"}, "moved", "not_moved" | "deferred"}
-//!   {"tid", "pid", "restore": cpus}                on stop, each changed affinity
+//!   {"tid", "pid", "restore": cpus}                on stop, each changed affinity (live,
+//!                                                  also each inherited one: "inherited": true)
 //!   {"stop": {"passes", "wall_s", "cpu_s", ..., "placement"}}
 //! ```
 

@@ -21,12 +21,7 @@ t0=$(now_s)
 numabal daemon -p home-node --sensor softdirty --decision-log /tmp/dec.jsonl &
 D=$!
 # Threads per node from each worker's last CPU: "N0 N1 N2 N3" counts.
-per_node() {
-  for t in $(workers "$P"); do
-    c=$(sed 's/.*) //' "/proc/$P/task/$t/stat" 2>/dev/null | awk '{ print $37 }') || continue
-    node_of_cpu "$c"
-  done | awk '{ n[$1]++ } END { printf "%d %d %d %d\n", n[0], n[1], n[2], n[3] }'
-}
+per_node() { worker_nodes "$P" | awk '{ n[$1]++ } END { printf "%d %d %d %d\n", n[0], n[1], n[2], n[3] }'; }
 conv=""
 for at in 15 25 35 45 55; do
   while awk -v a="$t0" -v b="$(now_s)" -v s="$at" 'BEGIN { exit !(b - a < s) }'; do sleep 1; done

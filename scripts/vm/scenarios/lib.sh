@@ -28,16 +28,19 @@ node_of_cpu() { for _pair in $CPU_MAP; do [ "${_pair%%:*}" = "$1" ] && { echo "$
 # Worker threads of a process (every task but the main thread, which only waits).
 workers() { for t in /proc/$1/task/*; do t=${t##*/}; [ "$t" != "$1" ] && echo "$t"; done; }
 
-# Distinct nodes the workers of PID last ran on (from /proc/PID/task/TID/stat, field 39).
-thread_nodes() {
+# The node each worker of PID last ran on, a line each (/proc/PID/task/TID/stat, field 39).
+worker_nodes() {
   for t in $(workers "$1"); do
     # Fields after the comm (which may hold spaces: perf bench names its processes
     # "process 0"): processor, field 39, is the 37th.
     c=$(sed 's/.*) //' "/proc/$1/task/$t/stat" 2>/dev/null | awk '{ print $37 }') || continue
     [ -n "$c" ] || continue
     node_of_cpu "$c"
-  done | sort -u | tr '\n' ' '
+  done
 }
+
+# Distinct nodes the workers of PID last ran on.
+thread_nodes() { worker_nodes "$1" | sort -u | tr '\n' ' '; }
 
 # numastat -p PID: "node fraction total_mb" of the node holding most of its memory.
 mem_peak() {
