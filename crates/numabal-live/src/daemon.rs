@@ -283,6 +283,9 @@ struct Daemon<'a> {
     since_clear: BTreeMap<u32, u64>,
     raw: Vec<RawSample>,
     actions: Vec<Action>,
+    /// The last pass's time, per-CPU idle time and the daemon's CPU time, ns (how many
+    /// threads move pages).
+    last_idle: Option<(u64, Vec<u64>, u64)>,
     pass: u64,
     managed_count: usize,
 }
@@ -372,6 +375,7 @@ impl<'a> Daemon<'a> {
             since_clear: BTreeMap::new(),
             raw: Vec::new(),
             actions: Vec::new(),
+            last_idle: None,
             pass: 0,
             managed_count: 0,
         })
@@ -593,6 +597,13 @@ impl<'a> Daemon<'a> {
 
     /// Carry out the policy's actions, logging each outcome.
     fn act(&mut self, snap: &Snapshot, now: u64, log: &mut dyn FnMut(Value)) {
+        let own = crate::sys::process_cpu_ns();
+        let movers = (self.last_idle.as_ref()).map_or(1, |(then, idle, own_then)| {
+            let own_ns = own.saturating_sub(*own_then);
+            numabal_daemon::pacing::movers(idle, &snap.cpu_idle_ns, own_ns, now - then)
+        });
+        self.actuator.begin_pass(movers);
+        self.last_idle = Some((now, snap.cpu_idle_ns.clone(), own));
         let pid_of: BTreeMap<Tid, Pid> = snap.threads.iter().map(|t| (t.tid, t.pid)).collect();
         for a in &self.actions {
             for line in self.actuator.apply(

@@ -34,6 +34,7 @@ use crate::error::SimError;
 use crate::event::EventKind;
 use crate::memory::CHUNK;
 use crate::world::{NS, World};
+use numabal_daemon::pacing::movers_for;
 use numabal_model::{Mask, Pid};
 use numabal_policy::Action;
 use serde::{Deserialize, Serialize};
@@ -52,6 +53,8 @@ struct MigJob {
     /// Base pages moved, and left where they were (the destination full).
     moved: u64,
     failed: u64,
+    /// Threads moving its pages at once (`numabal_daemon::pacing::movers_for`; numad: 1).
+    movers: usize,
 }
 
 /// One `move_pages(pid, pages, node)` call in progress.
@@ -70,6 +73,8 @@ struct MoveJob {
     /// for a page that was there already), and the others by the kernel's error.
     moved: u64,
     errors: PageErrors,
+    /// Threads moving its pages at once.
+    movers: usize,
 }
 
 /// `move_pages`' per-page errors, by the name of the status the kernel gives.
@@ -100,6 +105,8 @@ pub(crate) struct CallDone {
     pub moved: u64,
     pub failed: u64,
     pub page_errors: Option<PageErrors>,
+    /// The threads that moved its pages.
+    pub movers: usize,
 }
 
 /// A system call of the daemon's, run in its context one after another.
@@ -107,6 +114,15 @@ pub(crate) struct CallDone {
 enum Call {
     MigratePages(MigJob),
     MovePages(MoveJob),
+}
+
+impl Call {
+    fn movers(&self) -> usize {
+        match self {
+            Call::MigratePages(j) => j.movers,
+            Call::MovePages(j) => j.movers,
+        }
+    }
 }
 
 /// The calls of one policy callback, for the "moved" log line.
@@ -196,7 +212,9 @@ impl UserSpace {
     }
 
     /// Queue a `migrate_pages` call; `line`: numabal's daemon's log line for its outcome,
-    /// else numad's own program's "moved" line counts it.
+    /// else numad's own program's "moved" line counts it; `movers`: the threads that may
+    /// move its pages (numabal's daemon moves the process's own pages on `from`, in as many
+    /// slices as `movers_for` gives; numad's call is one thread).
     pub(crate) fn queue_migrate_pages(
         &mut self,
         w: &World,
@@ -204,6 +222,7 @@ impl UserSpace {
         from: usize,
         to: usize,
         line: Option<usize>,
+        movers: usize,
     ) {
         if line.is_none() {
             let b = self.daemon.batch.get_or_insert(Batch {
@@ -214,21 +233,27 @@ impl UserSpace {
             });
             b.to.insert(to);
         }
+        let pidx = pid.idx() - 1;
+        let movers = match movers {
+            1 => 1,
+            m => movers_for(m, own_pages_on(w, pidx, from) as usize),
+        };
         self.daemon.jobs.push_back(Call::MigratePages(MigJob {
-            pidx: pid.idx() - 1,
+            pidx,
             from,
             to,
             at: (0, 0),
             line,
             moved: 0,
             failed: 0,
+            movers,
         }));
     }
 
     /// Queue a `move_pages` call: the pages at `addrs` of process `pid` to `node`
-    /// (`line`: numabal's daemon's log line for its outcome). An address outside the
-    /// process's mappings is that page's `-EFAULT`; the whole call is refused when `node`
-    /// is outside its cpuset's memory nodes (`-EACCES`).
+    /// (`line`: numabal's daemon's log line for its outcome), by up to `movers` threads.
+    /// An address outside the process's mappings is that page's `-EFAULT`; the whole call
+    /// is refused when `node` is outside its cpuset's memory nodes (`-EACCES`).
     pub(crate) fn queue_move_pages(
         &mut self,
         w: &World,
@@ -236,6 +261,7 @@ impl UserSpace {
         addrs: &[u64],
         node: usize,
         line: Option<usize>,
+        movers: usize,
     ) {
         let pidx = pid.idx() - 1;
         if !w.proc(pidx).cpuset_mems.contains(node) {
@@ -250,6 +276,7 @@ impl UserSpace {
             line,
             moved: 0,
             errors: PageErrors::default(),
+            movers: movers_for(movers, addrs.len()),
         }));
     }
 
@@ -313,19 +340,28 @@ impl UserSpace {
     }
 
     /// Run queued `migrate_pages` and `move_pages` calls for one tick of the daemon's time;
-    /// numabal's daemon is charged the CPU time and told what returned.
+    /// numabal's daemon is charged the CPU time and told what returned. A call that
+    /// `movers` threads run has `movers` times the tick's time to copy in (its slices run
+    /// at once; the simulated call ends when the pages' total cost is spent, not when its
+    /// slowest slice is done).
     pub(crate) fn run_migrate_pages(&mut self, w: &mut World) {
         let tick = w.tick_ns() as f64;
-        let mut budget = tick;
+        let mut left = tick;
         let mut done = Vec::new();
-        while budget > 0.0 {
+        let mut spent = Vec::new();
+        while left > 0.0 {
             let Some(mut job) = self.daemon.jobs.pop_front() else {
                 break;
             };
+            let m = job.movers() as f64;
+            let mut budget = left * m;
             let finished = match &mut job {
                 Call::MigratePages(j) => self.migrate_pages_step(w, j, &mut budget),
                 Call::MovePages(j) => move_pages_step(w, j, &mut budget),
             };
+            // The last page of a tick may run past it: its whole cost is the daemon's.
+            spent.push((left - budget / m, job.movers()));
+            left = budget / m;
             if !finished {
                 self.daemon.jobs.push_front(job);
             } else if let Some(d) = call_done(&job) {
@@ -333,8 +369,9 @@ impl UserSpace {
             }
         }
         if self.numabal.is_some() {
-            // The last page of a tick may run past it: its whole cost is the daemon's.
-            self.numabal_charge(w, tick - budget);
+            for (ns, movers) in spent {
+                self.numabal_charge(w, ns, movers);
+            }
             for d in done {
                 self.numabal_call_done(d);
             }
@@ -366,6 +403,15 @@ impl UserSpace {
     }
 }
 
+/// The pages of process `pidx` on `from` that it alone maps (what numabal's daemon's
+/// `migrate_pages` moves).
+fn own_pages_on(w: &World, pidx: usize, from: usize) -> u64 {
+    (w.proc(pidx).regions.iter())
+        .filter(|r| w.obj_refs(r.obj) == 1)
+        .map(|r| w.object(r.obj).node_pages().get(from).copied().unwrap_or(0))
+        .sum()
+}
+
 /// A finished call of numabal's daemon, as it returns.
 fn call_done(call: &Call) -> Option<CallDone> {
     match call {
@@ -374,12 +420,14 @@ fn call_done(call: &Call) -> Option<CallDone> {
             moved: j.moved,
             failed: j.failed,
             page_errors: None,
+            movers: j.movers,
         }),
         Call::MovePages(j) => j.line.map(|line| CallDone {
             line,
             moved: j.moved,
             failed: j.errors.total(),
             page_errors: Some(j.errors.clone()),
+            movers: j.movers,
         }),
     }
 }

@@ -186,13 +186,13 @@ impl UserSpace {
                     w.move_task_to_node(tid.idx() - 1, *node, Cause::Policy);
                 }
                 Action::MigrateProcessPages { pid, from, to } => {
-                    self.queue_migrate_pages(w, *pid, *from, *to, None)
+                    self.queue_migrate_pages(w, *pid, *from, *to, None, 1)
                 }
                 Action::Log { pid, message } => self.policy_log(w, *pid, message),
                 // Addresses mean nothing here: simulated policies name pages by region
                 // and index (MigratePages).
                 Action::MovePages { pid, addrs, node } => {
-                    self.queue_move_pages(w, *pid, addrs, *node, None)
+                    self.queue_move_pages(w, *pid, addrs, *node, None, 1)
                 }
             }
         }

@@ -101,6 +101,10 @@ pub(crate) struct NumabalDaemon {
     /// Bytes each running `migrate_pages` was charged as it was made, by its log line: what
     /// did not move is given back when it returns.
     charged: BTreeMap<usize, u64>,
+    /// The last pass's time, per-CPU idle time and the daemon's CPU time, and the threads
+    /// that move pages in this pass (`numabal_daemon::pacing::movers`).
+    last_idle: Option<(u64, Vec<u64>, f64)>,
+    movers: usize,
 }
 
 impl NumabalDaemon {
@@ -128,6 +132,8 @@ impl NumabalDaemon {
             cpu_ns: 0.0,
             log: Vec::new(),
             charged: BTreeMap::new(),
+            last_idle: None,
+            movers: 1,
         }
     }
 
@@ -356,6 +362,33 @@ impl NumabalDaemon {
         self.kthreads.run(w, self.cpu, ns);
         self.cpu_ns += ns;
     }
+
+    /// The threads that move pages in this pass, as the live daemon counts them before it
+    /// acts: the CPU time since the last pass that no other program used.
+    fn count_movers(&mut self, w: &World) {
+        let idle = w.cpu_idle_ns();
+        if let Some((then, before, own_then)) = &self.last_idle {
+            let own = (self.cpu_ns - own_then) as u64;
+            self.movers = numabal_daemon::pacing::movers(before, &idle, own, w.now() - then);
+        }
+        self.last_idle = Some((w.now(), idle, self.cpu_ns));
+    }
+
+    /// `movers` threads copy for `ns` each: the daemon's own thread (`charge_cpu`), the
+    /// others each on an idle CPU not held this tick (the scheduler's wakeup finds one;
+    /// they are woken from the daemon's CPU, so searched from it on), else on the
+    /// daemon's CPU, taking the time from the threads there.
+    fn charge_movers(&mut self, w: &mut World, ns: f64, movers: usize) {
+        self.charge_cpu(w, ns);
+        let nr = w.machine().nr_cpus();
+        for _ in 1..movers {
+            let idle = (1..nr)
+                .map(|k| (self.cpu + k) % nr)
+                .find(|&c| w.sched().is_idle(c) && !self.kthreads.running(c, w.now()));
+            self.kthreads.run(w, idle.unwrap_or(self.cpu), ns);
+            self.cpu_ns += ns;
+        }
+    }
 }
 
 impl UserSpace {
@@ -396,6 +429,7 @@ impl UserSpace {
         out.clear();
         self.observe_and_tick(w, &threads, &procs, &samples, &mut out);
         d.charge_cpu(w, observe_ns + sample_ns);
+        d.count_movers(w);
         for a in &out {
             self.numabal_act(&mut d, w, a, &threads, &procs);
         }
@@ -483,7 +517,7 @@ impl UserSpace {
         d.rate.charge(n as f64 * PAGE);
         d.log.push(v);
         let at = d.log.len() - 1;
-        self.queue_move_pages(w, pid, &addrs[..n], node, Some(at));
+        self.queue_move_pages(w, pid, &addrs[..n], node, Some(at), d.movers);
     }
 
     /// `migrate_pages` when the budget has a page left; charged after it returns.
@@ -519,7 +553,7 @@ impl UserSpace {
         d.log.push(v);
         let at = d.log.len() - 1;
         d.charged.insert(at, bytes);
-        self.queue_migrate_pages(w, pid, from, to, Some(at));
+        self.queue_migrate_pages(w, pid, from, to, Some(at), d.movers);
     }
 
     /// The outcome of a queued call of the numabal daemon: its line completed, the budget
@@ -531,6 +565,9 @@ impl UserSpace {
         d.counts.pages_moved += done.moved;
         let v = &mut d.log[done.line];
         v["moved"] = done.moved.into();
+        if done.movers > 1 {
+            v["movers"] = done.movers.into();
+        }
         match done.page_errors {
             None => {
                 // migrate_pages: what did not move (pages that stayed, pages other
@@ -555,10 +592,10 @@ impl UserSpace {
         }
     }
 
-    /// The kernel time of the daemon's calls this tick, on its CPU.
-    pub(crate) fn numabal_charge(&mut self, w: &mut World, ns: f64) {
+    /// The kernel time of the daemon's calls this tick: `ns` on each of `movers` CPUs.
+    pub(crate) fn numabal_charge(&mut self, w: &mut World, ns: f64, movers: usize) {
         if let Some(d) = self.numabal.as_mut() {
-            d.charge_cpu(w, ns);
+            d.charge_movers(w, ns, movers);
         }
     }
 

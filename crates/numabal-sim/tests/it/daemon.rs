@@ -207,6 +207,51 @@ fn the_migration_budget_bounds_the_daemons_moves() {
     assert!(stop(&unbounded)["pages_moved"].as_u64().unwrap() > moved);
 }
 
+/// A whole-process move is copied by as many threads as CPUs were idle over the last pass, as live
+/// (`numabal_daemon::pacing::movers`): perf bench's four workers leave four of the
+/// guest's eight CPUs idle, so each of its two moves has four movers. At 100 µs a page
+/// (`migrate_page_ns`), a mover alone would take 4.1 s for a process's 40,960 pages; the
+/// pages arrive in about a quarter of that, and the daemon's CPU time is still every page's
+/// cost (the movers' time summed).
+#[test]
+fn movers_share_a_whole_process_move() {
+    let r = guest(
+        "perf-bench-numa-mem",
+        "home-node",
+        &[
+            // Base pages only (a THP would be one migration of 512).
+            TWIN[0],
+            "daemon.sensor=softdirty",
+            "machine.costs.migrate_page_ns=1e5",
+            "sim.max_time_s=20",
+        ],
+    );
+    let moves: Vec<&Value> = (daemon_log(&r).iter())
+        .filter(|l| l.get("migrate_pages").is_some() && l["moved"].as_u64() > Some(40_000))
+        .collect();
+    assert_eq!(moves.len(), 2, "{moves:?}");
+    assert!(moves.iter().all(|l| l["movers"] == 4), "{moves:?}");
+    let decided = moves[0]["t_s"].as_f64().unwrap();
+    // Each process's memory at home: >= 90% on its workers' node.
+    let home = |s: &NumastatSample| {
+        s.processes.iter().all(|p| {
+            let total: f64 = p.node_mb.iter().sum();
+            (p.worker_nodes.first()).is_some_and(|&n| p.node_mb[n] >= 0.9 * total)
+        })
+    };
+    let at = r.numastat.iter().find(|s| home(s)).expect("placed").t_s;
+    let alone = 2.0 * 40_960.0 * 1e-4;
+    assert!(
+        at - decided < 0.4 * alone,
+        "placed {at} s, decided {decided} s"
+    );
+    let cpu = stop(&r)["cpu_s"].as_f64().unwrap();
+    assert!(
+        cpu > alone,
+        "the movers' CPU {cpu} s, the pages' cost {alone} s"
+    );
+}
+
 /// A process whose cpuset someone narrowed is left alone (logged once, never acted on),
 /// and a process below `min_rss_mb` is not even judged.
 #[test]
