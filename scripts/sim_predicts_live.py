@@ -77,7 +77,11 @@ def twin(numabal, workload, sensor, out):
     # keep two of the four, so homes may repeat.
     distinct = workload != "perf-bench-numa-mem"
     at = next((s["t_s"] for s in res["numastat"] if placed(s, distinct)), None)
-    end = placed(res["numastat"][-1], distinct) if res["numastat"] else None
+    # The end: the last sample with every process (they exit at different moments, as
+    # the guest script keeps its last poll that saw all of them whole).
+    n = max((len(s["processes"]) for s in res["numastat"]), default=0)
+    whole = [s for s in res["numastat"] if len(s["processes"]) == n]
+    end = placed(whole[-1], distinct) if whole else None
     return at, end
 
 

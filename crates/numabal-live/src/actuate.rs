@@ -13,6 +13,9 @@
 //!                                  budget after (not migrate_pages(2), which takes a file's
 //!                                  pages too when only this process maps them)
 //!  Log                             the decision log
+//!
+//!  a move of many pages: up to `movers` threads at once (begin_pass; pacing::movers),
+//!  each move_pages of a slice of the addresses
 //! ```
 //!
 //! A thread or process that exits mid-operation (`ESRCH`, every page `-EFAULT`) is logged,

@@ -23,6 +23,8 @@ wget -q -O - http://127.0.0.1:9893/metrics | grep -v '^#' || fail "no metrics on
 kill -TERM $D; wait $D || true
 mig1=$(vmstat numa_pages_migrated)
 tail -1 /tmp/dec.jsonl
+say "-- the daemon's decisions (decision log, the first 8)"
+grep '"decision"' /tmp/dec.jsonl | head -8 || true
 twin_line softdirty "$conv" $(( $(vmstat pgmigrate_success) - pg0 )) $((mig1 - mig0)) /tmp/dec.jsonl
 if [ -n "$conv" ] && awk -v t="$conv" 'BEGIN { exit !(t <= 60) }'; then
   pass "placed within 60 s: converged at ${conv} s after the daemon started"

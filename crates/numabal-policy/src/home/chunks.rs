@@ -122,6 +122,24 @@ impl Chunks {
         out
     }
 
+    /// Of the chunks sent to follow their threads and still sampled in the window: how
+    /// many, and how many of those a thread of another node (`node_of`) sampled. Threads
+    /// that stream through memory they share look private to soft-dirty sampling (a
+    /// page's first writer after a clear takes its sample) until their positions shift
+    /// between clears; once each has its node, their chunks stray from it.
+    pub fn strays(&self, node_of: impl Fn(Tid) -> Option<usize>) -> (u64, u64) {
+        let (mut followed, mut strayed) = (0, 0);
+        for (key, c) in &self.map {
+            let Some(&n) = self.followed.get(key) else {
+                continue;
+            };
+            let elsewhere = |t: Tid| node_of(t).is_some_and(|m| m != n);
+            followed += 1;
+            strayed += u64::from(elsewhere(c.last.0) || c.other.is_some_and(|o| elsewhere(o.0)));
+        }
+        (followed, strayed)
+    }
+
     /// Chunks off their node of an interleave over `nodes` (chunk key modulo their count):
     /// (chunk key, node).
     pub fn to_interleave(&self, nodes: &[usize]) -> Vec<(u64, usize)> {

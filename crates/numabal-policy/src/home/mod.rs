@@ -90,6 +90,9 @@ struct Unit {
     gathered: Option<Gathered>,
     /// A whole process: its memory away from home at the last pass.
     away_last: Option<u64>,
+    /// Split as private, then found sharing: (chunks followed, of them sampled from
+    /// another node), for its next decision's line.
+    strayed: Option<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -180,6 +183,7 @@ impl HomeNode {
                 last_change_ns: 0,
                 gathered: None,
                 away_last: None,
+                strayed: None,
             });
             u.busy = busy;
             if u.busy_since.is_none() && busy > 0 {
@@ -231,6 +235,36 @@ impl HomeNode {
                 };
             }
         }
+    }
+
+    /// Split processes classified private whose followed chunks stray: when at least
+    /// `classify_chunks` followed chunks are still sampled and `shared_pct` of them were
+    /// sampled by a thread homed on another node, the process shares its memory after all
+    /// (threads streaming through it, seen one first writer at a time by soft-dirty
+    /// sampling): it loses its home, to be placed again as a sharer. Returns whether one
+    /// did.
+    fn strayed(&mut self) -> bool {
+        if self.t.revise_split == 0 {
+            return false;
+        }
+        let threads = &self.threads;
+        let mut lost = Vec::new();
+        for (&pid, u) in self.units.iter_mut() {
+            if u.home != Some(Home::Split) || u.class != Class::Private {
+                continue;
+            }
+            let (followed, strayed) = u.chunks.strays(|tid| threads.get(&tid)?.home);
+            if followed >= self.t.classify_chunks && strayed * 100 >= self.t.shared_pct * followed {
+                u.class = Class::Shares;
+                u.home = None;
+                u.strayed = Some((followed, strayed));
+                lost.push(pid);
+            }
+        }
+        for t in self.threads.values_mut().filter(|t| lost.contains(&t.pid)) {
+            t.home = None;
+        }
+        !lost.is_empty()
     }
 
     /// Busy, and one busy thread (it goes whole whatever it shares), or classified (its
@@ -543,10 +577,15 @@ fn away_from(p: &ProcessObs, home: usize) -> u64 {
 
 fn placed_line(home: Home, busy: u32, p: &ProcessObs, u: &Unit) -> String {
     let s = u.chunks.sharing();
-    let class = match u.class {
-        Class::Unknown => "not classified".to_string(),
-        Class::Shares => format!("shares its memory: {} of {} chunks", s.shared, s.multi),
-        Class::Private => format!("private memory: {} of {} chunks shared", s.shared, s.multi),
+    let class = match (u.class, u.strayed) {
+        (Class::Shares, Some((followed, strayed))) => format!(
+            "shares its memory: {strayed} of {followed} chunks that followed a thread sampled from another node"
+        ),
+        (Class::Unknown, _) => "not classified".to_string(),
+        (Class::Shares, _) => format!("shares its memory: {} of {} chunks", s.shared, s.multi),
+        (Class::Private, _) => {
+            format!("private memory: {} of {} chunks shared", s.shared, s.multi)
+        }
     };
     let mib = p.rss_bytes / MIB;
     match home {
@@ -569,6 +608,7 @@ impl Policy for HomeNode {
         self.last_ns = Some(obs.now_ns);
         self.measure(m, obs, dt);
         self.classify(obs);
+        let strayed = self.strayed();
         let outgrown = self.outgrown(m);
         let busy_changed = self.units.iter().any(|(&pid, u)| {
             u.home == Some(Home::Split)
@@ -579,7 +619,7 @@ impl Policy for HomeNode {
         });
         let ready_new =
             (self.units.values()).any(|u| u.home.is_none() && self.ready(u, obs.now_ns));
-        if ready_new || busy_changed || self.exited || outgrown {
+        if ready_new || busy_changed || self.exited || outgrown || strayed {
             self.exited = false;
             self.plan(m, obs, out);
         }
@@ -827,13 +867,15 @@ mod tests {
             .collect();
         assert_eq!(host.pass(&mut p, 5, &there).len(), 0);
         assert_eq!(host.pass(&mut p, 6, &s).len(), 1);
-        // A window later (the earlier samples expired), threads of another node sampled
-        // in chunks that followed their threads: they stay.
+        // A window later (the earlier samples expired), a thread of another node sampled
+        // in the chunks that followed one thread of node 1 (4 of the 16 followed, fewer
+        // than shared_pct): they stay.
         let on_node_0 = *h.iter().find(|&(_, &n)| n == 0).unwrap().0;
+        let on_node_1 = *h.iter().find(|&(_, &n)| n == 1).unwrap().0;
         let other: Vec<AccessSample> = (s.iter())
             .filter(|x| h[&x.tid] == 1)
             .map(|x| AccessSample {
-                tid: on_node_0,
+                tid: if x.tid == on_node_1 { on_node_0 } else { x.tid },
                 page_node: 1,
                 ..*x
             })
@@ -842,13 +884,54 @@ mod tests {
         // Sampled until a window (10 s) passes without a move.
         assert!(p.wants_samples(Pid(1)));
         let moved_back = host.pass(&mut p, 17, &other);
-        assert!(
-            moved_back
-                .iter()
-                .all(|a| !matches!(a, Action::MovePages { .. })),
-            "{moved_back:?}"
-        );
+        assert!(moved_back.is_empty(), "{moved_back:?}");
         assert!(!p.wants_samples(Pid(1)));
+    }
+
+    /// Threads that stream through the memory they share look private to soft-dirty
+    /// sampling (each chunk's first writer after a clear): split, then its followed chunks
+    /// sampled by the thread of the other node. When half of them are, it is placed again,
+    /// whole, and its memory gathered.
+    #[test]
+    fn a_split_process_whose_followed_chunks_stray_is_placed_whole() {
+        let m = machine("autonuma-2n24");
+        let mut host = Host {
+            m: m.clone(),
+            procs: vec![(1, 2, 0, vec![1, 0])],
+            cpu_ns: BTreeMap::new(),
+        };
+        let mut p = HomeNode::new(Tunables::default());
+        host.pass(&mut p, 1, &[]);
+        // Thread 0 first writes chunks 0..16, thread 1 chunks 16..32, then the other way
+        // round: the clears fell at other points of their streams.
+        let s = samples(1, 2, 0, |i| {
+            (16 * u64::from(i)..16 * u64::from(i) + 16).collect()
+        });
+        host.pass(&mut p, 2, &s);
+        let out = host.pass(&mut p, 3, &s);
+        let h = homes(&out, &m);
+        assert_eq!(
+            h.values().copied().collect::<BTreeSet<_>>().len(),
+            2,
+            "split: {h:?}"
+        );
+        let swapped = samples(1, 2, 0, |i| {
+            (16 * u64::from(1 - i)..16 * u64::from(1 - i) + 16).collect()
+        });
+        let out = host.pass(&mut p, 4, &swapped);
+        let lines: Vec<&str> = (out.iter())
+            .filter_map(|a| match a {
+                Action::Log { message, .. } => Some(message.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            lines.iter().any(|l| l.starts_with("home node 0: whole")
+                && l.contains("16 of 16 chunks that followed a thread")),
+            "{out:?}"
+        );
+        let h = homes(&out, &m);
+        assert_eq!(h.values().copied().collect::<Vec<_>>(), vec![0], "{h:?}");
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct Tunables {
     /// Processes are sampled only while the policy needs to learn about them (0: every
     /// managed process all the time).
     pub sample_selectively: u64,
+    /// A split private process whose followed chunks stray to threads of other nodes is
+    /// placed again as a sharer (0: it stays split).
+    pub revise_split: u64,
 }
 
 impl Default for Tunables {
@@ -60,6 +63,7 @@ impl Default for Tunables {
             move_memory: 1,
             follow_once: 1,
             sample_selectively: 1,
+            revise_split: 1,
         }
     }
 }
@@ -78,6 +82,7 @@ pub const TUNABLES: &[&str] = &[
     "move_memory",
     "follow_once",
     "sample_selectively",
+    "revise_split",
 ];
 
 impl Tunables {
@@ -98,6 +103,7 @@ impl Tunables {
             ("move_memory", t.move_memory, 0, 1),
             ("follow_once", t.follow_once, 0, 1),
             ("sample_selectively", t.sample_selectively, 0, 1),
+            ("revise_split", t.revise_split, 0, 1),
         ])
         .map_err(|(k, msg)| InputError::new(&spec.label, format!("policy.{k}"), msg))?;
         if !t.chunk_kib.is_power_of_two() {

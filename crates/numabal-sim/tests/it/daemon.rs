@@ -128,6 +128,43 @@ fn softdirty_places_numa01_like_as_on_the_guest() {
     );
 }
 
+/// home-node with softdirty on numa01-like (docs/home-node.md): one process's two threads
+/// look private to soft-dirty sampling and it is split; the chunks that followed each
+/// thread are then sampled from the other node, and it is placed again whole. Both end
+/// whole on nodes of their own, having moved less than their resident memory; without the
+/// rule (`revise_split=0`) the split one stays split.
+#[test]
+fn home_node_places_numa01_like_whose_sharing_softdirty_hides() {
+    let run = |revise: &str| {
+        guest(
+            "numa01-like",
+            "home-node",
+            &[TWIN[0], TWIN[1], "daemon.sensor=softdirty", revise],
+        )
+    };
+    let r = run("policy.revise_split=1");
+    let decisions: Vec<&str> = (daemon_log(&r).iter())
+        .filter_map(|l| l["decision"].as_str())
+        .collect();
+    assert!(
+        decisions.iter().any(|d| d.starts_with("split over nodes")),
+        "{decisions:?}"
+    );
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d.contains("followed a thread sampled from another node")),
+        "{decisions:?}"
+    );
+    let (t, homes) = placed_at(&r).expect("placed");
+    assert!(t - managed_at(&r) <= 60.0, "placed at {t} s");
+    assert_eq!(placed(r.numastat.last().unwrap()), Some(homes));
+    let resident = 2 * 128 * 256;
+    assert!(stop(&r)["pages_moved"].as_u64().unwrap() < resident);
+    let kept_split = run("policy.revise_split=0");
+    assert_eq!(placed_at(&kept_split), None);
+}
+
 /// docs/live-evaluation.md: with `numa_balancing=1` and the `hint` sensor the daemon
 /// places the threads and the kernel's NUMA balancing migrates pages on its hinting faults
 /// (the model of Linux 6.1, the kernel the guest scenario runs by default).
