@@ -11,6 +11,8 @@
 //!    threads' CPU time ─► busy threads (ran ≥ busy_pct of the busiest, or of their
 //!                         node's fair share when more threads than CPUs filled it)
 //!    samples ─► chunks (chunk_kib): one thread or two in the window ─► shares / private
+//!    split private processes whose followed chunks stray to other nodes' threads ─►
+//!      sharers after all, placed again (soft-dirty sampling hides streaming sharers)
 //!    processes busy and classified (or waited classify_wait_s), first pass for each ─► plan
 //!      shares its memory, or one busy thread: whole, on the node with room for all of it
 //!      private, or no node has room: split, busy threads water-filled over the room left
