@@ -7,10 +7,10 @@ the same with one mechanism switched off (policy tunables, docs/home-node.md):
   move_memory=0         threads placed, memory left where it was first touched
   follow_once=0         a split process's chunk follows whichever node sampled it last
   sample_selectively=0  every managed process sampled all the time
-  revise_split=0        a split private process stays split when its followed chunks
-                        stray to other nodes' threads (on these workloads no process
-                        strays: the rule shows on numa01-like on the guest's preset,
-                        docs/home-node.md)
+  revise_split=1        a split private process whose followed chunks stray to other
+                        nodes' threads is placed again (off in the parameter set; on
+                        these workloads no process strays: the rule shows on numa01-like
+                        on the guest's preset, docs/home-node.md)
 
 and, beside them, the same policy on the damon sensor instead of softdirty (DAMON's hot
 regions, credited to the threads that ran: no fault, no thread attribution)
@@ -41,7 +41,7 @@ VARIANTS = [
     ("move_memory=0", ["policy.move_memory=0"]),
     ("follow_once=0", ["policy.follow_once=0"]),
     ("sample_selectively=0", ["policy.sample_selectively=0"]),
-    ("revise_split=0", ["policy.revise_split=0"]),
+    ("revise_split=1", ["policy.revise_split=1"]),
     ("sensor damon", ["daemon.sensor=damon"]),
 ]
 

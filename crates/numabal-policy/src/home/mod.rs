@@ -902,7 +902,10 @@ mod tests {
             procs: vec![(1, 2, 0, vec![1, 0])],
             cpu_ns: BTreeMap::new(),
         };
-        let mut p = HomeNode::new(Tunables::default());
+        let mut p = HomeNode::new(Tunables {
+            revise_split: 1,
+            ..Tunables::default()
+        });
         host.pass(&mut p, 1, &[]);
         // Thread 0 first writes chunks 0..16, thread 1 chunks 16..32, then the other way
         // round: the clears fell at other points of their streams.
