@@ -456,17 +456,11 @@ impl Actuator {
         let mut not_moved = NotMoved::default();
         let mm = mm_task(pid);
         let started = std::time::Instant::now();
-        if let std::collections::btree_map::Entry::Vacant(slot) = self.own_nodes.entry(mm) {
-            match own_page_nodes(mm) {
-                Ok(pages) => _ = slot.insert(pages),
-                Err(e) => {
-                    v["leader"] = json!(leader_state(pid));
-                    return self.failed(v, "migrate_pages", &e);
-                }
-            }
-        }
-        let on = on_node(&self.own_nodes[&mm], from);
-        let moved = match move_chunks(mm, &on, to, self.movers, &mut not_moved) {
+        let movers = self.movers;
+        let moved = self
+            .own_pages_on(mm, from)
+            .and_then(|on| Ok((move_chunks(mm, &on, to, movers, &mut not_moved)?, on.len())));
+        let (moved, pages) = match moved {
             Ok(m) => m,
             Err(e) => {
                 v["leader"] = json!(leader_state(pid));
@@ -478,13 +472,22 @@ impl Actuator {
             pages.retain(|&(_, n)| n != from as i32);
         }
         v["took_s"] = took_s(started);
-        took_movers(&mut v, movers_for(self.movers, on.len()));
+        took_movers(&mut v, movers_for(self.movers, pages));
         self.rate.charge(moved as f64 * PAGE);
         self.counts.pages_moved += moved;
         v["moved"] = json!(moved);
         v["not_moved"] = json!(not_moved.failed.values().sum::<u64>());
         not_moved.record(&mut self.counts, &mut v);
         v
+    }
+
+    /// The addresses of `mm`'s own pages on `node`; its pages are read at its first
+    /// whole-process move of the pass.
+    fn own_pages_on(&mut self, mm: Pid, node: usize) -> std::io::Result<Vec<u64>> {
+        if let std::collections::btree_map::Entry::Vacant(slot) = self.own_nodes.entry(mm) {
+            slot.insert(own_page_nodes(mm)?);
+        }
+        Ok(on_node(&self.own_nodes[&mm], node))
     }
 
     /// Give every changed thread its own affinity back, unless someone else changed it
@@ -637,6 +640,14 @@ mod tests {
     /// A move of three slices' worth of pages with four movers allowed is made by three
     /// threads, and every page's status comes back (here to the node the pages are on:
     /// all "moved").
+    /// A process allowed `node` only, as the actuator's tests see it.
+    fn on_node_only(node: usize) -> Option<Target> {
+        Some(Target {
+            mems_allowed: Mask::single(node),
+            node_bytes: vec![],
+        })
+    }
+
     #[test]
     fn movers_split_a_large_move() {
         let pid = Pid(std::process::id());
@@ -645,12 +656,7 @@ mod tests {
         let first = (v.as_ptr() as u64 + 4095) & !4095;
         let addrs: Vec<u64> = (0..3 * slice as u64).map(|i| first + i * 4096).collect();
         let here = sys::query_nodes(pid.0, &[first as usize]).unwrap()[0] as usize;
-        let target = || {
-            Some(Target {
-                mems_allowed: Mask::single(here),
-                node_bytes: vec![],
-            })
-        };
+        let target = || on_node_only(here);
         let mut a = Actuator::new(false, 1024.0);
         a.begin_pass(4);
         let mv = Action::MovePages {
@@ -671,12 +677,7 @@ mod tests {
         let first = (v.as_ptr() as u64 + 4095) & !4095;
         let addrs: Vec<u64> = (0..4).map(|i| first + i * 4096).collect();
         let here = sys::query_nodes(pid.0, &[first as usize]).unwrap()[0] as usize;
-        let target = || {
-            Some(Target {
-                mems_allowed: Mask::single(here),
-                node_bytes: vec![],
-            })
-        };
+        let target = || on_node_only(here);
         let mut a = Actuator::new(false, 64.0);
         let mv = |node| Action::MovePages {
             pid,

@@ -672,6 +672,15 @@ mod tests {
     }
 
     impl Host {
+        /// A host of `m` running `procs`, no CPU time run yet.
+        fn new(m: &Machine, procs: Vec<(u32, u32, u32, Vec<u64>)>) -> Host {
+            Host {
+                m: m.clone(),
+                procs,
+                cpu_ns: BTreeMap::new(),
+            }
+        }
+
         fn tid(pid: u32, i: u32) -> Tid {
             Tid(pid * 1000 + i)
         }
@@ -782,11 +791,7 @@ mod tests {
     #[test]
     fn processes_sharing_their_memory_go_whole_to_a_node_each_and_take_it_along() {
         let m = machine("autonuma-2n24");
-        let mut host = Host {
-            m: m.clone(),
-            procs: vec![(1, 12, 1, vec![0, 3]), (2, 12, 1, vec![0, 3])],
-            cpu_ns: BTreeMap::new(),
-        };
+        let mut host = Host::new(&m, vec![(1, 12, 1, vec![0, 3]), (2, 12, 1, vec![0, 3])]);
         let mut p = HomeNode::new(Tunables::default());
         assert!(host.pass(&mut p, 1, &[]).is_empty());
         // Every thread touches the same 32 chunks: shared.
@@ -835,11 +840,7 @@ mod tests {
     #[test]
     fn a_private_process_is_split_and_its_chunks_follow_their_threads() {
         let m = machine("autonuma-2n24");
-        let mut host = Host {
-            m: m.clone(),
-            procs: vec![(1, 8, 1, vec![1, 0])],
-            cpu_ns: BTreeMap::new(),
-        };
+        let mut host = Host::new(&m, vec![(1, 8, 1, vec![1, 0])]);
         let mut p = HomeNode::new(Tunables::default());
         host.pass(&mut p, 1, &[]);
         // Thread i alone touches chunks 4i..4i+4, all on node 0, each sampled once a pass:
@@ -897,11 +898,7 @@ mod tests {
     #[test]
     fn a_split_process_whose_followed_chunks_stray_is_placed_whole() {
         let m = machine("autonuma-2n24");
-        let mut host = Host {
-            m: m.clone(),
-            procs: vec![(1, 2, 0, vec![1, 0])],
-            cpu_ns: BTreeMap::new(),
-        };
+        let mut host = Host::new(&m, vec![(1, 2, 0, vec![1, 0])]);
         let mut p = HomeNode::new(Tunables {
             revise_split: 1,
             ..Tunables::default()
