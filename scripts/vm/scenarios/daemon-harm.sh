@@ -92,6 +92,8 @@ load() {
   say "  decisions: $(grep -c '"decision"' /tmp/dec.jsonl); pages moved $(stop_field /tmp/dec.jsonl pages_moved)," \
     "failed $(stop_field /tmp/dec.jsonl pages_failed), absent $(stop_field /tmp/dec.jsonl pages_absent)," \
     "not owned (left alone) $(stop_field /tmp/dec.jsonl pages_not_owned), busy $(stop_field /tmp/dec.jsonl pages_busy)"
+  # The decisions themselves (a handful per load): what moved each process, and why.
+  grep '"decision"' /tmp/dec.jsonl | sed 's/^/    /' | head -12 || true
   [ "$polls" -gt 0 ] || fail "$name: no poll saw every worker"
   [ "$bad" = 0 ] && pass "$name: no node over its CPUs while another idled ($polls polls)" \
     || fail "$name: a node over its CPUs while another idled at $bad of $polls polls"
