@@ -7,10 +7,13 @@ the same with one mechanism switched off (policy tunables, docs/home-node.md):
   move_memory=0         threads placed, memory left where it was first touched
   follow_once=0         a split process's chunk follows whichever node sampled it last
   sample_selectively=0  every managed process sampled all the time
-  revise_split=1        a split private process whose followed chunks stray to other
-                        nodes' threads is placed again (off in the parameter set; on
-                        these workloads no process strays: the rule shows on numa01-like
-                        on the guest's preset, docs/home-node.md)
+  revise_split=0        a split private process whose chunks stray to other nodes'
+                        threads stays split (on these workloads no process strays: the
+                        rule shows on numa01-like on the guest's preset with shared_pct
+                        50, docs/home-node.md)
+  shared_pct=50         not a mechanism but the classification's threshold as it was
+                        before 2026-11-27: a process shares its memory when half its
+                        chunks sampled twice were sampled by two threads (20 in the set)
 
 and, beside them, the same policy on the damon sensor instead of softdirty (DAMON's hot
 regions, credited to the threads that ran: no fault, no thread attribution)
@@ -23,7 +26,7 @@ geometric mean against bind and the totals. A table, no verdicts: the figures ar
 ablation is for (docs/home-node.md, "Ablations").
 
 Usage: scripts/home_node_ablation.py [--seeds N] [--numabal PATH] [--out DIR]
-Wall time on 2 cores, release build: about 6 minutes with 3 seeds (the default).
+Wall time on 2 cores, release build: about 6 minutes with 3 seeds (the default), 12 with 10.
 """
 import argparse
 import math
@@ -41,7 +44,8 @@ VARIANTS = [
     ("move_memory=0", ["policy.move_memory=0"]),
     ("follow_once=0", ["policy.follow_once=0"]),
     ("sample_selectively=0", ["policy.sample_selectively=0"]),
-    ("revise_split=1", ["policy.revise_split=1"]),
+    ("revise_split=0", ["policy.revise_split=0"]),
+    ("shared_pct=50", ["policy.shared_pct=50"]),
     ("sensor damon", ["daemon.sensor=damon"]),
 ]
 

@@ -3,7 +3,7 @@
 //!
 //! A chunk keeps its last sampling thread and the last other thread before it, with their
 //! times; a sample older than the window no longer speaks for the chunk. Two threads in the
-//! window make the chunk shared, whatever their nodes.
+//! window that both still run make the chunk shared, whatever their nodes.
 
 use crate::api::AccessSample;
 use numabal_model::Tid;
@@ -76,8 +76,10 @@ impl Chunks {
         }
     }
 
-    /// The sharing of the chunks now held.
-    pub fn sharing(&self) -> Sharing {
+    /// The sharing of the chunks now held. A chunk is shared when its two threads both
+    /// still run: one that has gone idle (`idle`), such as a main thread that first
+    /// touched every buffer and now waits for its workers, no longer uses it.
+    pub fn sharing(&self, idle: impl Fn(Tid) -> bool) -> Sharing {
         let mut s = Sharing::default();
         let mut tids = std::collections::BTreeSet::new();
         for c in self.map.values() {
@@ -85,7 +87,8 @@ impl Chunks {
             tids.extend(c.other.map(|o| o.0));
             if c.count >= 2 {
                 s.multi += 1;
-                s.shared += u64::from(c.other.is_some());
+                let both = c.other.is_some_and(|o| !idle(o.0)) && !idle(c.last.0);
+                s.shared += u64::from(both);
             }
         }
         s.threads = tids.len() as u64;
@@ -138,6 +141,23 @@ impl Chunks {
             strayed += u64::from(elsewhere(c.last.0) || c.other.is_some_and(|o| elsewhere(o.0)));
         }
         (followed, strayed)
+    }
+
+    /// Of the chunks sampled more than once in the window: how many, and how many two
+    /// threads homed on different nodes (`node_of`) sampled. A process split as private
+    /// whose threads still meet in its chunks after they went to their nodes shares its
+    /// memory after all; to soft-dirty sampling, threads streaming through a buffer they
+    /// share meet in a chunk only when a clear falls where the other passes next.
+    pub fn across(&self, node_of: impl Fn(Tid) -> Option<usize>) -> (u64, u64) {
+        let (mut multi, mut across) = (0, 0);
+        for c in self.map.values().filter(|c| c.count >= 2) {
+            multi += 1;
+            let (Some(a), Some(b)) = (node_of(c.last.0), c.other.and_then(|o| node_of(o.0))) else {
+                continue;
+            };
+            across += u64::from(a != b);
+        }
+        (multi, across)
     }
 
     /// Chunks off their node of an interleave over `nodes` (chunk key modulo their count):
@@ -202,19 +222,21 @@ mod tests {
         c.record(&s(2, MB2, 0), 21, 1);
         c.record(&s(3, MB2 + 8192, 0), 21, 2);
         assert_eq!(
-            c.sharing(),
+            c.sharing(|_| false),
             Sharing {
                 multi: 2,
                 shared: 1,
                 threads: 3
             }
         );
+        // Thread 2 went idle: the second chunk is thread 3's alone.
+        assert_eq!(c.sharing(|t| t == Tid(2)).shared, 0);
         // Thread 3's sample is 10 ns old, thread 2's 11: with a window of 10 only thread 3
         // speaks for the second chunk; the first chunk's last sample (1) is gone.
         c.expire(12, 10);
         assert_eq!(c.len(), 1);
         assert_eq!(
-            c.sharing(),
+            c.sharing(|_| false),
             Sharing {
                 threads: 1,
                 ..Sharing::default()
@@ -243,5 +265,26 @@ mod tests {
         assert_eq!(c.to_follow(2, node_of), vec![]);
         c.sent(0, 1);
         assert_eq!(c.to_follow(1, node_of), vec![]);
+    }
+
+    #[test]
+    fn chunks_sampled_by_threads_of_two_nodes_are_across() {
+        let mut c = Chunks::default();
+        c.record(&s(1, 0, 0), 21, 0); // threads 1 and 3: nodes 1 and 0
+        c.record(&s(3, 4096, 0), 21, 1);
+        c.record(&s(1, MB2, 0), 21, 0); // threads 1 and 2, both node 1
+        c.record(&s(2, MB2, 0), 21, 1);
+        c.record(&s(1, 2 * MB2, 0), 21, 0); // thread 1 twice
+        c.record(&s(1, 2 * MB2, 0), 21, 1);
+        c.record(&s(4, 3 * MB2, 0), 21, 0); // threads 4 (not placed) and 3
+        c.record(&s(3, 3 * MB2, 0), 21, 1);
+        c.record(&s(3, 4 * MB2, 0), 21, 1); // sampled once: says nothing
+        let node_of = |t: Tid| match t.0 {
+            1 | 2 => Some(1),
+            3 => Some(0),
+            _ => None,
+        };
+        assert_eq!(c.across(node_of), (4, 1));
+        assert_eq!(c.across(|_| Some(0)), (4, 0));
     }
 }

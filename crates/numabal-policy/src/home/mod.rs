@@ -10,9 +10,11 @@
 //!  pass (interval_ms)
 //!    threads' CPU time ─► busy threads (ran ≥ busy_pct of the busiest, or of their
 //!                         node's fair share when more threads than CPUs filled it)
-//!    samples ─► chunks (chunk_kib): one thread or two in the window ─► shares / private
-//!    split private processes whose followed chunks stray to other nodes' threads ─►
-//!      sharers after all, placed again (soft-dirty sampling hides streaming sharers)
+//!    samples ─► chunks (chunk_kib): one thread or two running ones in the window ─►
+//!      shares (shared_pct of the chunks) / private
+//!    split private processes whose chunks stray to other nodes' threads ─► sharers
+//!      after all, placed again where most of their memory is (soft-dirty sampling can
+//!      hide streaming sharers)
 //!    processes busy and classified (or waited classify_wait_s), first pass for each ─► plan
 //!      shares its memory, or one busy thread: whole, on the node with room for all of it
 //!      private, or no node has room: split, busy threads water-filled over the room left
@@ -92,9 +94,17 @@ struct Unit {
     gathered: Option<Gathered>,
     /// A whole process: its memory away from home at the last pass.
     away_last: Option<u64>,
-    /// Split as private, then found sharing: (chunks followed, of them sampled from
-    /// another node), for its next decision's line.
-    strayed: Option<(u64, u64)>,
+    /// Split as private, then found sharing, for its next decision's line.
+    strayed: Option<Strayed>,
+}
+
+/// What showed a split private process to share its memory (see [`HomeNode::strayed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Strayed {
+    /// (chunks followed and still sampled, of them sampled from another node).
+    Followed(u64, u64),
+    /// (chunks sampled more than once, of them by threads of two nodes).
+    Across(u64, u64),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -102,6 +112,8 @@ struct Thread {
     pid: Pid,
     cpu_ns: u64,
     busy: bool,
+    /// First read at this pass: whether it is busy is not known yet.
+    fresh: bool,
     /// Its node, by the plan.
     home: Option<usize>,
     /// The node its affinity was set to.
@@ -161,13 +173,16 @@ impl HomeNode {
                 .node
                 .and_then(|n| share.get(n))
                 .map_or(most, |&s| most.min(s));
+            let fresh = !self.threads.contains_key(&o.tid);
             let th = self.threads.entry(o.tid).or_insert(Thread {
                 pid: o.pid,
                 cpu_ns: o.cpu_time_ns,
                 busy: false,
+                fresh,
                 home: None,
                 set: None,
             });
+            th.fresh = fresh;
             th.busy = most * 10 >= dt && dt > 0 && r * 100 >= self.t.busy_pct * most;
             th.cpu_ns = o.cpu_time_ns;
             *busy.entry(o.pid).or_default() += u32::from(th.busy);
@@ -226,9 +241,10 @@ impl HomeNode {
             }
         }
         let window = self.t.window_s * NS_PER_S;
+        let threads = &self.threads;
         for u in self.units.values_mut() {
             u.chunks.expire(obs.now_ns, window);
-            let s = u.chunks.sharing();
+            let s = u.chunks.sharing(|tid| idle(threads, tid));
             if u.class == Class::Unknown && s.multi >= self.t.classify_chunks && s.threads >= 2 {
                 u.class = if s.shared * 100 >= self.t.shared_pct * s.multi {
                     Class::Shares
@@ -239,12 +255,13 @@ impl HomeNode {
         }
     }
 
-    /// Split processes classified private whose followed chunks stray: when at least
-    /// `classify_chunks` followed chunks are still sampled and `shared_pct` of them were
-    /// sampled by a thread homed on another node, the process shares its memory after all
-    /// (threads streaming through it, seen one first writer at a time by soft-dirty
-    /// sampling): it loses its home, to be placed again as a sharer. Returns whether one
-    /// did.
+    /// Split processes classified private that share their memory after all (threads
+    /// streaming through it, seen one first writer at a time by soft-dirty sampling): at
+    /// least `classify_chunks` followed chunks still sampled and `shared_pct` of them
+    /// sampled by a thread homed on another node, or `classify_chunks` chunks sampled more
+    /// than once and `shared_pct` of them by threads homed on two nodes (this one speaks
+    /// before the chunks have moved). Such a process loses its home, to be placed again as
+    /// a sharer. Returns whether one did.
     fn strayed(&mut self) -> bool {
         if self.t.revise_split == 0 {
             return false;
@@ -255,13 +272,23 @@ impl HomeNode {
             if u.home != Some(Home::Split) || u.class != Class::Private {
                 continue;
             }
-            let (followed, strayed) = u.chunks.strays(|tid| threads.get(&tid)?.home);
-            if followed >= self.t.classify_chunks && strayed * 100 >= self.t.shared_pct * followed {
-                u.class = Class::Shares;
-                u.home = None;
-                u.strayed = Some((followed, strayed));
-                lost.push(pid);
-            }
+            // An idle thread's samples say nothing of who uses the memory now.
+            let node_of = |tid| threads.get(&tid).filter(|_| !idle(threads, tid))?.home;
+            let enough = |(of, some): (u64, u64)| {
+                of >= self.t.classify_chunks && some * 100 >= self.t.shared_pct * of
+            };
+            let followed = u.chunks.strays(node_of);
+            let across = u.chunks.across(node_of);
+            u.strayed = if enough(followed) {
+                Some(Strayed::Followed(followed.0, followed.1))
+            } else if enough(across) {
+                Some(Strayed::Across(across.0, across.1))
+            } else {
+                continue;
+            };
+            u.class = Class::Shares;
+            u.home = None;
+            lost.push(pid);
         }
         for t in self.threads.values_mut().filter(|t| lost.contains(&t.pid)) {
             t.home = None;
@@ -306,13 +333,15 @@ impl HomeNode {
             if let Home::Whole(n) = home {
                 load[n] += busy;
             }
+            let threads = &self.threads;
             let u = self.units.get_mut(&pid).expect("listed");
             u.home = Some(home);
             u.size = busy;
             u.last_change_ns = obs.now_ns;
+            let sharing = u.chunks.sharing(|tid| idle(threads, tid));
             out.push(Action::Log {
                 pid,
-                message: placed_line(home, busy, p, u),
+                message: placed_line(home, busy, p, u, sharing),
             });
         }
         self.split(&cap, &load, obs);
@@ -336,7 +365,9 @@ impl HomeNode {
         let free: Vec<u64> = obs.nodes.iter().map(|n| n.mem_free_bytes).collect();
         let mut own = p.node_bytes.clone();
         own.resize(cap.len(), 0);
-        plan::whole_node(cap, load, busy, p.rss_bytes, &free, &own).map_or(Home::Split, Home::Whole)
+        let again = self.units[&p.pid].strayed.is_some();
+        plan::whole_node(cap, load, busy, p.rss_bytes, &free, &own, again)
+            .map_or(Home::Split, Home::Whole)
     }
 
     /// Busy threads of split processes, process by process, water-filled over the room
@@ -571,18 +602,25 @@ fn gather(
     }
 }
 
+/// The thread ran less than busy at this pass and was read at the one before.
+fn idle(threads: &BTreeMap<Tid, Thread>, tid: Tid) -> bool {
+    threads.get(&tid).is_some_and(|t| !t.busy && !t.fresh)
+}
+
 /// A process's memory away from `home`, bytes.
 fn away_from(p: &ProcessObs, home: usize) -> u64 {
     let at_home = p.node_bytes.get(home).copied().unwrap_or(0);
     p.rss_bytes - at_home.min(p.rss_bytes)
 }
 
-fn placed_line(home: Home, busy: u32, p: &ProcessObs, u: &Unit) -> String {
-    let s = u.chunks.sharing();
+fn placed_line(home: Home, busy: u32, p: &ProcessObs, u: &Unit, s: chunks::Sharing) -> String {
     let class = match (u.class, u.strayed) {
-        (Class::Shares, Some((followed, strayed))) => format!(
+        (Class::Shares, Some(Strayed::Followed(followed, strayed))) => format!(
             "shares its memory: {strayed} of {followed} chunks that followed a thread sampled from another node"
         ),
+        (Class::Shares, Some(Strayed::Across(multi, across))) => {
+            format!("shares its memory: {across} of {multi} chunks sampled by threads of two nodes")
+        }
         (Class::Unknown, _) => "not classified".to_string(),
         (Class::Shares, _) => format!("shares its memory: {} of {} chunks", s.shared, s.multi),
         (Class::Private, _) => {
@@ -871,14 +909,18 @@ mod tests {
         assert_eq!(host.pass(&mut p, 5, &there).len(), 0);
         assert_eq!(host.pass(&mut p, 6, &s).len(), 1);
         // A window later (the earlier samples expired), a thread of another node sampled
-        // in the chunks that followed one thread of node 1 (4 of the 16 followed, fewer
-        // than shared_pct): they stay.
+        // in half the chunks that followed one thread of node 1 (2 of the 16 followed,
+        // fewer than shared_pct): they stay.
         let on_node_0 = *h.iter().find(|&(_, &n)| n == 0).unwrap().0;
         let on_node_1 = *h.iter().find(|&(_, &n)| n == 1).unwrap().0;
         let other: Vec<AccessSample> = (s.iter())
             .filter(|x| h[&x.tid] == 1)
             .map(|x| AccessSample {
-                tid: if x.tid == on_node_1 { on_node_0 } else { x.tid },
+                tid: if x.tid == on_node_1 && (x.addr >> 21) % 4 < 2 {
+                    on_node_0
+                } else {
+                    x.tid
+                },
                 page_node: 1,
                 ..*x
             })
@@ -899,10 +941,7 @@ mod tests {
     fn a_split_process_whose_followed_chunks_stray_is_placed_whole() {
         let m = machine("autonuma-2n24");
         let mut host = Host::new(&m, vec![(1, 2, 0, vec![1, 0])]);
-        let mut p = HomeNode::new(Tunables {
-            revise_split: 1,
-            ..Tunables::default()
-        });
+        let mut p = HomeNode::new(Tunables::default());
         host.pass(&mut p, 1, &[]);
         // Thread 0 first writes chunks 0..16, thread 1 chunks 16..32, then the other way
         // round: the clears fell at other points of their streams.

@@ -13,9 +13,11 @@
 /// The node for a whole process with `busy` busy threads and `rss` bytes: among the nodes
 /// with `busy` CPUs free of other whole processes (`cap - load`) and room for its memory
 /// (`free + own` bytes), the one holding most of its memory if that is more than half of
-/// it, else the one with the most CPUs free (memory spread evenly says nothing about where
-/// the process belongs), then the one holding most of its memory, then the lowest id.
-/// `None`: no node has room for it.
+/// it, else the one with the most CPUs free (memory spread evenly by first touch says
+/// nothing about where the process belongs), then the one holding most of its memory,
+/// then the lowest id. `placed_before`: its memory lies where the daemon sent it, after
+/// its threads: the node holding most of it first, however little, so that a process
+/// placed again moves as little as it can a second time. `None`: no node has room for it.
 pub fn whole_node(
     cap: &[u32],
     load: &[u32],
@@ -23,12 +25,20 @@ pub fn whole_node(
     rss: u64,
     free: &[u64],
     own: &[u64],
+    placed_before: bool,
 ) -> Option<usize> {
     (0..cap.len())
         .filter(|&n| cap[n] >= load[n] + busy && free[n] + own[n] >= rss)
         .max_by_key(|&n| {
-            let most = own[n] * 2 > rss;
-            (most, cap[n] - load[n], own[n], std::cmp::Reverse(n))
+            let most = own[n] * 2 > rss || placed_before;
+            let mem_first = if placed_before { own[n] } else { 0 };
+            (
+                most,
+                mem_first,
+                cap[n] - load[n],
+                own[n],
+                std::cmp::Reverse(n),
+            )
         })
 }
 
@@ -116,22 +126,62 @@ mod tests {
         // second finds node 1 full and goes to node 0.
         let free = [8 * G, 2 * G];
         assert_eq!(
-            whole_node(&cap, &[0, 0], 12, 3 * G, &free, &[0, 3 * G]),
+            whole_node(&cap, &[0, 0], 12, 3 * G, &free, &[0, 3 * G], false),
             Some(1)
         );
         assert_eq!(
-            whole_node(&cap, &[0, 12], 12, 3 * G, &free, &[0, 3 * G]),
+            whole_node(&cap, &[0, 12], 12, 3 * G, &free, &[0, 3 * G], false),
             Some(0)
         );
         // Memory spread evenly: the node with the most CPUs free.
         let even = [G, G];
-        assert_eq!(whole_node(&cap, &[1, 0], 1, 2 * G, &free, &even), Some(1));
+        assert_eq!(
+            whole_node(&cap, &[1, 0], 1, 2 * G, &free, &even, false),
+            Some(1)
+        );
         // No node with 12 CPUs free, or none with room for 9 GiB: none.
-        assert_eq!(whole_node(&cap, &[1, 12], 12, G, &free, &[0, 0]), None);
-        assert_eq!(whole_node(&cap, &[0, 0], 2, 9 * G, &free, &[0, 0]), None);
+        assert_eq!(
+            whole_node(&cap, &[1, 12], 12, G, &free, &[0, 0], false),
+            None
+        );
+        assert_eq!(
+            whole_node(&cap, &[0, 0], 2, 9 * G, &free, &[0, 0], false),
+            None
+        );
         // Without memory anywhere yet, the node with more CPUs free, then the lower id.
-        assert_eq!(whole_node(&cap, &[4, 2], 2, G, &free, &[0, 0]), Some(1));
-        assert_eq!(whole_node(&cap, &[2, 2], 2, G, &free, &[0, 0]), Some(0));
+        assert_eq!(
+            whole_node(&cap, &[4, 2], 2, G, &free, &[0, 0], false),
+            Some(1)
+        );
+        assert_eq!(
+            whole_node(&cap, &[2, 2], 2, G, &free, &[0, 0], false),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn a_process_placed_again_goes_where_most_of_its_memory_was_sent() {
+        // Split over nodes 1 and 2, a third of its memory left on node 0: placed again on
+        // node 1, though node 3 has more CPUs free and no node holds half of it.
+        let cap = [2, 2, 2, 2];
+        let free = [4 * G; 4];
+        let own = [G, 2 * G, G + G / 2, 0];
+        let load = [0, 1, 0, 0];
+        assert_eq!(
+            whole_node(&cap, &load, 1, 9 * G / 2, &free, &own, true),
+            Some(1)
+        );
+        // Placed for the first time, among the nodes with the most CPUs free, the one
+        // holding most.
+        assert_eq!(
+            whole_node(&cap, &load, 1, 9 * G / 2, &free, &own, false),
+            Some(2)
+        );
+        // The node holding most has no CPUs free: the next holding most.
+        assert_eq!(
+            whole_node(&cap, &[0, 2, 0, 0], 1, 9 * G / 2, &free, &own, true),
+            Some(2)
+        );
     }
 
     #[test]

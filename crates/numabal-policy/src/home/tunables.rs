@@ -18,7 +18,11 @@ pub struct Tunables {
     /// the unit of sharing and of page moves.
     pub chunk_kib: u64,
     /// A process shares its memory among its threads when at least this share of its
-    /// chunks sampled more than once were sampled by two threads, percent.
+    /// chunks sampled more than once were sampled by two threads, percent. A private
+    /// process's threads meet only in the chunks at the edges of their slices (2-11% of
+    /// the chunks of numa02 and numa02-like); threads streaming through a buffer they
+    /// share meet in 26-86% of its chunks under soft-dirty sampling, which sees a page's
+    /// first writer after each clear only (numa01-like, live and simulated).
     pub shared_pct: u64,
     /// Chunks sampled more than once needed before a process is called sharing or private.
     pub classify_chunks: u64,
@@ -44,9 +48,8 @@ pub struct Tunables {
     /// managed process all the time).
     pub sample_selectively: u64,
     /// A split private process whose followed chunks stray to threads of other nodes is
-    /// placed again as a sharer (0: it stays split). Off (0) in the one parameter set: in
-    /// the guest's never-harms sharers load it moved 1.51x a process's resident memory,
-    /// over the 1.5x bound, as a process split and then placed whole moves pages twice.
+    /// placed again as a sharer, on the node holding most of its memory (0: it stays
+    /// split).
     pub revise_split: u64,
 }
 
@@ -56,7 +59,7 @@ impl Default for Tunables {
             interval_ms: 1000,
             busy_pct: 50,
             chunk_kib: 2048,
-            shared_pct: 50,
+            shared_pct: 20,
             classify_chunks: 16,
             classify_wait_s: 5,
             window_s: 10,
@@ -65,7 +68,7 @@ impl Default for Tunables {
             move_memory: 1,
             follow_once: 1,
             sample_selectively: 1,
-            revise_split: 0,
+            revise_split: 1,
         }
     }
 }

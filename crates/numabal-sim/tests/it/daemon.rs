@@ -128,40 +128,46 @@ fn softdirty_places_numa01_like_as_on_the_guest() {
     );
 }
 
-/// home-node with softdirty on numa01-like (docs/home-node.md): one process's two threads
-/// look private to soft-dirty sampling and it is split; the chunks that followed each
-/// thread are then sampled from the other node, and it is placed again whole. Both end
-/// whole on nodes of their own, having moved less than their resident memory; without the
-/// rule (`revise_split=0`) the split one stays split.
+/// home-node with softdirty on numa01-like (docs/home-node.md): soft-dirty sampling sees
+/// each page's first writer after a clear only, so the two threads streaming through
+/// their shared buffer meet in a third of its chunks. At `shared_pct` 20 both processes
+/// are placed whole at once. At 50 one is classified private and split; the chunks that
+/// followed each thread are then sampled from the other node, and the strays rule places
+/// it again whole (without the rule, `revise_split=0`, it stays split). Each way both end
+/// whole on nodes of their own, having moved less than their resident memory.
 #[test]
 fn home_node_places_numa01_like_whose_sharing_softdirty_hides() {
-    let run = |revise: &str| {
-        guest(
-            "numa01-like",
-            "home-node",
-            &[TWIN[0], TWIN[1], "daemon.sensor=softdirty", revise],
-        )
+    let run = |sets: &[&str]| {
+        let mut all = vec![TWIN[0], TWIN[1], "daemon.sensor=softdirty"];
+        all.extend_from_slice(sets);
+        guest("numa01-like", "home-node", &all)
     };
-    let r = run("policy.revise_split=1");
-    let decisions: Vec<&str> = (daemon_log(&r).iter())
-        .filter_map(|l| l["decision"].as_str())
-        .collect();
-    assert!(
-        decisions.iter().any(|d| d.starts_with("split over nodes")),
-        "{decisions:?}"
-    );
-    assert!(
-        decisions
-            .iter()
-            .any(|d| d.contains("followed a thread sampled from another node")),
-        "{decisions:?}"
-    );
-    let (t, homes) = placed_at(&r).expect("placed");
-    assert!(t - managed_at(&r) <= 60.0, "placed at {t} s");
-    assert_eq!(placed(r.numastat.last().unwrap()), Some(homes));
+    let decisions = |r: &RunResult| -> Vec<String> {
+        (daemon_log(r).iter())
+            .filter_map(|l| Some(l["decision"].as_str()?.to_string()))
+            .collect()
+    };
     let resident = 2 * 128 * 256;
-    assert!(stop(&r)["pages_moved"].as_u64().unwrap() < resident);
-    let kept_split = run("policy.revise_split=0");
+    let placed_whole = |r: &RunResult| {
+        let (t, homes) = placed_at(r).expect("placed");
+        assert!(t - managed_at(r) <= 60.0, "placed at {t} s");
+        assert_eq!(placed(r.numastat.last().unwrap()), Some(homes));
+        assert!(stop(r)["pages_moved"].as_u64().unwrap() < resident);
+    };
+    let r = run(&[]);
+    let d = decisions(&r);
+    assert!(d.iter().all(|d| d.contains(": whole (")), "{d:?}");
+    placed_whole(&r);
+    let r = run(&["policy.shared_pct=50"]);
+    let d = decisions(&r);
+    assert!(d.iter().any(|d| d.starts_with("split over nodes")), "{d:?}");
+    assert!(
+        d.iter()
+            .any(|d| d.contains("followed a thread sampled from another node")),
+        "{d:?}"
+    );
+    placed_whole(&r);
+    let kept_split = run(&["policy.shared_pct=50", "policy.revise_split=0"]);
     assert_eq!(placed_at(&kept_split), None);
 }
 
