@@ -271,7 +271,13 @@ mod tests {
             eprintln!("perf_event_open refused here ({e}); sampling not tested");
             return;
         }
-        let mut v = vec![0u8; 64 * 4096];
+        // A fresh mapping without huge pages: 64 first touches, 64 faults. A Vec of 256 KiB
+        // may come from heap memory an earlier test already touched (glibc raises its
+        // mmap threshold as large blocks are freed), which does not fault: the CI run of
+        // d5f4fd4 saw 19 of 64.
+        let mut v = crate::sys::AnonMap::new(64 * 4096).unwrap();
+        // Without THP in the kernel the advice is refused, and no huge page backs it anyway.
+        let _ = v.advise_huge(false);
         for i in (0..v.len()).step_by(4096) {
             v[i] = 1;
         }
