@@ -120,6 +120,13 @@ struct Thread {
     set: Option<usize>,
 }
 
+impl Thread {
+    /// Ran less than busy at this pass, and was read at the one before.
+    fn idle(&self) -> bool {
+        !self.busy && !self.fresh
+    }
+}
+
 /// The `home-node` policy.
 #[derive(Debug, Clone)]
 pub struct HomeNode {
@@ -273,7 +280,7 @@ impl HomeNode {
                 continue;
             }
             // An idle thread's samples say nothing of who uses the memory now.
-            let node_of = |tid| threads.get(&tid).filter(|_| !idle(threads, tid))?.home;
+            let node_of = |tid| threads.get(&tid).filter(|t| !t.idle())?.home;
             let enough = |(of, some): (u64, u64)| {
                 of >= self.t.classify_chunks && some * 100 >= self.t.shared_pct * of
             };
@@ -602,9 +609,9 @@ fn gather(
     }
 }
 
-/// The thread ran less than busy at this pass and was read at the one before.
+/// The thread is known and idle ([`Thread::idle`]).
 fn idle(threads: &BTreeMap<Tid, Thread>, tid: Tid) -> bool {
-    threads.get(&tid).is_some_and(|t| !t.busy && !t.fresh)
+    threads.get(&tid).is_some_and(Thread::idle)
 }
 
 /// A process's memory away from `home`, bytes.

@@ -30,15 +30,13 @@ pub fn whole_node(
     (0..cap.len())
         .filter(|&n| cap[n] >= load[n] + busy && free[n] + own[n] >= rss)
         .max_by_key(|&n| {
-            let most = own[n] * 2 > rss || placed_before;
-            let mem_first = if placed_before { own[n] } else { 0 };
-            (
-                most,
-                mem_first,
-                cap[n] - load[n],
-                own[n],
-                std::cmp::Reverse(n),
-            )
+            // What it holds counts first only where it says where the process belongs.
+            let holds = if placed_before || own[n] * 2 > rss {
+                own[n]
+            } else {
+                0
+            };
+            (holds, cap[n] - load[n], own[n], std::cmp::Reverse(n))
         })
 }
 
