@@ -19,6 +19,7 @@ writes target/vm/logs/SCENARIO-TAG.out; TAG -sid for 7.2); the twins run here
 (qemu-guest-4n8, THP always as Debian's kernels have it, numastat every second).
 
 Usage: scripts/sim_predicts_live.py [--logs DIR] [--kernel 7.2|6.1] [--numabal PATH]
+       [--set KEY=VALUE]...
 Wall time: about 10 s after the release build. Exit status 1 if a row fails, 2 if a live
 log is missing.
 """
@@ -60,12 +61,14 @@ def placed(sample, distinct=True):
     return homes
 
 
-def twin(numabal, workload, sensor, out):
+def twin(numabal, workload, sensor, out, sets=()):
     path = out / f"{workload}-{sensor}.json"
     args = [numabal, "sim", "-m", "qemu-guest-4n8", "-w", workload, "-p", "home-node",
             "--quiet", "--set", f"daemon.sensor={sensor}",
             "--set", "sim.transparent_hugepage=always", "--set", "sim.numastat_every_s=1",
             "--json", str(path)]
+    for s in sets:
+        args += ["--set", s]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         sys.stderr.write(r.stdout + r.stderr)
@@ -127,6 +130,8 @@ def main():
     ap.add_argument("--logs", default=str(REPO / "target/vm/logs"))
     ap.add_argument("--kernel", default="7.2", choices=sorted(TAGS))
     ap.add_argument("--numabal", default=str(REPO / "target/release/numabal"))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="passed to every twin (e.g. machine.core.host_cpus=2), repeatable")
     a = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="sim-predicts-live."))
     ok, missing = True, False
@@ -145,7 +150,7 @@ def main():
                   f"{a.kernel} {scen}")
             missing = True
             continue
-        st, send = twin(a.numabal, workload, sensor, out)
+        st, send = twin(a.numabal, workload, sensor, out, a.set)
         fmt = lambda t, end: (f"{t:.1f} s" if t is not None else "never") + ("" if end else " (not at end)")
         ratio = (max(lt, st) / min(lt, st)) if lt and st else None
         shape = lend == (send is not None)

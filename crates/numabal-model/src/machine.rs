@@ -196,6 +196,11 @@ pub struct CoreSpec {
     /// Throughput of a core on compute when both SMT siblings run, relative to one.
     #[serde(default = "default_smt_compute")]
     pub smt_compute_throughput: f64,
+    /// Physical cores the machine's CPUs run on, when fewer than its CPUs (a guest's vCPUs
+    /// on a host's cores): while more CPUs run, each runs at `host_cpus / running` of its
+    /// speed. Unset: every CPU is a core of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpus: Option<f64>,
 }
 
 impl Default for CoreSpec {
@@ -206,6 +211,7 @@ impl Default for CoreSpec {
             stream_ns_per_byte: default_stream_cost(),
             smt_memory_throughput: 1.0,
             smt_compute_throughput: default_smt_compute(),
+            host_cpus: None,
         }
     }
 }
@@ -472,7 +478,7 @@ impl Machine {
         let latency_ns = latencies(&spec.memory, &t.distance, src)?;
         let link_bytes_per_ns = link_bandwidths(&spec.memory, n, src)?;
         check_queueing(&spec.memory, src)?;
-        check_core(&spec.core, src)?;
+        check_core(&spec.core, total_cpus, src)?;
         check_costs(&spec.costs, src)?;
         Ok(Machine {
             nodes,
@@ -929,7 +935,7 @@ fn check_queueing(m: &MemorySpec, src: &str) -> Result<(), InputError> {
 }
 
 /// `[core]`: each value within its range.
-fn check_core(c: &CoreSpec, src: &str) -> Result<(), InputError> {
+fn check_core(c: &CoreSpec, nr_cpus: usize, src: &str) -> Result<(), InputError> {
     for (name, v, lo, hi) in [
         (
             "core.outstanding_lines_per_thread",
@@ -964,6 +970,15 @@ fn check_core(c: &CoreSpec, src: &str) -> Result<(), InputError> {
                 format!("is {v} (allowed: {lo} to {hi})"),
             ));
         }
+    }
+    if let Some(h) = c.host_cpus
+        && !(h >= 0.1 && h <= nr_cpus as f64)
+    {
+        return Err(InputError::new(
+            src,
+            "core.host_cpus",
+            format!("is {h} (allowed: 0.1 to the machine's {nr_cpus} CPUs, or unset)"),
+        ));
     }
     Ok(())
 }

@@ -405,7 +405,7 @@ impl AutoNuma2012 {
         }
         let prev = self.aa.migrated[node].prev_cpu;
         let (cpu, shared_with) = self.kthreads.cpu(w, prev, node);
-        let budget = tick / (shared_with + 1) as f64;
+        let budget = tick * w.host_speed() / (shared_with + 1) as f64;
         let mut credit = self.aa.migrated[node].credit + budget;
         let mut used = 0.0;
         while credit > 0.0 {

@@ -39,10 +39,12 @@ impl KThreads {
     }
 
     /// A kernel thread holds `cpu` for `ns` from now (or from when the one before it ends).
-    pub fn hold(&mut self, w: &World, cpu: usize, ns: f64) {
+    /// On a shared host (`core.host_cpus`) `ns` of work takes longer than `ns`.
+    pub fn hold(&mut self, w: &mut World, cpu: usize, ns: f64) {
         let now = w.now();
-        let nb = &mut *self;
-        nb.busy_until[cpu] = nb.busy_until[cpu].max(now) + ns as u64;
+        let until = self.busy_until[cpu].max(now) + w.host_wall(ns) as u64;
+        self.busy_until[cpu] = until;
+        w.hold_cpu(cpu, until);
     }
 
     /// A kernel thread uses `ns` of CPU time on `cpu` from now: the runnable threads there

@@ -345,8 +345,8 @@ impl UserSpace {
     /// at once; the simulated call ends when the pages' total cost is spent, not when its
     /// slowest slice is done).
     pub(crate) fn run_migrate_pages(&mut self, w: &mut World) {
-        let tick = w.tick_ns() as f64;
-        let mut left = tick;
+        let movers = self.daemon.jobs.front().map_or(1, |j| j.movers());
+        let mut left = w.tick_ns() as f64 * movers_speed(w, movers);
         let mut done = Vec::new();
         let mut spent = Vec::new();
         while left > 0.0 {
@@ -464,4 +464,17 @@ fn move_pages_step(w: &mut World, job: &mut MoveJob, budget: &mut f64) -> bool {
         }
     }
     true
+}
+
+/// The speed `movers` threads copy at on a shared host (`core.host_cpus`): the CPUs that
+/// run now, and as many more as the movers find idle.
+fn movers_speed(w: &World, movers: usize) -> f64 {
+    if w.machine().spec.core.host_cpus.is_none() {
+        return 1.0;
+    }
+    let now = w.now();
+    let idle = (0..w.machine().nr_cpus())
+        .filter(|&c| w.sched().is_idle(c) && !w.held(c, now))
+        .count();
+    w.host_speed_at(now, movers.min(idle))
 }

@@ -360,7 +360,7 @@ impl NumabalDaemon {
             }
         }
         self.kthreads.run(w, self.cpu, ns);
-        self.cpu_ns += ns;
+        self.cpu_ns += w.host_wall(ns);
     }
 
     /// The threads that move pages in this pass, as the live daemon counts them before it
@@ -386,7 +386,7 @@ impl NumabalDaemon {
                 .map(|k| (self.cpu + k) % nr)
                 .find(|&c| w.sched().is_idle(c) && !self.kthreads.running(c, w.now()));
             self.kthreads.run(w, idle.unwrap_or(self.cpu), ns);
-            self.cpu_ns += ns;
+            self.cpu_ns += w.host_wall(ns);
         }
     }
 }

@@ -16,13 +16,17 @@ impl World<'_> {
         let dt = (t1 - t0) as f64;
         let ncpu = self.sched.nr_cpus();
         let nn = self.machine.nr_nodes();
+        // On a shared host every running CPU runs slower, for the whole interval
+        // (simplification: the count at its start).
+        let h = self.host_speed_at(t0, 0);
+        self.host_speed = h;
         // Running threads and their shares.
         let mut running: Vec<(usize, usize, f64)> = Vec::new();
         for c in 0..ncpu {
             let rq = self.sched.rq(c);
             let k = rq.len();
             for &t in rq {
-                running.push((t as usize, c, 1.0 / k as f64));
+                running.push((t as usize, c, h / k as f64));
             }
         }
         let busy_before: Vec<bool> = (0..ncpu).map(|c| !self.sched.rq(c).is_empty()).collect();
@@ -127,7 +131,7 @@ impl World<'_> {
                 ag,
                 t,
                 c,
-                1.0,
+                h,
                 start,
                 (t1 - start) as f64,
                 &mut tau,
@@ -174,6 +178,7 @@ impl World<'_> {
         let mut tau_valid = tau_known;
         let mut bytes_this = 0.0;
         let exec0 = self.threads[t].sum_exec_ns;
+        let (user0, sys0) = (self.user_ns, self.sys_ns);
         // Steps that neither spend time nor move the program on mean a simulator bug.
         let mut guard = 0u64;
         let mut last = (budget, self.threads[t].phase, self.threads[t].iter);
@@ -244,6 +249,14 @@ impl World<'_> {
             }
         }
         self.threads[t].window_bytes = bytes_this;
+        if self.host_speed < 1.0 {
+            // What `/proc` shows is wall time: the thread held its CPU for `work / speed`.
+            let h = self.host_speed;
+            let th = &mut self.threads[t];
+            th.sum_exec_ns = exec0 + (th.sum_exec_ns - exec0) / h;
+            self.user_ns = user0 + (self.user_ns - user0) / h;
+            self.sys_ns = sys0 + (self.sys_ns - sys0) / h;
+        }
         self.cpu_busy_ns[c] += (self.threads[t].sum_exec_ns - exec0).max(0.0);
         Ok(())
     }

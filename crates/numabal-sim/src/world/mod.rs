@@ -300,6 +300,11 @@ pub struct World<'a> {
     next_instance: Vec<u32>,
     /// Per CPU: time it has run threads, ns (its idle time is the rest).
     cpu_busy_ns: Vec<f64>,
+    /// Per CPU: until when a kernel thread or a daemon's mover holds it (wall ns).
+    held_until: Vec<u64>,
+    /// The speed every running CPU has in the current interval, of its own (1 unless
+    /// `core.host_cpus` is fewer than the CPUs that run).
+    host_speed: f64,
     /// Per-CPU busy time at whole seconds (the last few), for the node state at the end.
     busy_snapshots: std::collections::VecDeque<(u64, Vec<f64>)>,
     /// The run's time series (`sim.series_every_s`).
@@ -368,10 +373,56 @@ impl<'a> World<'a> {
     /// CPU time taken from thread `t` by something else on its CPU (a NUMA scan worker):
     /// it waits `ns` of its share without running, and that is not its CPU time.
     pub(crate) fn steal_cpu(&mut self, t: usize, ns: f64) {
+        let wall = self.host_wall(ns);
         let th = &mut self.threads[t];
         th.debt_ns += ns;
-        // Paying debt adds to `sum_exec_ns`; stolen time must not.
-        th.sum_exec_ns -= ns;
+        // Paying debt adds to `sum_exec_ns` (as wall time on a shared host); stolen time
+        // must not.
+        th.sum_exec_ns -= wall;
+    }
+
+    /// The speed of each running CPU at `t` with `extra` more CPUs running than the
+    /// runqueues and held CPUs show: `core.host_cpus` shared evenly by the CPUs that run
+    /// (a halted vCPU takes no host time), at most 1.
+    pub(crate) fn host_speed_at(&self, t: u64, extra: usize) -> f64 {
+        let Some(h) = self.machine.spec.core.host_cpus else {
+            return 1.0;
+        };
+        let running = (0..self.sched.nr_cpus())
+            .filter(|&c| !self.sched.rq(c).is_empty() || self.held(c, t))
+            .count()
+            + extra;
+        if running as f64 <= h {
+            1.0
+        } else {
+            h / running as f64
+        }
+    }
+
+    /// The running CPUs' speed in the current (or last) interval.
+    pub(crate) fn host_speed(&self) -> f64 {
+        self.host_speed
+    }
+
+    /// The wall time `work_ns` of a CPU's work takes at the current speed, which is also
+    /// the CPU time `/proc` shows for it: the guest's clock is the host's and a TCG host
+    /// reports no steal time. Exactly `work_ns` when the host is not shared.
+    pub(crate) fn host_wall(&self, work_ns: f64) -> f64 {
+        if self.host_speed < 1.0 {
+            work_ns / self.host_speed
+        } else {
+            work_ns
+        }
+    }
+
+    /// Whether a kernel thread or a daemon's mover holds `cpu` at `t`.
+    pub(crate) fn held(&self, cpu: usize, t: u64) -> bool {
+        self.held_until[cpu] > t
+    }
+
+    /// A kernel thread or a daemon's mover holds `cpu` until `until` (wall ns).
+    pub(crate) fn hold_cpu(&mut self, cpu: usize, until: u64) {
+        self.held_until[cpu] = self.held_until[cpu].max(until);
     }
 
     /// A runnable thread was kept from its own work for `ns`.
@@ -507,6 +558,8 @@ impl<'a> World<'a> {
             proc_samples: Vec::new(),
             next_instance: Vec::new(),
             cpu_busy_ns: vec![0.0; m.nr_cpus()],
+            held_until: vec![0; m.nr_cpus()],
+            host_speed: 1.0,
             busy_snapshots: std::collections::VecDeque::new(),
             series: crate::series::Recorder::new(m.nr_nodes(), sc.sim.series_every_s),
             perf: None,

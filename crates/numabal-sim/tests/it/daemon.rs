@@ -295,6 +295,48 @@ fn movers_share_a_whole_process_move() {
     );
 }
 
+/// The same moves when the guest's eight CPUs run on two host cores (`core.host_cpus`, the
+/// TCG guest on the CI machine): four workers and four movers share them, each at a quarter
+/// of its speed, so the pages arrive in about the time one mover alone would take, and the
+/// movers' CPU time (wall time held, as /proc shows it under TCG) is four times the pages'
+/// cost.
+#[test]
+fn movers_on_a_shared_host_copy_at_its_speed() {
+    let r = guest(
+        "perf-bench-numa-mem",
+        "home-node",
+        &[
+            TWIN[0],
+            "daemon.sensor=softdirty",
+            "machine.costs.migrate_page_ns=1e5",
+            "machine.core.host_cpus=2",
+            "sim.max_time_s=30",
+        ],
+    );
+    let moves: Vec<&Value> = (daemon_log(&r).iter())
+        .filter(|l| l.get("migrate_pages").is_some() && l["moved"].as_u64() > Some(40_000))
+        .collect();
+    assert_eq!(moves.len(), 2, "{moves:?}");
+    let decided = moves[0]["t_s"].as_f64().unwrap();
+    let home = |s: &NumastatSample| {
+        s.processes.iter().all(|p| {
+            let total: f64 = p.node_mb.iter().sum();
+            (p.worker_nodes.first()).is_some_and(|&n| p.node_mb[n] >= 0.9 * total)
+        })
+    };
+    let at = r.numastat.iter().find(|s| home(s)).expect("placed").t_s;
+    let alone = 2.0 * 40_960.0 * 1e-4;
+    assert!(
+        at - decided > 0.7 * alone && at - decided < 1.5 * alone,
+        "placed {at} s, decided {decided} s, one mover alone {alone} s"
+    );
+    let cpu = stop(&r)["cpu_s"].as_f64().unwrap();
+    assert!(
+        cpu > 3.0 * alone,
+        "the movers' CPU {cpu} s, the pages' cost {alone} s"
+    );
+}
+
 /// A process whose cpuset someone narrowed is left alone (logged once, never acted on),
 /// and a process below `min_rss_mb` is not even judged.
 #[test]

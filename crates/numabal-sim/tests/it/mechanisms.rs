@@ -159,6 +159,52 @@ fn sleep_compute_and_sharing_take_the_right_time() {
     );
 }
 
+/// `core.host_cpus`: CPUs that share fewer host cores run slower, and what they show as CPU
+/// time is the wall time they held their CPU (a guest's vCPUs under TCG). Unshared, or with
+/// no more running CPUs than host cores, nothing changes.
+#[test]
+fn cpus_on_fewer_host_cores_share_them() {
+    let phases = "[[process.group.phase]]\nkind = \"compute\"\nseconds = 1\n";
+    let four = || one_proc("", "size = \"4MiB\"", phases, 4);
+    let (alone, shared) = (
+        run_text(four(), "none", &[]),
+        run_text(four(), "none", &["machine.core.host_cpus=2"]),
+    );
+    let close = |a: f64, b: f64| (a - b).abs() < 0.02 * b;
+    assert!(
+        close(alone.metrics.runtime_s, 1.0),
+        "{}",
+        alone.metrics.runtime_s
+    );
+    assert!(
+        close(shared.metrics.runtime_s, 2.0),
+        "{}",
+        shared.metrics.runtime_s
+    );
+    // Four threads each held a CPU for 2 s: 8 s of CPU time, as /proc would show.
+    assert!(
+        close(shared.metrics.user_cpu_s, 8.0),
+        "{}",
+        shared.metrics.user_cpu_s
+    );
+    assert!(
+        close(alone.metrics.user_cpu_s, 4.0),
+        "{}",
+        alone.metrics.user_cpu_s
+    );
+    // Two threads on two host cores, and four on four: as if unshared, to the byte.
+    let two = || one_proc("", "size = \"4MiB\"", phases, 2);
+    let json = |r: &numabal_sim::RunResult| serde_json::to_string(&r.metrics).unwrap();
+    assert_eq!(
+        json(&run_text(two(), "none", &[])),
+        json(&run_text(two(), "none", &["machine.core.host_cpus=2"]))
+    );
+    assert_eq!(
+        json(&alone),
+        json(&run_text(four(), "none", &["machine.core.host_cpus=4"]))
+    );
+}
+
 #[test]
 fn barriers_and_joins_synchronise() {
     // Two groups: `fast` computes 0.1 s per iteration, joined by main after `slow`.
