@@ -54,7 +54,7 @@ pub struct Actuator {
     /// Each process's own pages and their nodes, read by its first whole-process move of
     /// the pass: a process moved from several nodes is walked once (under TCG each walk of
     /// 167 MiB took 0.3-0.5 s beside busy threads, for the few pages on the other nodes).
-    own_nodes: BTreeMap<Pid, Vec<(u64, i32)>>,
+    own_nodes: BTreeMap<Pid, Vec<(u64, u32, i32)>>,
     changed: BTreeMap<Tid, Changed>,
     /// Counters.
     pub counts: Counts,
@@ -139,48 +139,73 @@ fn read_error(pid: Pid, e: std::io::Error) -> std::io::Error {
 }
 
 /// `pid`'s own pages and where each is: present in its private anonymous mappings, mapped
-/// by it alone (`/proc/PID/maps`, `pagemap`), with the node `move_pages` gives for each
-/// (or its negative errno). A process that is gone gives `ESRCH`.
-fn own_page_nodes(pid: Pid) -> std::io::Result<Vec<(u64, i32)>> {
+/// by it alone (`/proc/PID/maps`, `pagemap`), as the addresses to move (one per
+/// transparent huge page, `procfs::fold_huge_pages`) with the base pages each stands for
+/// and the node `move_pages` gives for it (or its negative errno). A process that is gone
+/// gives `ESRCH`.
+fn own_page_nodes(pid: Pid) -> std::io::Result<Vec<(u64, u32, i32)>> {
     let ranges = private_anonymous_of(pid)?;
     let path = format!("/proc/{}/pagemap", pid.0);
     let mut pagemap = std::fs::File::open(path).map_err(|e| read_error(pid, e))?;
     let (own, _) = procfs::own_pages(&mut pagemap, &ranges).map_err(|e| read_error(pid, e))?;
+    // Root only, as the frames in the pagemap are.
+    let mut kpageflags = std::fs::File::open("/proc/kpageflags").ok();
+    let own = procfs::fold_huge_pages(&own, |pfn| {
+        let f = kpageflags.as_mut()?;
+        read_frame_flags(f, pfn).ok()
+    });
     let mut nodes = Vec::with_capacity(own.len());
     for chunk in own.chunks(MOVE_BATCH) {
-        let a: Vec<usize> = chunk.iter().map(|&x| x as usize).collect();
-        nodes.extend(chunk.iter().copied().zip(sys::query_nodes(pid.0, &a)?));
+        let a: Vec<usize> = chunk.iter().map(|&(x, _)| x as usize).collect();
+        let at = sys::query_nodes(pid.0, &a)?;
+        nodes.extend(chunk.iter().zip(at).map(|(&(a, n), node)| (a, n, node)));
     }
     Ok(nodes)
 }
 
-/// Of `pages` (`own_page_nodes`), the addresses on `node`.
-fn on_node(pages: &[(u64, i32)], node: usize) -> Vec<u64> {
+/// The `/proc/kpageflags` words of the 512 frames from `pfn`.
+fn read_frame_flags(f: &mut std::fs::File, pfn: u64) -> std::io::Result<Vec<u64>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut buf = vec![0u8; procfs::THP_PAGES * 8];
+    f.seek(SeekFrom::Start(pfn * 8))?;
+    f.read_exact(&mut buf)?;
+    Ok((buf.chunks_exact(8))
+        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        .collect())
+}
+
+/// Of `pages` (`own_page_nodes`), the addresses on `node`, each with its base pages.
+fn on_node(pages: &[(u64, u32, i32)], node: usize) -> Vec<(u64, u32)> {
     (pages.iter())
-        .filter(|&&(_, n)| n == node as i32)
-        .map(|&(a, _)| a)
+        .filter(|&&(_, _, n)| n == node as i32)
+        .map(|&(a, p, _)| (a, p))
         .collect()
 }
 
-/// `move_pages` of `addrs` of `pid` to `node`, `MOVE_BATCH` at a time, by up to `movers`
-/// threads at once, each a slice of at least `MIN_SLICE` pages in address order (they
-/// take the process's `mmap_lock` for reading, so they do not wait for one another but
-/// for the pages' own locks): the pages moved (a page already there counts, as its status
-/// is the node); the others into `not_moved`. The first error of any mover is the call's.
+/// Base pages of `addrs` (`on_node`'s).
+fn pages_of(addrs: &[(u64, u32)]) -> usize {
+    addrs.iter().map(|&(_, p)| p as usize).sum()
+}
+
+/// `move_pages` of `addrs` (each with the base pages it stands for) of `pid` to `node`,
+/// `MOVE_BATCH` at a time, by up to `movers` threads at once, each a slice of at least
+/// `MIN_SLICE` pages in address order (they take the process's `mmap_lock` for reading,
+/// so they do not wait for one another but for the pages' own locks): the pages moved (a
+/// page already there counts, as its status is the node); the others into `not_moved`.
+/// The first error of any mover is the call's.
 fn move_chunks(
     pid: Pid,
-    addrs: &[u64],
+    addrs: &[(u64, u32)],
     node: usize,
     movers: usize,
     not_moved: &mut NotMoved,
 ) -> std::io::Result<u64> {
-    let n = movers_for(movers, addrs.len());
+    let n = movers_for(movers, pages_of(addrs));
     let statuses = if n == 1 {
         vec![move_slice(pid, addrs, node)]
     } else {
-        let per = addrs.len().div_ceil(n);
         std::thread::scope(|s| {
-            let slices: Vec<_> = (addrs.chunks(per))
+            let slices: Vec<_> = (slices_of(addrs, n).into_iter())
                 .map(|slice| s.spawn(move || move_slice(pid, slice, node)))
                 .collect();
             (slices.into_iter())
@@ -191,27 +216,48 @@ fn move_chunks(
         })
     };
     let mut moved = 0u64;
-    for s in statuses
+    let statuses = statuses
         .into_iter()
         .collect::<std::io::Result<Vec<_>>>()?
-        .concat()
-    {
+        .concat();
+    for (s, &(_, pages)) in statuses.into_iter().zip(addrs) {
+        let pages = pages as u64;
         if s == node as i32 {
-            moved += 1;
+            moved += pages;
         } else if s < 0 {
-            not_moved.add(&errno_name(&std::io::Error::from_raw_os_error(-s)), 1);
+            not_moved.add(&errno_name(&std::io::Error::from_raw_os_error(-s)), pages);
         } else {
-            not_moved.add("stayed", 1);
+            not_moved.add("stayed", pages);
         }
     }
     Ok(moved)
 }
 
-/// One mover's `move_pages` of `addrs`, `MOVE_BATCH` at a time: each page's status.
-fn move_slice(pid: Pid, addrs: &[u64], node: usize) -> std::io::Result<Vec<i32>> {
+/// `addrs` cut into at most `n` slices in address order, of about as many base pages each:
+/// an address goes to the slice its pages' middle falls in.
+fn slices_of(addrs: &[(u64, u32)], n: usize) -> Vec<&[(u64, u32)]> {
+    let total = pages_of(addrs).max(1);
+    let mut out: Vec<&[(u64, u32)]> = Vec::with_capacity(n);
+    let (mut start, mut before, mut current) = (0, 0, 0);
+    for (i, &(_, p)) in addrs.iter().enumerate() {
+        let slice = ((2 * before + p as usize) * n / (2 * total)).min(n - 1);
+        if slice != current {
+            out.push(&addrs[start..i]);
+            (start, current) = (i, slice);
+        }
+        before += p as usize;
+    }
+    if start < addrs.len() {
+        out.push(&addrs[start..]);
+    }
+    out
+}
+
+/// One mover's `move_pages` of `addrs`, `MOVE_BATCH` at a time: each address's status.
+fn move_slice(pid: Pid, addrs: &[(u64, u32)], node: usize) -> std::io::Result<Vec<i32>> {
     let mut statuses = Vec::with_capacity(addrs.len());
     for chunk in addrs.chunks(MOVE_BATCH) {
-        let a: Vec<usize> = chunk.iter().map(|&x| x as usize).collect();
+        let a: Vec<usize> = chunk.iter().map(|&(x, _)| x as usize).collect();
         statuses.extend(sys::move_pages_to(pid.0, &a, node)?);
     }
     Ok(statuses)
@@ -411,7 +457,8 @@ impl Actuator {
             return v;
         }
         let started = std::time::Instant::now();
-        let moved = match move_chunks(mm, &addrs[..n], node, self.movers, &mut not_moved) {
+        let addrs: Vec<(u64, u32)> = addrs[..n].iter().map(|&a| (a, 1)).collect();
+        let moved = match move_chunks(mm, &addrs, node, self.movers, &mut not_moved) {
             Ok(m) => m,
             Err(e) => return self.failed(v, "move_pages", &e),
         };
@@ -457,9 +504,12 @@ impl Actuator {
         let mm = mm_task(pid);
         let started = std::time::Instant::now();
         let movers = self.movers;
-        let moved = self
-            .own_pages_on(mm, from)
-            .and_then(|on| Ok((move_chunks(mm, &on, to, movers, &mut not_moved)?, on.len())));
+        let moved = self.own_pages_on(mm, from).and_then(|on| {
+            Ok((
+                move_chunks(mm, &on, to, movers, &mut not_moved)?,
+                pages_of(&on),
+            ))
+        });
         let (moved, pages) = match moved {
             Ok(m) => m,
             Err(e) => {
@@ -469,7 +519,7 @@ impl Actuator {
         };
         // None of them is on `from` now, or it stayed for a reason the next pass asks again.
         if let Some(pages) = self.own_nodes.get_mut(&mm) {
-            pages.retain(|&(_, n)| n != from as i32);
+            pages.retain(|&(_, _, n)| n != from as i32);
         }
         v["took_s"] = took_s(started);
         took_movers(&mut v, movers_for(self.movers, pages));
@@ -483,7 +533,7 @@ impl Actuator {
 
     /// The addresses of `mm`'s own pages on `node`; its pages are read at its first
     /// whole-process move of the pass.
-    fn own_pages_on(&mut self, mm: Pid, node: usize) -> std::io::Result<Vec<u64>> {
+    fn own_pages_on(&mut self, mm: Pid, node: usize) -> std::io::Result<Vec<(u64, u32)>> {
         if let std::collections::btree_map::Entry::Vacant(slot) = self.own_nodes.entry(mm) {
             slot.insert(own_page_nodes(mm)?);
         }
@@ -648,6 +698,88 @@ mod tests {
         })
     }
 
+    /// A whole-process move hands `move_pages` one address per transparent huge page when
+    /// the frames and `/proc/kpageflags` can be read (root) and the kernel gave one; every
+    /// page is still counted, and a move of them all moves as many pages.
+    #[test]
+    fn a_huge_page_is_one_address_of_a_whole_process_move() {
+        let pid = Pid(std::process::id());
+        let mut m = sys::AnonMap::new(8 << 20).unwrap();
+        // Refused where the kernel has no THP: then no huge page backs it either.
+        let huge = m.advise_huge(true).is_ok();
+        for i in (0..m.len()).step_by(4096) {
+            m[i] = 1;
+        }
+        let (lo, hi) = (m.as_ptr() as u64, m.as_ptr() as u64 + m.len() as u64);
+        let ours: Vec<(u64, u32, i32)> = (own_page_nodes(pid).unwrap().into_iter())
+            .filter(|&(a, _, _)| a >= lo && a < hi)
+            .collect();
+        let pages: u64 = ours.iter().map(|&(_, p, _)| p as u64).sum();
+        assert_eq!(pages, 2048, "8 MiB of own pages");
+        let folded = ours.iter().filter(|&&(_, p, _)| p == 512).count();
+        let root = std::fs::File::open("/proc/kpageflags").is_ok();
+        let thp_kb = thp_kib_in(lo, hi);
+        if root && huge && thp_kb >= 2048 {
+            assert_eq!(
+                folded as u64,
+                thp_kb / 2048,
+                "one address per THP: {ours:?}"
+            );
+        } else {
+            assert_eq!(folded, 0);
+            eprintln!("not root, or no THP given here: one address per page ({ours:?})");
+        }
+        let here = ours[0].2 as usize;
+        let mut a = Actuator::new(false, 1024.0);
+        let whole = Action::MigrateProcessPages {
+            pid,
+            from: here,
+            to: here,
+        };
+        let log = a.apply(&whole, 0, |_| None, |_| on_node_only(here), &[]);
+        assert!(log[0]["moved"].as_u64().unwrap() >= 2048, "{log:?}");
+        std::hint::black_box(&m);
+    }
+
+    /// `AnonHugePages` of the mapping of this process that holds `lo..hi` (smaps), KiB.
+    fn thp_kib_in(lo: u64, hi: u64) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ')
+                && let Some((a, b)) = range.split_once('-')
+                && let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16))
+            {
+                inside = a <= lo && hi <= b;
+            } else if inside && let Some(kb) = line.strip_prefix("AnonHugePages:") {
+                return kb.trim().trim_end_matches(" kB").trim().parse().unwrap();
+            }
+        }
+        0
+    }
+
+    #[test]
+    fn movers_get_slices_of_about_as_many_pages() {
+        let addrs: Vec<(u64, u32)> = (0..6)
+            .map(|i| (i << 21, 512))
+            .chain([(99 << 21, 1)])
+            .collect();
+        let s = slices_of(&addrs, 3);
+        assert_eq!(
+            s.iter().map(|x| pages_of(x)).collect::<Vec<_>>(),
+            [1024, 1024, 1025]
+        );
+        assert_eq!(s.concat(), addrs);
+        let pages: Vec<(u64, u32)> = (0..10).map(|i| (i << 12, 1)).collect();
+        assert_eq!(
+            slices_of(&pages, 4)
+                .iter()
+                .map(|x| x.len())
+                .collect::<Vec<_>>(),
+            [2, 3, 2, 3]
+        );
+    }
+
     #[test]
     fn movers_split_a_large_move() {
         let pid = Pid(std::process::id());
@@ -716,6 +848,7 @@ mod tests {
         };
         let log = a.apply(&whole, 0, |_| None, |_| target(), &[]);
         let own = on_node(&own_page_nodes(pid).unwrap(), here);
+        let own: Vec<u64> = own.iter().map(|&(a, _)| a).collect();
         assert!(addrs.iter().all(|x| own.contains(x)), "{log:?}");
         assert!(!own.contains(&code));
         assert!(log[0]["moved"].as_u64().unwrap() >= 4, "{log:?}");

@@ -168,12 +168,72 @@ pub fn own_page(entry: u64) -> Option<bool> {
     (entry & PRESENT != 0).then_some(entry & FILE_OR_SHARED == 0 && entry & EXCLUSIVE != 0)
 }
 
+/// A page's frame number in a pagemap entry (bits 0-54; 0 unless the reader has
+/// `CAP_SYS_ADMIN`).
+pub fn page_frame(entry: u64) -> u64 {
+    entry & ((1 << 55) - 1)
+}
+
+/// Base pages in a transparent huge page mapped by one PMD (2 MiB of 4 KiB pages).
+pub const THP_PAGES: usize = 512;
+
+/// `/proc/kpageflags` bits (Documentation/admin-guide/mm/pagemap.rst).
+const KPF_COMPOUND_HEAD: u64 = 1 << 15;
+const KPF_HUGE: u64 = 1 << 17;
+const KPF_THP: u64 = 1 << 22;
+
+/// A process's own pages (`own_pages`, address and frame, in address order) as the
+/// addresses to hand to `move_pages`, each with the base pages it stands for: one address
+/// for each 2 MiB transparent huge page, 1 for any other page. `move_pages` moves a whole
+/// folio for any one of its addresses, and under TCG each address costs the kernel a page
+/// walk (the daemon's moves of 160 MiB took 2-3x the CPU time of `migrate_pages(2)`'s,
+/// docs/home-node.md). A run of 512 pages is one THP when it starts 2 MiB-aligned, its
+/// frames are consecutive from a 512-aligned one, and `flags` (the `/proc/kpageflags` of
+/// those 512 frames, or `None` when unreadable) show a THP head and no other head: never a
+/// hugetlb page, and never several smaller folios side by side, whose other heads the
+/// address would leave behind. Without frames (no `CAP_SYS_ADMIN`) nothing is folded.
+pub fn fold_huge_pages(
+    own: &[(u64, u64)],
+    mut flags: impl FnMut(u64) -> Option<Vec<u64>>,
+) -> Vec<(u64, u32)> {
+    const PAGE: u64 = 4096;
+    let n = THP_PAGES as u64;
+    let mut out = Vec::with_capacity(own.len());
+    let mut i = 0;
+    while i < own.len() {
+        let (addr, pfn) = own[i];
+        let run = own.get(i..i + THP_PAGES).filter(|r| {
+            addr % (n * PAGE) == 0
+                && pfn != 0
+                && pfn % n == 0
+                && (r.iter().enumerate())
+                    .all(|(k, &(a, f))| a == addr + k as u64 * PAGE && f == pfn + k as u64)
+        });
+        let one_thp = run.is_some()
+            && flags(pfn).is_some_and(|f| {
+                f.len() == THP_PAGES
+                    && f[0] & (KPF_THP | KPF_COMPOUND_HEAD) == KPF_THP | KPF_COMPOUND_HEAD
+                    && f[0] & KPF_HUGE == 0
+                    && f[1..].iter().all(|&x| x & KPF_COMPOUND_HEAD == 0)
+            });
+        if one_thp {
+            out.push((addr, THP_PAGES as u32));
+            i += THP_PAGES;
+        } else {
+            out.push((addr, 1));
+            i += 1;
+        }
+    }
+    out
+}
+
 /// The present pages of `ranges` in `pagemap` (a process's `/proc/PID/pagemap`): the
-/// addresses of its own pages, and how many present pages are not its own.
+/// addresses of its own pages with their frames (0 when hidden), and how many present
+/// pages are not its own.
 pub fn own_pages(
     pagemap: &mut (impl std::io::Read + std::io::Seek),
     ranges: &[(u64, u64)],
-) -> std::io::Result<(Vec<u64>, u64)> {
+) -> std::io::Result<(Vec<(u64, u64)>, u64)> {
     const PAGE: u64 = 4096;
     let (mut own, mut others) = (Vec::new(), 0u64);
     let mut buf = vec![0u8; 8 * 4096];
@@ -186,7 +246,7 @@ pub fn own_pages(
             for (i, e) in buf[..pages * 8].chunks_exact(8).enumerate() {
                 let entry = u64::from_ne_bytes(e.try_into().expect("8 bytes"));
                 match own_page(entry) {
-                    Some(true) => own.push(at + i as u64 * PAGE),
+                    Some(true) => own.push((at + i as u64 * PAGE, page_frame(entry))),
                     Some(false) => others += 1,
                     None => {}
                 }
@@ -433,12 +493,72 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
             super::own_pages(&mut f, &[(0x1000, 0x3000), (0x8000, 0xd000)]).unwrap();
         assert_eq!(
             (own, others),
-            (vec![0x8000], 2),
+            (vec![(0x8000, 0x1234)], 2),
             "page 13 is past the range"
         );
         let (own, _) = super::own_pages(&mut f, &[(0x8000, 0x10000)]).unwrap();
-        assert_eq!(own, vec![0x8000, 0xd000]);
+        assert_eq!(own, vec![(0x8000, 0x1234), (0xd000, 0)]);
     }
+
+    /// One address per 2 MiB THP; every other page, and any run the frames or the flags
+    /// do not show as one THP, page by page.
+    #[test]
+    fn a_huge_page_is_moved_by_one_address() {
+        const MB2: u64 = 2 << 20;
+        let run = |addr: u64, pfn: u64, n: u64| -> Vec<(u64, u64)> {
+            (0..n).map(|k| (addr + k * 4096, pfn + k)).collect()
+        };
+        let thp_flags = |_| {
+            let mut f = vec![KPF_THP | KPF_COMPOUND_TAIL_FOR_TEST; THP_PAGES];
+            f[0] = KPF_THP | KPF_COMPOUND_HEAD;
+            Some(f)
+        };
+        // A THP, then two base pages.
+        let mut own = run(4 * MB2, 512 * 7, 512);
+        own.extend(run(5 * MB2, 99, 2));
+        let folded = fold_huge_pages(&own, thp_flags);
+        assert_eq!(
+            folded,
+            vec![(4 * MB2, 512), (5 * MB2, 1), (5 * MB2 + 4096, 1)]
+        );
+        // One page of the run not its own (missing): no fold.
+        let mut gap = run(4 * MB2, 512 * 7, 512);
+        gap.remove(300);
+        assert_eq!(fold_huge_pages(&gap, thp_flags).len(), 511);
+        // Frames hidden (no CAP_SYS_ADMIN), or not consecutive, or not 512-aligned.
+        for pfn in [0, 512 * 7 + 1] {
+            assert_eq!(
+                fold_huge_pages(&run(4 * MB2, pfn, 512), thp_flags).len(),
+                512
+            );
+        }
+        let mut swapped = run(4 * MB2, 512 * 7, 512);
+        swapped[5].1 = 1;
+        assert_eq!(fold_huge_pages(&swapped, thp_flags).len(), 512);
+        // Flags unreadable, a hugetlb page, or several smaller folios side by side.
+        let whole = run(4 * MB2, 512 * 7, 512);
+        assert_eq!(fold_huge_pages(&whole, |_| None).len(), 512);
+        let hugetlb = |p| {
+            thp_flags(p).map(|mut f| {
+                f[0] |= KPF_HUGE;
+                f
+            })
+        };
+        assert_eq!(fold_huge_pages(&whole, hugetlb).len(), 512);
+        let mthp = |p| {
+            thp_flags(p).map(|mut f| {
+                f[16] |= KPF_COMPOUND_HEAD;
+                f
+            })
+        };
+        assert_eq!(fold_huge_pages(&whole, mthp).len(), 512);
+        // Not 2 MiB-aligned.
+        assert_eq!(
+            fold_huge_pages(&run(4 * MB2 + 4096, 512 * 7, 512), thp_flags).len(),
+            512
+        );
+    }
+    const KPF_COMPOUND_TAIL_FOR_TEST: u64 = 1 << 16;
     use super::*;
 
     #[test]

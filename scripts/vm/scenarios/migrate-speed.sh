@@ -3,6 +3,9 @@
 # numa02-like (one writing thread, MB MiB first-touched on node 0) and times the moves:
 #   alone      migratepages(8) (migrate_pages(2), the daemon's whole-process move) of one
 #              writer to node 1, nothing else busy
+#   alone-stopped  the same with the writer stopped (SIGSTOP): nothing runs but the mover
+#   alone-stopped-base-pages, alone-base-pages  the same two with the writer's memory in
+#              base pages (THP "never" while it is first touched), the second running
 #   loaded     the same beside three more writers (perf bench's four busy threads)
 #   loaded-writer-stopped  loaded, the writer stopped (SIGSTOP) while it moves
 #   loaded-same-cpu  loaded, the writer and migratepages both on CPU 2 (node 1)
@@ -10,7 +13,7 @@
 #   kernel     numa_balancing=1: three of four writers pinned to nodes 1, 2, 3; the time
 #              until each has >= 90% of its memory on its node (polled every 0.5 s)
 # First, whether pages other processes map move with a process (as root they do).
-# SPEED_CASES=shared stops after it. Prints `speed CASE seconds=S mb=M` lines. Run alone on the host: TCG's vCPUs are host
+# SPEED_CASES=shared stops after it. Prints `speed CASE seconds=S <vmstat deltas> mb=M` lines. Run alone on the host: TCG's vCPUs are host
 # threads, and the host's load changes every figure.
 MB=${SPEED_MB:-160}
 MOVER=""
@@ -33,7 +36,13 @@ stop_writers() {
 }
 nth() { echo "$PIDS" | sed -n "${1}p"; }
 # Time one or more "PID TO" moves run at once, each by its own migratepages.
+# Prints the seconds, then how the kernel moved the pages: /proc/vmstat deltas of
+# pgmigrate_success (base pages) and thp_migration_{success,split,fail} (huge pages moved
+# whole, split to move, not moved).
+THP_KEYS="pgmigrate_success thp_migration_success thp_migration_split thp_migration_fail"
 timed_moves() {
+  before=""
+  for k in $THP_KEYS; do before="$before $(vmstat "$k")"; done
   t=$(now_s) movers=""
   while [ $# -ge 2 ]; do
     $MOVER migratepages "$1" 0 "$2" &
@@ -41,7 +50,9 @@ timed_moves() {
     shift 2
   done
   for m in $movers; do wait "$m" || true; done
-  elapsed "$t"
+  printf '%s' "$(elapsed "$t")"
+  set -- $before
+  for k in $THP_KEYS; do printf ' %s=%s' "$k" $(( $(vmstat "$k") - ${1:-0} )); shift; done
 }
 
 # Pages several processes map: migratepages as root (CAP_SYS_NICE: the kernel passes
@@ -83,6 +94,26 @@ writers 1
 say "speed alone seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
 say "  after: $(mem_on "$(nth 1)" 1) of its memory on node 1"
 stop_writers
+
+# Nothing running at all: the writer stopped while it moves, with its memory in huge pages
+# (the guest's THP "always") and in base pages (THP "never" while it first touched them).
+writers 1
+kill -STOP "$(nth 1)"
+say "speed alone-stopped seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
+kill -CONT "$(nth 1)"
+stop_writers
+thp=/sys/kernel/mm/transparent_hugepage/enabled
+thp_was=$(sed 's/.*\[\(.*\)\].*/\1/' "$thp")
+echo never > "$thp"
+writers 1
+kill -STOP "$(nth 1)"
+say "speed alone-stopped-base-pages seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
+kill -CONT "$(nth 1)"
+stop_writers
+writers 1
+say "speed alone-base-pages seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
+stop_writers
+echo "$thp_was" > "$thp"
 
 writers 4
 say "speed loaded seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
