@@ -143,6 +143,10 @@ def main():
             print(f"{scen:18} {sensor:9} no live log {log}")
             missing = True
             continue
+        if sensor == "damon" and "no DAMON sysfs interface" in log.read_text(errors="replace"):
+            # The 6.1 guest: the scenario checks the fallback, nothing is placed on DAMON.
+            print(f"{scen:18} {sensor:9} not a row: this kernel has no DAMON")
+            continue
         lt, lend, policy = live(log, pattern)
         if policy != "home-node":
             print(f"{scen:18} {sensor:9} live run under {policy or 'the default policy'}, not "
