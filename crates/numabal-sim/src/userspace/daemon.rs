@@ -343,7 +343,7 @@ impl UserSpace {
     /// numabal's daemon is charged the CPU time and told what returned. A call that
     /// `movers` threads run has `movers` times the tick's time to copy in (its slices run
     /// at once; the simulated call ends when the pages' total cost is spent, not when its
-    /// slowest slice is done).
+    /// slowest slice is done). On a shared host each mover copies at the host's speed.
     pub(crate) fn run_migrate_pages(&mut self, w: &mut World) {
         let movers = self.daemon.jobs.front().map_or(1, |j| j.movers());
         let mut left = w.tick_ns() as f64 * movers_speed(w, movers);
