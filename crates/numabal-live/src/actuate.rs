@@ -711,6 +711,9 @@ mod tests {
             m[i] = 1;
         }
         let (lo, hi) = (m.as_ptr() as u64, m.as_ptr() as u64 + m.len() as u64);
+        // khugepaged may collapse a range the faults left in base pages: the same THPs
+        // before and after the reading, or the count is not compared.
+        let thp_before = thp_kib_in(lo, hi);
         let ours: Vec<(u64, u32, i32)> = (own_page_nodes(pid).unwrap().into_iter())
             .filter(|&(a, _, _)| a >= lo && a < hi)
             .collect();
@@ -719,7 +722,9 @@ mod tests {
         let folded = ours.iter().filter(|&&(_, p, _)| p == 512).count();
         let root = std::fs::File::open("/proc/kpageflags").is_ok();
         let thp_kb = thp_kib_in(lo, hi);
-        if root && huge && thp_kb >= 2048 {
+        if thp_kb != thp_before {
+            eprintln!("khugepaged collapsed a range while it was read; the count not compared");
+        } else if root && huge && thp_kb >= 2048 {
             assert_eq!(
                 folded as u64,
                 thp_kb / 2048,
