@@ -269,20 +269,8 @@ fn movers_share_a_whole_process_move() {
             "sim.max_time_s=20",
         ],
     );
-    let moves: Vec<&Value> = (daemon_log(&r).iter())
-        .filter(|l| l.get("migrate_pages").is_some() && l["moved"].as_u64() > Some(40_000))
-        .collect();
-    assert_eq!(moves.len(), 2, "{moves:?}");
+    let (moves, decided, at) = whole_moves(&r);
     assert!(moves.iter().all(|l| l["movers"] == 4), "{moves:?}");
-    let decided = moves[0]["t_s"].as_f64().unwrap();
-    // Each process's memory at home: >= 90% on its workers' node.
-    let home = |s: &NumastatSample| {
-        s.processes.iter().all(|p| {
-            let total: f64 = p.node_mb.iter().sum();
-            (p.worker_nodes.first()).is_some_and(|&n| p.node_mb[n] >= 0.9 * total)
-        })
-    };
-    let at = r.numastat.iter().find(|s| home(s)).expect("placed").t_s;
     let alone = 2.0 * 40_960.0 * 1e-4;
     assert!(
         at - decided < 0.4 * alone,
@@ -293,6 +281,25 @@ fn movers_share_a_whole_process_move() {
         cpu > alone,
         "the movers' CPU {cpu} s, the pages' cost {alone} s"
     );
+}
+
+/// perf bench's twin: its two whole-process moves (asserted two), when the first was
+/// decided, and the first second at which every process's memory is at home (>= 90% on its
+/// workers' node).
+fn whole_moves(r: &RunResult) -> (Vec<&Value>, f64, f64) {
+    let moves: Vec<&Value> = (daemon_log(r).iter())
+        .filter(|l| l.get("migrate_pages").is_some() && l["moved"].as_u64() > Some(40_000))
+        .collect();
+    assert_eq!(moves.len(), 2, "{moves:?}");
+    let decided = moves[0]["t_s"].as_f64().unwrap();
+    let home = |s: &NumastatSample| {
+        s.processes.iter().all(|p| {
+            let total: f64 = p.node_mb.iter().sum();
+            (p.worker_nodes.first()).is_some_and(|&n| p.node_mb[n] >= 0.9 * total)
+        })
+    };
+    let at = r.numastat.iter().find(|s| home(s)).expect("placed").t_s;
+    (moves, decided, at)
 }
 
 /// The same moves when the guest's eight CPUs run on two host cores (`core.host_cpus`, the
@@ -313,18 +320,7 @@ fn movers_on_a_shared_host_copy_at_its_speed() {
             "sim.max_time_s=30",
         ],
     );
-    let moves: Vec<&Value> = (daemon_log(&r).iter())
-        .filter(|l| l.get("migrate_pages").is_some() && l["moved"].as_u64() > Some(40_000))
-        .collect();
-    assert_eq!(moves.len(), 2, "{moves:?}");
-    let decided = moves[0]["t_s"].as_f64().unwrap();
-    let home = |s: &NumastatSample| {
-        s.processes.iter().all(|p| {
-            let total: f64 = p.node_mb.iter().sum();
-            (p.worker_nodes.first()).is_some_and(|&n| p.node_mb[n] >= 0.9 * total)
-        })
-    };
-    let at = r.numastat.iter().find(|s| home(s)).expect("placed").t_s;
+    let (_, decided, at) = whole_moves(&r);
     let alone = 2.0 * 40_960.0 * 1e-4;
     assert!(
         at - decided > 0.7 * alone && at - decided < 1.5 * alone,
