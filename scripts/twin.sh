@@ -8,7 +8,7 @@
 # holding >= 90 % of its memory, on different nodes; checked every 5 s after the daemon
 # started managing them, as the guest script checks), pages migrated (pgmigrate_success),
 # of which by the kernel's NUMA balancing (numa_pages_migrated), the daemon's page moves
-# (its stop line's pages_moved: move_pages addresses) and its CPU time.
+# (its stop line's pages_moved: base pages, a huge page's 512) and its CPU time.
 #
 # Usage: scripts/twin.sh [LOG_DIR]   LOG_DIR: the guest scenarios' output
 #   (default target/vm/logs, written by scripts/vm/daemon-tests.sh); without it only the
@@ -96,7 +96,7 @@ def cell(v, k):
 rows = [("placed, s after the daemon managed both (5 s checks)", "placed_s"),
         ("pages migrated (pgmigrate_success)", "pgmigrate"),
         ("... by the kernel (numa_pages_migrated)", "numa_pages_migrated"),
-        ("the daemon's page moves (move_pages addresses)", "daemon_pages_moved"),
+        ("the daemon's pages moved (base pages)", "daemon_pages_moved"),
         ("the daemon's CPU", "cpu")]
 for sensor, scenario, what in [("softdirty", "daemon-numa01", "numa_balancing=0"),
                                ("hint", "daemon-hint", "numa_balancing=1")]:

@@ -41,9 +41,32 @@ impl RateLimit {
     }
 }
 
+/// How many of a call's addresses, each standing for the base pages `pages` gives, fit in
+/// a budget of `budget` pages, from the first: the rest is left for a later pass.
+pub fn within_budget(pages: impl IntoIterator<Item = u64>, budget: u64) -> usize {
+    let mut left = budget;
+    (pages.into_iter())
+        .take_while(|&p| match left.checked_sub(p) {
+            Some(l) => {
+                left = l;
+                true
+            }
+            None => false,
+        })
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_page_fits_the_budget_whole_or_waits() {
+        assert_eq!(within_budget([512, 1, 512], 1024), 2);
+        assert_eq!(within_budget([512, 1, 511], 1024), 3);
+        assert_eq!(within_budget([512], 511), 0);
+        assert_eq!(within_budget([], 0), 0);
+    }
 
     #[test]
     fn the_rate_limit_refills_at_its_rate_and_caps_at_a_second() {

@@ -11,7 +11,8 @@
 //!   {"t_s", "pid", "decision": words}              the policy's own words
 //!   {"t_s", "tid", "pid", "sched_setaffinity": cpus}
 //!   {"t_s", "pid", "move_pages": addresses, "to": node, "moved", "deferred",
-//!    "absent", "not_owned", "busy", "page_errors": {status: pages}}   (see NotMoved)
+//!    "absent", "not_owned", "busy", "page_errors": {status: pages}}   (see NotMoved;
+//!    "moved" and "deferred" in base pages, an address in a huge page its 512)
 //!   {"t_s", "pid", "migrate_pages": {"from", "to"}, "moved", "not_moved" | "deferred"}
 //!   {"tid", "pid", "restore": cpus}                on stop, each changed affinity (live,
 //!                                                  also each inherited one: "inherited": true)
@@ -28,7 +29,8 @@ use std::collections::BTreeMap;
 pub struct Counts {
     /// `sched_setaffinity` calls that succeeded.
     pub affinity_changes: u64,
-    /// Pages moved by `move_pages` (addresses) and `migrate_pages` (base pages).
+    /// Base pages moved, by `move_pages` and `migrate_pages` alike (an address in a
+    /// transparent huge page stands for its 512).
     pub pages_moved: u64,
     /// Pages a policy asked to move that the rate limit left for later.
     pub pages_deferred: u64,

@@ -177,6 +177,9 @@ pub fn page_frame(entry: u64) -> u64 {
 /// Base pages in a transparent huge page mapped by one PMD (2 MiB of 4 KiB pages).
 pub const THP_PAGES: usize = 512;
 
+/// Bytes a PMD-sized transparent huge page maps (2 MiB).
+pub const THP_BYTES: u64 = THP_PAGES as u64 * 4096;
+
 /// `/proc/kpageflags` bits (Documentation/admin-guide/mm/pagemap.rst).
 const KPF_COMPOUND_HEAD: u64 = 1 << 15;
 const KPF_HUGE: u64 = 1 << 17;
@@ -209,13 +212,7 @@ pub fn fold_huge_pages(
                 && (r.iter().enumerate())
                     .all(|(k, &(a, f))| a == addr + k as u64 * PAGE && f == pfn + k as u64)
         });
-        let one_thp = run.is_some()
-            && flags(pfn).is_some_and(|f| {
-                f.len() == THP_PAGES
-                    && f[0] & (KPF_THP | KPF_COMPOUND_HEAD) == KPF_THP | KPF_COMPOUND_HEAD
-                    && f[0] & KPF_HUGE == 0
-                    && f[1..].iter().all(|&x| x & KPF_COMPOUND_HEAD == 0)
-            });
+        let one_thp = run.is_some() && flags(pfn).is_some_and(|f| one_pmd_thp(&f));
         if one_thp {
             out.push((addr, THP_PAGES as u32));
             i += THP_PAGES;
@@ -225,6 +222,16 @@ pub fn fold_huge_pages(
         }
     }
     out
+}
+
+/// Whether `flags`, the `/proc/kpageflags` of 512 frames from a 512-aligned one, are one
+/// PMD-sized transparent huge page: a THP head first and no other head (never a hugetlb
+/// page, never several smaller folios side by side).
+pub fn one_pmd_thp(flags: &[u64]) -> bool {
+    flags.len() == THP_PAGES
+        && flags[0] & (KPF_THP | KPF_COMPOUND_HEAD) == KPF_THP | KPF_COMPOUND_HEAD
+        && flags[0] & KPF_HUGE == 0
+        && flags[1..].iter().all(|&x| x & KPF_COMPOUND_HEAD == 0)
 }
 
 /// The present pages of `ranges` in `pagemap` (a process's `/proc/PID/pagemap`): the

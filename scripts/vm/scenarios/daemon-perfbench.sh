@@ -85,7 +85,7 @@ say "== side by side (${SECS} s runs, 4 x 1 thread x 160 MiB, memory from node 0
 printf '%-28s %14s %14s\n' "" "numabal daemon" "kernel"
 printf '%-28s %14s %14s\n' "converged after (s)" "$d_conv" "$k_conv"
 printf '%-28s %14s %14s\n' "placed at the end" "$d_end" "$k_end"
-printf '%-28s %14s %14s\n' "daemon move_pages addresses" "${d_moved:-?}" "0"
+printf '%-28s %14s %14s\n' "daemon pages moved" "${d_moved:-?}" "0"
 printf '%-28s %14s %14s\n' "numa_pages_migrated" "$d_kmig" "$k_kmig"
 printf '%-28s %14s %14s\n' "pgmigrate_success" "$d_pgm" "$k_pgm"
 [ "$d_rc" = 0 ] && pass "the bench ran its full length under the daemon" || fail "bench exit $d_rc under the daemon"

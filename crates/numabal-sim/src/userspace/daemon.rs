@@ -61,15 +61,16 @@ struct MigJob {
 #[derive(Debug, Clone)]
 struct MoveJob {
     pidx: usize,
-    /// (region, page) of each address given, in the order given; `None`: an address
-    /// outside every mapping (`-EFAULT`).
-    pages: Vec<Option<(usize, u64)>>,
+    /// (region, page) of each address given, in the order given (`None`: an address
+    /// outside every mapping, `-EFAULT`), with the base pages it stands for
+    /// ([`folios_at`]).
+    pages: Vec<(Option<(usize, u64)>, u64)>,
     to: usize,
     /// The next of `pages` to move.
     next: usize,
     /// numabal's daemon: its log line.
     line: Option<usize>,
-    /// Addresses on the node when the call returns (the kernel's status is the node, also
+    /// Base pages on the node when the call returns (the kernel's status is the node, also
     /// for a page that was there already), and the others by the kernel's error.
     moved: u64,
     errors: PageErrors,
@@ -258,7 +259,7 @@ impl UserSpace {
         &mut self,
         w: &World,
         pid: Pid,
-        addrs: &[u64],
+        pages: Vec<(Option<(usize, u64)>, u64)>,
         node: usize,
         line: Option<usize>,
         movers: usize,
@@ -267,7 +268,7 @@ impl UserSpace {
         if !w.proc(pidx).cpuset_mems.contains(node) {
             return;
         }
-        let pages = addrs.iter().map(|&a| w.page_at(pidx, a)).collect();
+        let movers = movers_for(movers, base_pages(&pages) as usize);
         self.daemon.jobs.push_back(Call::MovePages(MoveJob {
             pidx,
             pages,
@@ -276,7 +277,7 @@ impl UserSpace {
             line,
             moved: 0,
             errors: PageErrors::default(),
-            movers: movers_for(movers, addrs.len()),
+            movers,
         }));
     }
 
@@ -412,6 +413,38 @@ fn own_pages_on(w: &World, pidx: usize, from: usize) -> u64 {
         .sum()
 }
 
+/// The pages `move_pages` moves for `addrs` of process `pidx`: each address's (region,
+/// page), or `None` outside every mapping, with the base pages it stands for: a whole
+/// transparent huge page's for an address in one (a later address in the same one is
+/// dropped: its folio has moved), else 1. As the live daemon weighs them (numabal-live's
+/// `weigh_huge_pages`): its movers, budget and counts go by base pages.
+pub(crate) fn folios_at(w: &World, pidx: usize, addrs: &[u64]) -> Vec<(Option<(usize, u64)>, u64)> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::with_capacity(addrs.len());
+    for &a in addrs {
+        let at = w.page_at(pidx, a);
+        let huge = at.and_then(|(ri, page)| {
+            let o = w.object(w.proc(pidx).regions[ri].obj);
+            let c = page / CHUNK;
+            o.is_huge(c).then(|| ((ri, c), o.chunk_len(c)))
+        });
+        match huge {
+            Some((chunk, nr)) => {
+                if seen.insert(chunk) {
+                    out.push((at, nr));
+                }
+            }
+            None => out.push((at, 1)),
+        }
+    }
+    out
+}
+
+/// Base pages of `pages` ([`folios_at`]).
+pub(crate) fn base_pages(pages: &[(Option<(usize, u64)>, u64)]) -> u64 {
+    pages.iter().map(|&(_, n)| n).sum()
+}
+
 /// A finished call of numabal's daemon, as it returns.
 fn call_done(call: &Call) -> Option<CallDone> {
     match call {
@@ -439,28 +472,28 @@ fn move_pages_step(w: &mut World, job: &mut MoveJob, budget: &mut f64) -> bool {
         if *budget <= 0.0 {
             return false;
         }
-        let at = job.pages[job.next];
+        let (at, nr) = job.pages[job.next];
         job.next += 1;
         let Some((ri, page)) = at else {
-            job.errors.efault += 1;
+            job.errors.efault += nr;
             continue;
         };
         let obj = w.proc(job.pidx).regions[ri].obj;
         match w.object(obj).node_of(page) {
-            Some(n) if n == job.to => job.moved += 1,
+            Some(n) if n == job.to => job.moved += nr,
             // Without MPOL_MF_MOVE_ALL the kernel moves only pages this process alone maps.
-            Some(_) if w.obj_refs(obj) > 1 => job.errors.eacces += 1,
+            Some(_) if w.obj_refs(obj) > 1 => job.errors.eacces += nr,
             Some(_) => match w.migrate_page(obj, page, job.to) {
                 Some(cost) => {
                     *budget -= cost;
-                    job.moved += 1;
+                    job.moved += nr;
                 }
                 None => {
                     *budget -= w.machine().spec.costs.migrate_page_ns;
-                    job.errors.enomem += 1;
+                    job.errors.enomem += nr;
                 }
             },
-            None => job.errors.enoent += 1,
+            None => job.errors.enoent += nr,
         }
     }
     true

@@ -192,7 +192,8 @@ impl UserSpace {
                 // Addresses mean nothing here: simulated policies name pages by region
                 // and index (MigratePages).
                 Action::MovePages { pid, addrs, node } => {
-                    self.queue_move_pages(w, *pid, addrs, *node, None, 1)
+                    let pages = daemon::folios_at(w, pid.idx() - 1, addrs);
+                    self.queue_move_pages(w, *pid, pages, *node, None, 1)
                 }
             }
         }

@@ -32,7 +32,7 @@ use crate::event::EventKind;
 use crate::kernel::kthread::KThreads;
 use crate::registry::SimDaemon;
 use crate::world::{NS, PerfEvent, TState, World};
-use numabal_daemon::budget::PAGE;
+use numabal_daemon::budget::{PAGE, within_budget};
 use numabal_daemon::log::{self as line, Changed, Counts, NotMoved};
 use numabal_daemon::pacing::{
     host_busy, idle_look_gap_ns, interval_range_ns, next_clear_ns, pass_gap_ns,
@@ -506,18 +506,22 @@ impl UserSpace {
             d.log.push(v);
             return;
         }
-        let n = addrs.len().min(d.rate.pages(w.now()));
-        if n < addrs.len() {
-            d.counts.pages_deferred += (addrs.len() - n) as u64;
-            v["deferred"] = (addrs.len() - n).into();
+        let mut pages = super::daemon::folios_at(w, pid.idx() - 1, addrs);
+        let n = within_budget(pages.iter().map(|&(_, p)| p), d.rate.pages(w.now()) as u64);
+        let deferred = super::daemon::base_pages(&pages[n..]);
+        if deferred > 0 {
+            d.counts.pages_deferred += deferred;
+            v["deferred"] = deferred.into();
         }
+        pages.truncate(n);
         // Charged as the call is made, the pages that do not move refunded when it returns:
         // the live daemon's calls are synchronous, so the next call of the pass sees the
         // bucket less what this one moved.
-        d.rate.charge(n as f64 * PAGE);
+        d.rate
+            .charge(super::daemon::base_pages(&pages) as f64 * PAGE);
         d.log.push(v);
         let at = d.log.len() - 1;
-        self.queue_move_pages(w, pid, &addrs[..n], node, Some(at), d.movers);
+        self.queue_move_pages(w, pid, pages, node, Some(at), d.movers);
     }
 
     /// `migrate_pages` when the budget has a page left; charged after it returns.

@@ -283,6 +283,39 @@ fn movers_share_a_whole_process_move() {
     );
 }
 
+/// A policy's addresses stand for the pages `move_pages` moves for them, as live: in perf
+/// bench's twin with huge pages, `stable-daemon` names about one address per huge page, and
+/// each counts its 512 pages, so a process's 160 MiB is a move of 40,960 pages, made by as
+/// many movers as CPUs were idle (four), not by one as 80 pages would be.
+#[test]
+fn an_address_in_a_huge_page_moves_and_counts_its_pages() {
+    let r = guest(
+        "perf-bench-numa-mem",
+        "stable-daemon",
+        &[
+            TWIN[0],
+            TWIN[1],
+            "daemon.sensor=softdirty",
+            "sim.max_time_s=20",
+        ],
+    );
+    let moves: Vec<&Value> = (daemon_log(&r).iter())
+        .filter(|l| l.get("move_pages").is_some() && l["moved"].as_u64() > Some(0))
+        .collect();
+    let big: Vec<&&Value> = (moves.iter())
+        .filter(|l| l["moved"].as_u64() >= Some(40_000))
+        .collect();
+    assert!(big.len() >= 3, "{moves:?}");
+    for l in &big {
+        let addrs = l["move_pages"].as_u64().unwrap();
+        assert!(addrs < 100, "one address per huge page: {l}");
+        assert!(l["moved"].as_u64().unwrap() <= 512 * addrs, "{l}");
+        assert_eq!(l["movers"], 4, "{l}");
+    }
+    let moved: u64 = moves.iter().map(|l| l["moved"].as_u64().unwrap()).sum();
+    assert_eq!(moved, stop(&r)["pages_moved"].as_u64().unwrap());
+}
+
 /// perf bench's twin: its two whole-process moves (asserted two), when the first was
 /// decided, and the first second at which every process's memory is at home (>= 90% on its
 /// workers' node).
