@@ -93,7 +93,7 @@ pub fn stat(a: &StatArgs) -> Result<(), Failure> {
         .iter()
         .map(|p| {
             let mut v = vec![0.0; nr];
-            for &(_, cpu, _) in &p.threads {
+            for &(_, cpu, _, _) in &p.threads {
                 if let Some(n) = cpu_nodes.get(cpu).copied().flatten() {
                     v[n] += 1.0;
                 }
@@ -160,7 +160,7 @@ fn watch(
     let mut s = FaultSampler::new(1, 8);
     let mut errors = Vec::new();
     for p in chosen {
-        for &(tid, _, _) in &p.threads {
+        for &(tid, _, _, _) in &p.threads {
             if let Err(e) = s.watch(p.stat.pid, tid) {
                 errors.push(format!("{tid}: {e}"));
             }

@@ -52,6 +52,13 @@ impl Snapshot {
 }
 
 /// Idle time per CPU id from `/proc/stat` (`cpuN user nice system idle ...`), ns.
+/// `/proc/uptime`'s first field, ns; `None` when it cannot be read (a test's tree).
+pub fn read_uptime_ns(root: &Path) -> Option<u64> {
+    let text = read(&root.join("proc/uptime")).ok()?;
+    let s: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some((s * 1e9) as u64)
+}
+
 pub fn read_cpu_idle(root: &Path, nr_cpus: usize) -> Result<Vec<u64>, LiveError> {
     let path = root.join("proc/stat");
     let text = read(&path)?;
@@ -184,6 +191,8 @@ pub fn observe_processes(
     let mut threads = Vec::new();
     let mut processes = Vec::new();
     let mut read = std::collections::BTreeMap::new();
+    // Read before the threads' start times, so that none is later than it.
+    let uptime_ns = read_uptime_ns(root);
     let listed = pids(root)?;
     kthreads.begin(&listed);
     for pid in listed {
@@ -202,13 +211,14 @@ pub fn observe_processes(
         if p.maps.node_bytes.values().all(|&b| b == 0) {
             continue; // kernel threads and processes without memory
         }
-        for &(tid, cpu, ticks) in &p.threads {
+        for &(tid, cpu, ticks, start) in &p.threads {
             threads.push(ThreadObs {
                 tid: Tid(tid),
                 pid: Pid(pid),
                 cpu: Some(cpu),
                 node: node_of(cpu),
                 cpu_time_ns: ticks * NS_PER_TICK,
+                age_ns: uptime_ns.map(|u| u.saturating_sub(start * NS_PER_TICK)),
             });
         }
         processes.push(process_obs(&p, nr_nodes));
@@ -310,6 +320,7 @@ mod tests {
              cpu2 1 0 1 900 0 0 0 0 0 0\ncpu3 1 0 1 1000 0 0 0 0 0 0\nintr 1\n",
         )
         .unwrap();
+        std::fs::write(dir.path().join("proc/uptime"), "12.50 40.00\n").unwrap();
         let topo = read_topology(dir.path()).unwrap();
         let s = observe(dir.path(), &topo).unwrap();
         assert_eq!(s.processes.len(), 1);
@@ -325,6 +336,8 @@ mod tests {
         assert_eq!(p.kvm_vcpus, Some(4));
         assert_eq!(s.threads.len(), 2);
         assert_eq!(s.threads[1].node, Some(1));
+        // Started 2.5 s after boot (stat field 22), 12.5 s up: 10 s old.
+        assert_eq!(s.threads[1].age_ns, Some(10_000_000_000));
         assert_eq!(
             s.cpu_idle_ns,
             vec![

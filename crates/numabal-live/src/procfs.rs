@@ -22,6 +22,8 @@ pub struct Stat {
     pub utime_stime_ticks: u64,
     /// Field 20.
     pub num_threads: u64,
+    /// Field 22: when it started, clock ticks after boot.
+    pub start_ticks: u64,
     /// Field 23: virtual size, bytes.
     pub vsize_bytes: u64,
     /// Field 24: resident pages.
@@ -74,6 +76,7 @@ pub fn parse_stat(path: &Path, text: &str) -> Result<Stat, LiveError> {
         state: field(3)?.chars().next().unwrap_or('?'),
         utime_stime_ticks: num(14)? + num(15)?,
         num_threads: num(20)?,
+        start_ticks: num(22)?,
         vsize_bytes: num(23)?,
         rss_pages: num(24)?,
         processor: num(39)? as usize,
@@ -284,8 +287,9 @@ pub struct Process {
     pub cmdline: String,
     /// `numa_maps`.
     pub maps: NumaMaps,
-    /// Per thread: (tid, the CPU it last ran on, its `utime + stime` in clock ticks).
-    pub threads: Vec<(u32, usize, u64)>,
+    /// Per thread: (tid, the CPU it last ran on, its `utime + stime` in clock ticks, when
+    /// it started in clock ticks after boot).
+    pub threads: Vec<(u32, usize, u64, u64)>,
 }
 
 /// Every pid under `root/proc`, in order.
@@ -357,7 +361,7 @@ pub fn read_process_if(
             let p = task.join(format!("{tid}/stat"));
             if let Ok(t) = read(&p) {
                 let st = parse_stat(&p, &t)?;
-                threads.push((tid, st.processor, st.utime_stime_ticks));
+                threads.push((tid, st.processor, st.utime_stime_ticks, st.start_ticks));
             }
         }
     }
@@ -383,13 +387,15 @@ pub mod fixture {
 
     /// A `stat` line with the given comm, threads, rss pages and last CPU.
     pub fn stat_line(pid: u32, comm: &str, threads: u64, rss: u64, cpu: usize) -> String {
-        // Fields 3..52 of a sleeping process; 14/15 = 100/20 ticks, 23 = vsize.
+        // Fields 3..52 of a sleeping process; 14/15 = 100/20 ticks, 22 = started 2.5 s after
+        // boot, 23 = vsize.
         let mut f: Vec<String> = vec!["S".into()];
         for n in 4..=52 {
             f.push(match n {
                 14 => "100".into(),
                 15 => "20".into(),
                 20 => threads.to_string(),
+                22 => "250".into(),
                 23 => (rss * 4096 * 2).to_string(),
                 24 => rss.to_string(),
                 39 => cpu.to_string(),
@@ -618,7 +624,10 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         assert_eq!(p.name, "numa-mem");
         assert_eq!(p.cmdline, "numa-mem --flag");
         // Each thread's stat line has utime 100 and stime 20 ticks.
-        assert_eq!(p.threads, vec![(145, 0, 120), (146, 2, 120), (148, 3, 120)]);
+        assert_eq!(
+            p.threads,
+            vec![(145, 0, 120, 250), (146, 2, 120, 250), (148, 3, 120, 250)]
+        );
         assert_eq!(p.maps.node_bytes[&1], 2404 * 4096);
         // A process that is gone is not an error.
         assert_eq!(read_process(dir.path(), 999).unwrap(), None);

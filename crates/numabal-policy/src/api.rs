@@ -167,6 +167,10 @@ pub struct ThreadObs {
     /// (0) in recordings made before it was kept.
     #[serde(default)]
     pub cpu_time_ns: u64,
+    /// Time since the thread started, ns (`/proc/PID/task/TID/stat` field 22 against
+    /// `/proc/uptime`, to the clock tick). Absent in recordings made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_ns: Option<u64>,
 }
 
 /// One process as `/proc/PID/{stat,status,numa_maps,cmdline}` show it.

@@ -33,7 +33,7 @@ pub mod tunables;
 
 pub use tunables::Tunables;
 
-use crate::api::{Action, Observation, Policy, ProcessObs};
+use crate::api::{Action, Observation, Policy, ProcessObs, ThreadObs};
 use chunks::Chunks;
 use numabal_model::{Machine, Pid, Tid};
 use std::collections::{BTreeMap, BTreeSet};
@@ -166,10 +166,11 @@ impl HomeNode {
         // three to a CPU) and run a third of the pass while the busiest thread elsewhere
         // runs all of it. Measured against that alone, they would never count as busy and
         // never be given room.
-        // Each thread's CPU time since the last pass (0 at its first reading).
+        // Each thread's CPU time since the last pass (at its first reading, `first_sight`).
         let ran: Vec<u64> = (obs.threads.iter())
-            .map(|o| {
-                (self.threads.get(&o.tid)).map_or(0, |th| o.cpu_time_ns.saturating_sub(th.cpu_ns))
+            .map(|o| match self.threads.get(&o.tid) {
+                Some(th) => o.cpu_time_ns.saturating_sub(th.cpu_ns),
+                None => self.first_sight(o, dt),
             })
             .collect();
         let most = ran.iter().copied().max().unwrap_or(0);
@@ -213,6 +214,24 @@ impl HomeNode {
             if u.busy_since.is_none() && busy > 0 {
                 u.busy_since = Some(obs.now_ns);
             }
+        }
+    }
+
+    /// A thread's CPU time over a pass of `dt` when it is seen for the first time: none is
+    /// known since a last pass, but a thread that started within `window_s` has lived all
+    /// its life recently, and its CPU time over its age is its rate now. perf bench's
+    /// workers, held on one node by perf while they fill their memory and managed only once
+    /// let go, are then placed at once, not a pass later (a second in the guest). An older
+    /// thread (the daemon just started, or the process was left alone until now) waits for
+    /// its second pass: 0.
+    fn first_sight(&self, o: &ThreadObs, dt: u64) -> u64 {
+        match o.age_ns {
+            Some(age)
+                if self.t.first_sight == 1 && age > 0 && age <= self.t.window_s * NS_PER_S =>
+            {
+                (o.cpu_time_ns as u128 * dt as u128 / age as u128).min(dt as u128) as u64
+            }
+            _ => 0,
         }
     }
 
@@ -745,6 +764,7 @@ mod tests {
                         cpu: Some(0),
                         node: Some(0),
                         cpu_time_ns: *ran,
+                        age_ns: None,
                     });
                 }
                 let node_bytes = gib.iter().map(|g| g * GIB).collect();
@@ -998,6 +1018,44 @@ mod tests {
         assert_eq!(h.values().filter(|&&n| n == 1).count(), 2, "{h:?}");
     }
 
+    /// A single-threaded process first seen after a pass with none: placed in that very
+    /// pass when its thread started within `window_s` and ran a tenth of its life at least
+    /// (its CPU time over its age; the busiest thread's bar), not when it is older, ran
+    /// less, or `first_sight` is off.
+    #[test]
+    fn a_young_busy_thread_is_placed_at_first_sight() {
+        let m = machine("tiny-2n4");
+        let first = |age_ms: u64, ran_ms: u64, t: Tunables| {
+            let mut p = HomeNode::new(t);
+            tick(&mut p, &m, 1, &[], &[], &[]);
+            let th = ThreadObs {
+                tid: Tid(7),
+                pid: Pid(1),
+                cpu: Some(0),
+                node: Some(0),
+                cpu_time_ns: ran_ms * 1_000_000,
+                age_ns: Some(age_ms * 1_000_000),
+            };
+            let procs = [process(1, 1, vec![GIB, 0])];
+            let out = tick(&mut p, &m, 2, &[th], &procs, &[]);
+            !homes(&out, &m).is_empty()
+        };
+        assert!(first(6000, 5000, Tunables::default()), "busy 5 s of its 6");
+        assert!(
+            !first(6000, 500, Tunables::default()),
+            "busy 0.5 s of its 6"
+        );
+        assert!(
+            !first(11_000, 11_000, Tunables::default()),
+            "older than window_s"
+        );
+        let off = Tunables {
+            first_sight: 0,
+            ..Tunables::default()
+        };
+        assert!(!first(6000, 5000, off), "first_sight=0");
+    }
+
     /// Processes on tiny-2n4 (2 CPUs a node) under a policy that places them unclassified
     /// after 1 s: the machine, the host, the policy and the homes of the third pass.
     fn placed_on_tiny(
@@ -1060,6 +1118,7 @@ mod tests {
                     cpu: None,
                     node: Some(node),
                     cpu_time_ns: ms * scale,
+                    age_ns: None,
                 })
                 .collect();
             tick(&mut p, &m, t_s, &threads, &procs, &[]);

@@ -51,6 +51,9 @@ pub struct Tunables {
     /// placed again as a sharer, on the node holding most of its memory (0: it stays
     /// split).
     pub revise_split: u64,
+    /// A thread seen for the first time that started within `window_s` is judged busy by
+    /// its CPU time over its age (0: every thread waits for its second pass).
+    pub first_sight: u64,
 }
 
 impl Default for Tunables {
@@ -69,6 +72,7 @@ impl Default for Tunables {
             follow_once: 1,
             sample_selectively: 1,
             revise_split: 1,
+            first_sight: 1,
         }
     }
 }
@@ -88,6 +92,7 @@ pub const TUNABLES: &[&str] = &[
     "follow_once",
     "sample_selectively",
     "revise_split",
+    "first_sight",
 ];
 
 impl Tunables {
@@ -109,6 +114,7 @@ impl Tunables {
             ("follow_once", t.follow_once, 0, 1),
             ("sample_selectively", t.sample_selectively, 0, 1),
             ("revise_split", t.revise_split, 0, 1),
+            ("first_sight", t.first_sight, 0, 1),
         ])
         .map_err(|(k, msg)| InputError::new(&spec.label, format!("policy.{k}"), msg))?;
         if !t.chunk_kib.is_power_of_two() {

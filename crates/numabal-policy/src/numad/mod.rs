@@ -682,6 +682,7 @@ mod tests {
                 cpu: Some(t as usize),
                 node: Some(m.cpus[t as usize].node),
                 cpu_time_ns: 0,
+                age_ns: None,
             })
             .collect();
         let node_bytes: Vec<u64> = node_gib.iter().map(|g| g * GIB).collect();

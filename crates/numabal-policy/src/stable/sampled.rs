@@ -378,6 +378,7 @@ mod tests {
                         cpu: Some(m.nodes[node].cpus.first().unwrap()),
                         node: Some(node),
                         cpu_time_ns: 0,
+                        age_ns: None,
                     });
                 }
                 let pages = &self.pages[pid];

@@ -296,7 +296,8 @@ impl World<'_> {
                 .flat_map(|g| g.threads.first())
                 .min()
                 .copied();
-            self.threads.push(Thread::new(pidx, g, i, TState::Runnable));
+            self.threads
+                .push(Thread::new(pidx, g, i, TState::Runnable, self.now));
             if on_node.is_some() {
                 self.threads[tid].after_run_on_node = Some(base.clone());
             }

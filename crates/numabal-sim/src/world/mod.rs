@@ -200,6 +200,8 @@ pub(crate) struct Thread {
     pub(crate) window_bytes: f64,
     /// CPU time the thread has run (`se.sum_exec_runtime`), ns.
     pub(crate) sum_exec_ns: f64,
+    /// When it was created (`start_time`), ns.
+    pub(crate) start_ns: u64,
     /// The CPUs the thread goes back to when its `run_on_node` first phases end.
     pub(crate) after_run_on_node: Option<Mask>,
 }
@@ -638,7 +640,7 @@ impl World<'_> {
 }
 
 impl Thread {
-    pub(crate) fn new(proc: usize, group: usize, index: u32, state: TState) -> Self {
+    pub(crate) fn new(proc: usize, group: usize, index: u32, state: TState, now: u64) -> Self {
         Thread {
             proc,
             group,
@@ -653,6 +655,7 @@ impl Thread {
             debt_ns: 0.0,
             window_bytes: 0.0,
             sum_exec_ns: 0.0,
+            start_ns: now,
             after_run_on_node: None,
         }
     }

@@ -140,6 +140,7 @@ impl World<'_> {
                     cpu,
                     node: cpu.map(|c| self.machine.cpus[c].node),
                     cpu_time_ns: th.sum_exec_ns.max(0.0) as u64,
+                    age_ns: Some(self.now - th.start_ns),
                 }
             })
             .collect()
