@@ -11,8 +11,8 @@ the same with one mechanism switched off (policy tunables, docs/home-node.md):
                         threads stays split (on these workloads no process strays: the
                         rule shows on numa01-like on the guest's preset with shared_pct
                         50, docs/home-node.md)
-  first_sight=0         a thread seen for the first time waits for its second pass to be
-                        judged busy, however young
+  first_sight=0         a thread that started since the last pass waits for its second
+                        pass to be judged busy
   shared_pct=50         not a mechanism but the classification's threshold as it was
                         before 2026-11-27: a process shares its memory when half its
                         chunks sampled twice were sampled by two threads (20 in the set)

@@ -217,18 +217,17 @@ impl HomeNode {
         }
     }
 
-    /// A thread's CPU time over a pass of `dt` when it is seen for the first time: none is
-    /// known since a last pass, but a thread that started within `window_s` has lived all
-    /// its life recently, and its CPU time over its age is its rate now. perf bench's
-    /// workers, held on one node by perf while they fill their memory and managed only once
-    /// let go, are then placed at once, not a pass later (a second in the guest). An older
-    /// thread (the daemon just started, or the process was left alone until now) waits for
-    /// its second pass: 0.
+    /// A thread's CPU time over a pass of `dt` when it is seen for the first time: one that
+    /// started since the last pass has lived all its life in this one, and its CPU time
+    /// over its age is its rate over the pass. perf bench's workers start when their
+    /// process's main thread has filled its memory (held on one node by perf, so the
+    /// process is managed only then) and were placed a pass after they started. A thread
+    /// that started before the last pass (the daemon just started, or its process was left
+    /// alone until now) waits for its second pass: its rate over its life says nothing of
+    /// now (perf's main threads ran all their lives, and now wait in `pthread_join`).
     fn first_sight(&self, o: &ThreadObs, dt: u64) -> u64 {
         match o.age_ns {
-            Some(age)
-                if self.t.first_sight == 1 && age > 0 && age <= self.t.window_s * NS_PER_S =>
-            {
+            Some(age) if self.t.first_sight == 1 && age > 0 && age <= dt => {
                 (o.cpu_time_ns as u128 * dt as u128 / age as u128).min(dt as u128) as u64
             }
             _ => 0,
@@ -1019,9 +1018,9 @@ mod tests {
     }
 
     /// A single-threaded process first seen after a pass with none: placed in that very
-    /// pass when its thread started within `window_s` and ran a tenth of its life at least
-    /// (its CPU time over its age; the busiest thread's bar), not when it is older, ran
-    /// less, or `first_sight` is off.
+    /// pass when its thread started since the last pass (1 s) and ran a tenth of its life
+    /// at least (its CPU time over its age; the busiest thread's bar), not when it is
+    /// older, ran less, or `first_sight` is off.
     #[test]
     fn a_young_busy_thread_is_placed_at_first_sight() {
         let m = machine("tiny-2n4");
@@ -1040,20 +1039,23 @@ mod tests {
             let out = tick(&mut p, &m, 2, &[th], &procs, &[]);
             !homes(&out, &m).is_empty()
         };
-        assert!(first(6000, 5000, Tunables::default()), "busy 5 s of its 6");
         assert!(
-            !first(6000, 500, Tunables::default()),
-            "busy 0.5 s of its 6"
+            first(600, 500, Tunables::default()),
+            "busy 0.5 s of its 0.6"
         );
         assert!(
-            !first(11_000, 11_000, Tunables::default()),
-            "older than window_s"
+            !first(600, 30, Tunables::default()),
+            "busy 0.03 s of its 0.6"
+        );
+        assert!(
+            !first(1500, 1500, Tunables::default()),
+            "older than the pass"
         );
         let off = Tunables {
             first_sight: 0,
             ..Tunables::default()
         };
-        assert!(!first(6000, 5000, off), "first_sight=0");
+        assert!(!first(600, 500, off), "first_sight=0");
     }
 
     /// Processes on tiny-2n4 (2 CPUs a node) under a policy that places them unclassified

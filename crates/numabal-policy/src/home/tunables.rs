@@ -51,8 +51,8 @@ pub struct Tunables {
     /// placed again as a sharer, on the node holding most of its memory (0: it stays
     /// split).
     pub revise_split: u64,
-    /// A thread seen for the first time that started within `window_s` is judged busy by
-    /// its CPU time over its age (0: every thread waits for its second pass).
+    /// A thread seen for the first time that started since the last pass is judged busy
+    /// by its CPU time over its age (0: every thread waits for its second pass).
     pub first_sight: u64,
 }
 
