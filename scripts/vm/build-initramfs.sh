@@ -2,7 +2,7 @@
 # Builds the initramfs of one QEMU guest scenario (docs/vm-tests.md):
 #   target/vm/initrd-NAME.gz   (gzipped newc cpio)
 # with static busybox and its applet links, the project's release binaries (numabal,
-# numa01-like, numa02-like, numa-costs, twin-sample; debug info stripped when `strip`
+# numa01-like, numa02-like, numa-costs, twin-sample, placement; debug info stripped when `strip`
 # exists), numactl, numastat,
 # migratepages, perf (the real binary, also when /usr/bin/perf is Debian's wrapper script),
 # every shared library `ldd` names for them, the scenario as /scenario.sh, and an /init
@@ -39,7 +39,7 @@ mkdir -p "$out_dir"
 
 # --- what goes in ----------------------------------------------------------------------
 project_bins=()
-for b in numabal numa01-like numa02-like numa-costs twin-sample; do
+for b in numabal numa01-like numa02-like numa-costs twin-sample placement; do
   p=$repo/target/release/$b
   [ -x "$p" ] || die "$p is missing: cargo build --release --locked -p numabal-cli -p numabal-testprogs"
   project_bins+=("$p")

@@ -122,6 +122,16 @@ fn process(root: &Path, pid: u32) -> String {
         }
     }
     out.push_str(&sched);
+    let kb_per_node = kb_per_node(root, pid);
+    for (n, kb) in kb_per_node {
+        let _ = writeln!(out, "numa_maps {pid} {n} {kb}");
+    }
+    out
+}
+
+/// A process's memory per node, KiB (`/proc/PID/numa_maps`, as `numastat -p` sums it):
+/// each mapping's `N<node>=<pages>` times its `kernelpagesize_kB`.
+pub fn kb_per_node(root: &Path, pid: u32) -> std::collections::BTreeMap<usize, u64> {
     let maps = fs::read_to_string(root.join(format!("proc/{pid}/numa_maps"))).unwrap_or_default();
     let mut kb_per_node = std::collections::BTreeMap::new();
     for l in maps.lines() {
@@ -138,10 +148,114 @@ fn process(root: &Path, pid: u32) -> String {
             }
         }
     }
-    for (n, kb) in kb_per_node {
-        let _ = writeln!(out, "numa_maps {pid} {n} {kb}");
+    kb_per_node
+}
+
+/// The CPU each task of `pid` last ran on (`stat` field 39), by tid; none if it has gone.
+pub fn task_cpus(root: &Path, pid: u32) -> Vec<(u32, usize)> {
+    let Ok(dir) = fs::read_dir(root.join(format!("proc/{pid}/task"))) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(u32, usize)> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter_map(|tid: u32| {
+            let s = fs::read_to_string(root.join(format!("proc/{pid}/task/{tid}/stat"))).ok()?;
+            let (_, f) = stat_fields(&s)?;
+            Some((tid, f.get(36)?.parse().ok()?))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Each CPU's node (`/sys/devices/system/node/nodeN/cpulist`), by CPU.
+pub fn cpu_nodes(root: &Path) -> std::collections::BTreeMap<usize, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(dir) = fs::read_dir(root.join("sys/devices/system/node")) else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(node) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("node")?.parse().ok())
+        else {
+            continue;
+        };
+        let list = fs::read_to_string(e.path().join("cpulist")).unwrap_or_default();
+        for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                out.extend((a..=b).map(|c| (c, node)));
+            }
+        }
     }
     out
+}
+
+/// Where a process is, as the daemon scenarios judge it (scripts/vm/scenarios/lib.sh,
+/// `placed`): its workers' nodes (every task but the main thread, which only waits) and
+/// the node holding most of its memory. `None` if it has gone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placement {
+    pub pid: u32,
+    pub worker_nodes: Vec<usize>,
+    pub mem_node: usize,
+    pub mem_frac: f64,
+    pub mem_mb: f64,
+}
+
+impl Placement {
+    pub fn of(
+        root: &Path,
+        pid: u32,
+        nodes: &std::collections::BTreeMap<usize, usize>,
+    ) -> Option<Placement> {
+        let tasks = task_cpus(root, pid);
+        if tasks.is_empty() {
+            return None;
+        }
+        let mut worker_nodes: Vec<usize> = (tasks.iter())
+            .filter(|&&(tid, _)| tid != pid)
+            .filter_map(|(_, cpu)| nodes.get(cpu).copied())
+            .collect();
+        worker_nodes.sort_unstable();
+        worker_nodes.dedup();
+        let kb = kb_per_node(root, pid);
+        let total: u64 = kb.values().sum();
+        // The lowest node of the most memory, as numastat's columns are read.
+        let (mem_node, most) =
+            (kb.iter()).fold((0, 0), |b, (&n, &k)| if k > b.1 { (n, k) } else { b });
+        Some(Placement {
+            pid,
+            worker_nodes,
+            mem_node,
+            mem_frac: if total > 0 {
+                most as f64 / total as f64
+            } else {
+                0.0
+            },
+            mem_mb: total as f64 / 1024.0,
+        })
+    }
+
+    /// Its workers all on one node holding >= 90% of its memory.
+    pub fn placed(&self) -> bool {
+        self.worker_nodes == [self.mem_node] && self.mem_frac >= 0.9
+    }
+
+    /// `pid=P thread_nodes=[N ...] mem_node=M mem_frac=F mem_mb=MB`, as `placed` prints it.
+    pub fn line(&self) -> String {
+        let nodes: Vec<String> = self.worker_nodes.iter().map(|n| n.to_string()).collect();
+        format!(
+            "pid={} thread_nodes=[{}] mem_node={} mem_frac={:.3} mem_mb={:.1}",
+            self.pid,
+            nodes.join(" "),
+            self.mem_node,
+            self.mem_frac,
+            self.mem_mb
+        )
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +274,43 @@ mod tests {
         f[0] = "R".into();
         f[36] = cpu.to_string();
         format!("{pid} ({comm}) {}\n", f.join(" "))
+    }
+
+    /// A process's placement as the scenarios' `placed` judges it: the main thread's CPU
+    /// does not count, the node of the most memory and its share do.
+    #[test]
+    fn a_placement_as_the_scenarios_judge_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(root, "sys/devices/system/node/node0/cpulist", "0-1\n");
+        put(root, "sys/devices/system/node/node1/cpulist", "2-3,6\n");
+        for (tid, cpu) in [(20, 0), (21, 2), (22, 6)] {
+            put(
+                root,
+                &format!("proc/20/task/{tid}/stat"),
+                &stat(tid, "process 0", cpu),
+            );
+        }
+        put(
+            root,
+            "proc/20/numa_maps",
+            "7f00 default anon=100 N0=10 N1=90 kernelpagesize_kB=4\n7e00 default N1=1 kernelpagesize_kB=2048\n",
+        );
+        let nodes = cpu_nodes(root);
+        let p = Placement::of(root, 20, &nodes).unwrap();
+        assert_eq!(p.worker_nodes, vec![1]);
+        assert_eq!(p.mem_node, 1);
+        assert!(p.placed(), "{p:?}");
+        assert_eq!(
+            p.line(),
+            "pid=20 thread_nodes=[1] mem_node=1 mem_frac=0.984 mem_mb=2.4"
+        );
+        put(root, "proc/20/task/22/stat", &stat(22, "process 0", 1));
+        let p = Placement::of(root, 20, &nodes).unwrap();
+        assert_eq!(p.worker_nodes, vec![0, 1]);
+        assert!(!p.placed());
+        assert!(p.line().contains("thread_nodes=[0 1]"), "{}", p.line());
+        assert_eq!(Placement::of(root, 99, &nodes), None, "gone");
     }
 
     #[test]
