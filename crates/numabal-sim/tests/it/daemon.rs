@@ -253,8 +253,8 @@ fn the_migration_budget_bounds_the_daemons_moves() {
 /// A whole-process move is copied by as many threads as CPUs were idle over the last pass, as live
 /// (`numabal_daemon::pacing::movers`): perf bench's four workers leave four of the
 /// guest's eight CPUs idle, so each of its two moves has four movers at least, and five
-/// when the daemon's own CPU time in the gap, which `movers` counts too, rounds it up
-/// (decided at 2 s since `first_sight`: five; at 3 s before it: four). At 100 µs a page
+/// when the idle time and the daemon's own CPU time over the gap, both of which `movers`
+/// counts, round to five (decided at 2 s since `first_sight`: five; at 3 s before: four). At 100 µs a page
 /// (`migrate_page_ns`), a mover alone would take 4.1 s for a process's 40,960 pages; the
 /// pages arrive in about a quarter of that, and the daemon's CPU time is still every page's
 /// cost (the movers' time summed).
