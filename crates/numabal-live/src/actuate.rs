@@ -759,13 +759,7 @@ mod tests {
     fn a_huge_page_is_one_address_of_a_whole_process_move() {
         let _one_at_a_time = HUGE_MAP_TESTS.lock();
         let pid = Pid(std::process::id());
-        let mut m = sys::AnonMap::new(8 << 20).unwrap();
-        // Refused where the kernel has no THP: then no huge page backs it either.
-        let huge = m.advise_huge(true).is_ok();
-        for i in (0..m.len()).step_by(4096) {
-            m[i] = 1;
-        }
-        let (lo, hi) = (m.as_ptr() as u64, m.as_ptr() as u64 + m.len() as u64);
+        let (m, huge, lo, hi) = touched_huge_map();
         // khugepaged may collapse a range the faults left in base pages: the same THPs
         // before and after the reading, or the count is not compared.
         let thp_before = thp_kib_in(lo, hi);
@@ -807,12 +801,7 @@ mod tests {
     fn a_policys_address_in_a_huge_page_stands_for_its_pages() {
         let _one_at_a_time = HUGE_MAP_TESTS.lock();
         let pid = Pid(std::process::id());
-        let mut m = sys::AnonMap::new(8 << 20).unwrap();
-        let huge = m.advise_huge(true).is_ok();
-        for i in (0..m.len()).step_by(4096) {
-            m[i] = 1;
-        }
-        let (lo, hi) = (m.as_ptr() as u64, m.as_ptr() as u64 + m.len() as u64);
+        let (m, huge, lo, hi) = touched_huge_map();
         let addrs: Vec<u64> = (lo..hi).step_by(4096).collect();
         let thp_before = thp_kib_in(lo, hi);
         let weighed = weigh_huge_pages(pid, &addrs);
@@ -842,6 +831,19 @@ mod tests {
         // Pages left on another node (a multi-node host) count as not moved, not twice.
         assert!(moved > 0, "{log:?}");
         std::hint::black_box(&m);
+    }
+
+    /// 8 MiB of private anonymous memory advised huge and written a word a page: the map,
+    /// whether the advice was taken (refused where the kernel has no THP: then no huge page
+    /// backs it either), and its address range.
+    fn touched_huge_map() -> (sys::AnonMap, bool, u64, u64) {
+        let mut m = sys::AnonMap::new(8 << 20).unwrap();
+        let huge = m.advise_huge(true).is_ok();
+        for i in (0..m.len()).step_by(4096) {
+            m[i] = 1;
+        }
+        let (lo, hi) = (m.as_ptr() as u64, m.as_ptr() as u64 + m.len() as u64);
+        (m, huge, lo, hi)
     }
 
     /// The huge-page tests one at a time: two mappings advised alike merge into one, whose
