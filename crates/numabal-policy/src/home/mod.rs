@@ -489,9 +489,12 @@ impl HomeNode {
 
     /// Whole processes whose busy threads outgrew their node (more than its CPUs, counting
     /// every busy thread homed there) lose their home, to be placed again, while another
-    /// node has CPUs to spare; when none has, every node is overcommitted alike and the
-    /// process stays with its memory. The others' sizes are raised to their busy threads.
-    /// Returns whether one lost its home.
+    /// node has CPUs to spare, or while their node holds more than its share of all the
+    /// busy threads (its CPUs' part of the machine's): a process placed whole while it had
+    /// one busy thread (numa02's main thread, first touching its memory before its 24
+    /// workers start) must not keep 35 threads on a node of 12 beside one with 13. When
+    /// every node is overcommitted alike, the process stays with its memory. The others'
+    /// sizes are raised to their busy threads. Returns whether one lost its home.
     fn outgrown(&mut self, m: &Machine) -> bool {
         let cap: Vec<u32> = m.nodes.iter().map(|n| n.cpus.count() as u32).collect();
         let mut load = vec![0u32; cap.len()];
@@ -508,6 +511,7 @@ impl HomeNode {
             }
         }
         let spare = (0..cap.len()).any(|n| load[n] < cap[n]);
+        let (all_cap, all_load) = (cap.iter().sum::<u32>(), load.iter().sum::<u32>());
         let mut lost = Vec::new();
         for (&pid, u) in self.units.iter_mut() {
             let Some(Home::Whole(n)) = u.home else {
@@ -516,7 +520,9 @@ impl HomeNode {
             if u.busy <= u.size {
                 continue;
             }
-            if spare && load[n] > cap[n] {
+            let more_than_share =
+                u64::from(load[n]) * u64::from(all_cap) > u64::from(all_load) * u64::from(cap[n]);
+            if load[n] > cap[n] && (spare || more_than_share) {
                 u.home = None;
                 load[n] -= u.busy;
                 lost.push(pid);
@@ -1104,6 +1110,32 @@ mod tests {
         }
         let out = host.pass(&mut p, 4, &[]);
         assert!(homes(&out, &m).is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn on_a_full_machine_a_process_that_grows_past_its_share_is_placed_again() {
+        // numa01_numa02's numa02: placed whole while its main thread alone ran.
+        let m = machine("tiny-2n4");
+        let mut host = Host::new(&m, vec![(1, 1, 5, vec![1, 0]), (2, 2, 0, vec![0, 1])]);
+        let mut p = HomeNode::new(Tunables {
+            classify_wait_s: 1,
+            ..Tunables::default()
+        });
+        let mut h = BTreeMap::new();
+        for t_s in 1..=3 {
+            h.extend(homes(&host.pass(&mut p, t_s, &[]), &m));
+        }
+        assert_eq!(h[&Host::tid(1, 0)], 0, "{h:?}");
+        assert_eq!(h[&Host::tid(2, 0)], 1, "{h:?}");
+        // Six busy threads on node 0 beside two on node 1, 2 CPUs each: every node is
+        // full, but node 0 holds 6 of the 8, more than its half. Split over both: 4 and 4.
+        host.procs[0].1 = 6;
+        host.procs[0].2 = 0;
+        let h = homes(&host.pass(&mut p, 4, &[]), &m);
+        let to_1 = (0..6)
+            .filter(|&i| h.get(&Host::tid(1, i)) == Some(&1))
+            .count();
+        assert_eq!(to_1, 2, "{h:?}");
     }
 
     /// Threads' busy flags after two passes on autonuma-2n24 (12 CPUs a node): `runs`
