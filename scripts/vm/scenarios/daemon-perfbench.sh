@@ -17,47 +17,62 @@ children() {
   true
 }
 
-# Run the bench under the current settings; polls placement every 2 s (each poll one
-# program, `placement`); sets CONV (s after
-# the bench started, or "never") and ENDOK (1 if every process ends placed).
+# Run the bench under the current settings, polling placement about every second (each
+# poll one program, `placement`, and nothing else: the shell's own tools, a fork each,
+# made the polls 3.5-4.5 s apart in the loaded guest, coarser than the times compared).
+# The raw polls go to /tmp/polls.raw; after the bench, `judge_polls` sets CONV (s after
+# the bench started, or "never") and ENDOK (1 if every process ends placed) from them.
 bench() {
-  : > /tmp/polls.log
+  : > /tmp/polls.raw
   perf bench numa mem -p 4 -t 1 -P 160 -s "$SECS" -zZ0c > /tmp/bench.out 2>&1 &
   B=$!
-  t0=$(now_s); CONV=never; ENDOK=0; kids=""
+  read -r t0 _ < /proc/uptime; kids=""
   while kill -0 $B 2>/dev/null; do
-    sleep 2
-    [ "$(echo $kids | wc -w)" -lt 4 ] && kids=$(children $B)
-    [ -z "$kids" ] && continue
-    # One program for all four (placement, numabal-testprogs): the shell's `placed` runs
-    # a few dozen, seconds in the loaded guest, and its polls came 6-8 s apart.
+    sleep 0.5
     # shellcheck disable=SC2086
-    if placement $kids > /tmp/placed.all; then ok=1; else ok=0; fi
-    n=0; gone=0
-    for k in $kids; do
-      line=$(grep "^pid=$k " /tmp/placed.all) || { ok=0; continue; }
-      n=$((n + 1))
-      # A process whose memory fell below 90% of its largest is exiting (perf bench frees
-      # its buffer first): what is left says nothing of the placement.
-      mb=$(echo "$line" | sed -n 's/.*mem_mb=\([0-9.]*\).*/\1/p')
-      eval "peak=\${peak_$k:-0}"
-      if awk -v a="$mb" -v b="$peak" 'BEGIN { exit !(a > b) }'; then eval "peak_$k=$mb"; peak=$mb; fi
-      awk -v a="$mb" -v b="$peak" 'BEGIN { exit !(a < 0.9 * b) }' && gone=1
-    done
-    # Polls after the processes exit say nothing: keep the last one that saw all four whole.
-    if [ $n -lt 4 ] || [ $gone = 1 ]; then
-      echo "t=$(elapsed "$t0")s exiting (not counted): $(cat /tmp/placed.all 2>/dev/null | tr '\n' ';')" >> /tmp/polls.log
-      rm -f /tmp/placed.all; continue
-    fi
-    if [ $ok = 1 ] && [ "$CONV" = never ]; then CONV=$(elapsed "$t0"); fi
-    [ $ok = 1 ] && ENDOK=1 || ENDOK=0
-    last=$(cat /tmp/placed.all 2>/dev/null | tr '\n' ';'); rm -f /tmp/placed.*
-    # Every poll, printed after the bench: what changed, and when.
-    echo "t=$(elapsed "$t0")s placed=$ok $last" >> /tmp/polls.log
+    set -- $kids
+    [ $# -lt 4 ] && kids=$(children $B)
+    [ -z "$kids" ] && continue
+    read -r up _ < /proc/uptime
+    # shellcheck disable=SC2086
+    rc=0; placement $kids >> /tmp/polls.raw || rc=$?
+    echo "poll t=$up rc=$rc" >> /tmp/polls.raw
   done
   RC=0; wait $B || RC=$?
-  say "last placement before the bench ended: $last"
+  judge_polls "$t0" < /tmp/polls.raw > /tmp/polls.log
+  read -r CONV ENDOK < /tmp/polls.verdict
+  say "last placement before the bench ended: $(grep -v '^exiting' /tmp/polls.log | tail -1)"
   grep -iE 'converge|runtime-max|secs' /tmp/bench.out | head -5 || true
+}
+
+# The raw polls (placement's lines, then "poll t=UPTIME rc=STATUS") of a bench started at
+# uptime T0 ─► one line per poll on stdout, "CONV ENDOK" in /tmp/polls.verdict. A poll
+# counts when it saw all four processes whole: a process whose memory fell below 90% of
+# its largest is exiting (perf bench frees its buffer first), and what is left says
+# nothing of the placement. CONV is the first counted poll with every process placed,
+# ENDOK whether the last counted one had them all placed.
+judge_polls() {
+  awk -v t0="$1" '
+    /^pid=/ {
+      line = line $0 ";"; n++
+      pid = $1; mb = $0; sub(/.*mem_mb=/, "", mb); mb += 0
+      if (mb > peak[pid]) peak[pid] = mb
+      if (mb < 0.9 * peak[pid]) gone = 1
+      next
+    }
+    /^poll / {
+      t = $2; sub(/t=/, "", t); rc = $3; sub(/rc=/, "", rc)
+      t = sprintf("%.1f", t - t0)
+      if (n < 4 || gone) { print "exiting (not counted) t=" t "s: " line }
+      else {
+        ok = (rc == 0)
+        if (ok && conv == "") conv = t
+        last = ok
+        print "t=" t "s placed=" ok " " line
+      }
+      line = ""; n = 0; gone = 0
+    }
+    END { print (conv == "" ? "never" : conv), last + 0 > "/tmp/polls.verdict" }'
 }
 
 echo 0 > /proc/sys/kernel/numa_balancing
@@ -83,6 +98,7 @@ m0=$(vmstat numa_pages_migrated); s0=$(vmstat pgmigrate_success)
 say "== perf bench numa mem under the kernel's NUMA balancing (numa_balancing=1, no daemon)"
 bench
 k_conv=$CONV; k_end=$ENDOK; k_rc=$RC
+cp /tmp/polls.log /tmp/k_polls.log
 k_kmig=$(( $(vmstat numa_pages_migrated) - m0 )); k_pgm=$(( $(vmstat pgmigrate_success) - s0 ))
 
 say "== side by side (${SECS} s runs, 4 x 1 thread x 160 MiB, memory from node 0)"
@@ -95,6 +111,7 @@ printf '%-28s %14s %14s\n' "pgmigrate_success" "$d_pgm" "$k_pgm"
 [ "$d_rc" = 0 ] && pass "the bench ran its full length under the daemon" || fail "bench exit $d_rc under the daemon"
 # Every poll under the daemon, pass or fail: when each process was placed, beside the moves.
 say "-- placement at every poll under the daemon"; cat /tmp/d_polls.log
+say "-- placement at every poll under the kernel"; cat /tmp/k_polls.log
 if [ "$d_end" = 1 ]; then
   pass "under the daemon every process ends with >= 90% of its memory on its thread's node"
 else
