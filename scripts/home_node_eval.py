@@ -135,6 +135,9 @@ def specjbb(numabal, seeds, out):
 
 def part2(numabal, seeds, out, verdicts):
     pols = RIVALS + ["home-node"]
+    # Apart from part 1's runs of the same workloads, which have other policies.
+    out = out / "everywhere"
+    out.mkdir(parents=True, exist_ok=True)
     runs = {}
     for machine, w in BIND_DEFINED + [("rhel-8n", "pig")]:
         runs[(machine, w)] = compare(numabal, machine, w, pols, seeds, out)
