@@ -371,9 +371,9 @@ impl Actuator {
         self.changed.get(&tid).map(|c| &c.original)
     }
 
-    /// Forget threads that are gone.
-    pub fn forget(&mut self, live: impl Fn(Tid) -> bool) {
-        self.changed.retain(|&t, _| live(t));
+    /// Forget the threads `keep` (given each thread and its process) does not keep.
+    pub fn forget(&mut self, keep: impl Fn(Tid, Pid) -> bool) {
+        self.changed.retain(|&t, c| keep(t, c.pid));
     }
 
     /// Carry out one action of `pid_of`'s process at `now_ns`; returns the log lines.

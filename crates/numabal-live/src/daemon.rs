@@ -465,7 +465,10 @@ impl<'a> Daemon<'a> {
         snap.processes.retain(|p| managed.contains(&p.pid.0));
         snap.threads.retain(|t| managed.contains(&t.pid.0));
         let live_tids: BTreeSet<Tid> = snap.threads.iter().map(|t| t.tid).collect();
-        self.actuator.forget(|t| live_tids.contains(&t));
+        // A managed process's leader that exited (a zombie while its threads run on) keeps
+        // its entry: judge reads the process's affinity there, the mask the daemon set.
+        self.actuator
+            .forget(|t, pid| live_tids.contains(&t) || (t.0 == pid.0 && managed.contains(&pid.0)));
         self.managed_count = managed.len();
         live_tids
     }

@@ -420,7 +420,13 @@ impl UserSpace {
             .into_iter()
             .filter(|p| managed.contains(&p.pid.0))
             .collect();
-        d.changed.retain(|t, _| threads.iter().any(|o| o.tid == *t));
+        // A managed process's main thread that exited keeps its entry: its threads run on
+        // with the mask they inherited from it, and judge reads the process's affinity there.
+        d.changed.retain(|t, c| {
+            threads.iter().any(|o| o.tid == *t)
+                || (managed.contains(&c.pid.0)
+                    && w.main_thread(c.pid.idx() - 1) == Some(t.idx() - 1))
+        });
         let wanted: BTreeSet<u32> = (managed.iter().copied())
             .filter(|&p| self.policy.wants_samples(Pid(p)))
             .collect();

@@ -415,6 +415,34 @@ fn the_daemon_leaves_narrowed_and_small_processes_alone() {
     assert_eq!(stop(&big)["managed_last_pass"], 0);
 }
 
+/// XSBench on stable-a: its master thread alone runs first and is placed whole on a node;
+/// it exits as its team of 32 starts with the mask it inherited from it. The leader's
+/// mask is still the daemon's doing, not an operator's: the process stays managed (it
+/// was skipped as "CPUs narrowed" and ran 32 threads on 8 CPUs, 2.2x the best policy) and
+/// is placed again over the nodes.
+#[test]
+fn a_process_whose_placed_main_thread_exits_stays_managed() {
+    let r = run(&scenario_with(
+        &Inline(Vec::new()),
+        "stable-a",
+        "xsbench",
+        "home-node",
+        1,
+        &["sim.max_time_s=8"],
+    ));
+    let log = daemon_log(&r);
+    assert!(log.iter().all(|l| l.get("skip").is_none()), "{log:?}");
+    let decisions: Vec<&str> = (log.iter())
+        .filter_map(|l| l.get("decision")?.as_str())
+        .collect();
+    assert_eq!(decisions.len(), 2, "{decisions:?}");
+    assert!(decisions[0].starts_with("home node "), "{decisions:?}");
+    assert!(
+        decisions[1].starts_with("split over nodes (32 busy threads"),
+        "{decisions:?}"
+    );
+}
+
 /// The daemon's pass CPU is taken from the machine: on a machine whose every CPU runs a
 /// worker, an expensive pass (reading `/proc` at 5 ms a file) takes CPU time from them.
 #[test]
