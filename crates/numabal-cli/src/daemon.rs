@@ -202,6 +202,9 @@ pub(crate) fn decision(t_s: f64, a: &Action) -> serde_json::Value {
         Action::MovePages { pid, addrs, node } => {
             json!({"t_s": t_s, "would": "move_pages", "pid": pid.0, "pages": addrs.len(), "to": node})
         }
+        Action::InterleaveProcessPages { pid, from, nodes } => {
+            json!({"t_s": t_s, "would": "interleave_pages", "pid": pid.0, "from": from, "nodes": nodes})
+        }
         other => json!({"t_s": t_s, "would": format!("{other:?}")}),
     }
 }

@@ -241,6 +241,12 @@ pub fn migrate_pages(t_s: f64, pid: Pid, from: usize, to: usize) -> Value {
     json!({"t_s": t_s, "pid": pid.0, "migrate_pages": {"from": from, "to": to}})
 }
 
+/// A whole-process spread of the pages on `from` over `nodes` (the daemon's own
+/// `move_pages` of them).
+pub fn interleave_pages(t_s: f64, pid: Pid, from: usize, nodes: &[usize]) -> Value {
+    json!({"t_s": t_s, "pid": pid.0, "interleave_pages": {"from": from, "nodes": nodes}})
+}
+
 /// May `call` (`move_pages`, `migrate_pages`) move pages to `node`? Only if the process is
 /// there (`mems_allowed`: its `Mems_allowed`, `None` when it exited) and `node` is in its
 /// `Mems_allowed`; else the call's line `v` says why not and `counts` count it.

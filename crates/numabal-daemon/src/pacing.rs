@@ -5,9 +5,12 @@
 //!              (numad's -i min:max moves between the two), else DEFAULT_INTERVAL_MS;
 //!              never under MIN_INTERVAL_MS; with nothing managed, at least
 //!              idle_interval_ms
-//!   softdirty  after a clear, the faults it caused (samples × sample_period) at the
-//!              assumed fault_cost_ns, spread over enough time to stay within
-//!              softdirty_budget_pct of one CPU; at least the shortest pass gap
+//!   softdirty  a process the policy wants sampled after the pass's decisions is cleared
+//!              when the faults its clear may cause at the assumed fault_cost_ns fit
+//!              softdirty_budget_pct of one CPU over the time since its last clear
+//!              (ClearPacer): the first, every present entry, with 60 s of budget
+//!              credited; the next, the faults the last caused (samples × sample_period,
+//!              as they come); at least the shortest pass gap apart
 //!   movers     threads moving pages: the CPU time over the last pass gap that no other
 //!              program used (CPUs' idle time and the daemon's own), in CPUs,
 //!              1..=MAX_MOVERS
@@ -15,6 +18,7 @@
 
 use crate::{DaemonSettings, MIN_INTERVAL_MS, MS};
 use numabal_policy::Policy;
+use std::collections::BTreeMap;
 
 /// The interval between passes when neither `interval_ms` nor the policy sets one, ms.
 pub const DEFAULT_INTERVAL_MS: u64 = 1000;
@@ -105,13 +109,74 @@ pub fn at_least_min_interval(ns: u64) -> u64 {
     ns.max(MIN_INTERVAL_MS * MS)
 }
 
-/// softdirty: when a process whose bits are cleared now may be cleared again, ns: the
-/// `faults` the last clear caused, at the assumed `fault_cost_ns`, spread over enough time
-/// to stay within `softdirty_budget_pct` of one CPU; at least `interval_min_ns`.
-pub fn next_clear_ns(s: &DaemonSettings, now_ns: u64, faults: u64, interval_min_ns: u64) -> u64 {
+/// softdirty: when each process's soft-dirty bits may be cleared. After a clear, every
+/// entry the process writes takes a write fault, paid by its threads; `clear_refs` takes
+/// the whole process, so a clear cannot be made smaller, only later. A process is cleared
+/// when the policy wants it sampled (asked after the pass's decisions, so that a process
+/// placed at once is never cleared for nothing) and the faults its clear may cause, at
+/// `fault_cost_ns` each, fit `softdirty_budget_pct` of one CPU over the time since its
+/// last clear, at least `interval_min_ns` ago. Before the first, every present entry may
+/// be written, and the budget counts from [`FIRST_CLEAR_CREDIT_NS`] before the process was
+/// first wanted; after it, the faults it caused are counted as their samples come. At the
+/// defaults a process of 1.5 million entries or fewer (6 GiB of base pages) is cleared
+/// when first wanted; one of 7 million (27 GiB) 220 s later; a clear that caused 7 million
+/// faults is followed by the next 280 s later.
+#[derive(Debug, Clone, Default)]
+pub struct ClearPacer {
+    /// Per process: when it was last cleared (or first wanted), ns, and the faults
+    /// sampled since (`None`: never cleared).
+    procs: BTreeMap<u32, (u64, Option<u64>)>,
+}
+
+/// The budget a process's first clear may draw on when it is first wanted: the kernel's
+/// longest NUMA scan period (`numa_balancing_scan_period_max_ms`, 60 s), within which its
+/// own scanner covers a process too.
+pub const FIRST_CLEAR_CREDIT_NS: u64 = 60 * 1000 * MS;
+
+impl ClearPacer {
+    /// `faults` of process `pid` were sampled (samples × sample_period); before its first
+    /// clear they are first touches, not the budget's.
+    pub fn faulted(&mut self, pid: u32, faults: u64) {
+        if let Some((_, Some(f))) = self.procs.get_mut(&pid) {
+            *f += faults;
+        }
+    }
+
+    /// Processes no longer managed forgotten.
+    pub fn retain(&mut self, managed: impl Fn(u32) -> bool) {
+        self.procs.retain(|&pid, _| managed(pid));
+    }
+
+    /// Whether process `pid` is to be cleared now (if so, the clear is counted as made).
+    /// `entries`: its present page-table entries (a base page or a transparent huge page
+    /// each), asked before its first clear only.
+    pub fn due(
+        &mut self,
+        s: &DaemonSettings,
+        now_ns: u64,
+        interval_min_ns: u64,
+        pid: u32,
+        entries: impl FnOnce() -> u64,
+    ) -> bool {
+        let (since, faults) = *self.procs.entry(pid).or_insert((now_ns, None));
+        let elapsed = now_ns.saturating_sub(since);
+        let (faults, least, credit) = match faults {
+            Some(f) => (f, interval_min_ns, 0),
+            None => (entries(), 0, FIRST_CLEAR_CREDIT_NS),
+        };
+        if elapsed < least || elapsed + credit < budget_wait_ns(s, faults) {
+            return false;
+        }
+        self.procs.insert(pid, (now_ns, Some(0)));
+        true
+    }
+}
+
+/// The time `faults` at the assumed `fault_cost_ns` take to fit `softdirty_budget_pct` of
+/// one CPU, ns.
+fn budget_wait_ns(s: &DaemonSettings, faults: u64) -> u64 {
     let cost_ns = faults as f64 * s.fault_cost_ns as f64;
-    let wait = (cost_ns * 100.0 / s.softdirty_budget_pct) as u64;
-    now_ns + wait.max(interval_min_ns)
+    (cost_ns * 100.0 / s.softdirty_budget_pct) as u64
 }
 
 #[cfg(test)]
@@ -172,8 +237,30 @@ mod tests {
     #[test]
     fn softdirty_clears_are_spaced_by_the_fault_budget() {
         let s = DaemonSettings::default();
-        assert_eq!(next_clear_ns(&s, 0, 40_960, 1000 * MS), 1_638_400_000);
-        assert_eq!(next_clear_ns(&s, 7, 0, 1000 * MS), 7 + 1000 * MS);
+        let mut p = ClearPacer::default();
+        let gap = 1000 * MS;
+        let t0 = 100 * 1000 * MS;
+        // 1 GiB of base pages: 10.5 s of the budget, within the first clear's credit;
+        // faults sampled before the clear are first touches, not its.
+        p.faulted(1, 1_000_000);
+        assert!(p.due(&s, t0, gap, 1, || 262_144));
+        // It caused 40,960 faults: 1.6384 s of the budget, not one pass.
+        p.faulted(1, 40_960);
+        assert!(!p.due(&s, t0 + gap, gap, 1, || unreachable!()));
+        assert!(p.due(&s, t0 + 1_638_400_000, gap, 1, || unreachable!()));
+        // No faults since: the next at the shortest pass gap.
+        assert!(!p.due(&s, t0 - 1 + 1_638_400_000 + gap, gap, 1, || unreachable!()));
+        assert!(p.due(&s, t0 + 1_638_400_000 + gap, gap, 1, || unreachable!()));
+        // 7 million entries (27 GiB of base pages): 280 s of the budget, 60 s of it
+        // credited, so 220 s after it was first wanted.
+        let big = 7_000_000;
+        assert!(!p.due(&s, t0, gap, 2, || big));
+        assert!(!p.due(&s, t0 + 219 * 1000 * MS, gap, 2, || big));
+        assert!(p.due(&s, t0 + 220 * 1000 * MS, gap, 2, || big));
+        // Forgotten when no longer managed: first wanted anew.
+        p.retain(|pid| pid == 1);
+        assert!(!p.due(&s, t0 + 300 * 1000 * MS, gap, 2, || big));
+        assert_eq!(FIRST_CLEAR_CREDIT_NS, 60 * 1000 * MS);
     }
 
     /// Eight CPUs idle 0.9 + 0.5 + 0.5 + 1 + 0.6 of the pass are 3.5 idle CPUs: four

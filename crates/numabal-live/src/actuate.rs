@@ -12,6 +12,9 @@
 //!                                  maps and pagemap), to `to`; what moved is charged to the
 //!                                  budget after (not migrate_pages(2), which takes a file's
 //!                                  pages too when only this process maps them)
+//!  InterleaveProcessPages          the same pages on `from`, each 2 MiB run of addresses to
+//!                                  the node of `nodes` whose turn it is (one move_pages per
+//!                                  destination; a run whose turn is `from` stays)
 //!  Log                             the decision log
 //!
 //!  a move of many pages: up to `movers` threads at once (begin_pass; pacing::movers),
@@ -232,6 +235,19 @@ fn on_node(pages: &[(u64, u32, i32)], node: usize) -> Vec<(u64, u32)> {
         .collect()
 }
 
+/// `addrs` (on `from`) by destination: `to`'s nodes take turns by 2 MiB run of
+/// addresses; a run whose turn is `from` stays (with one destination, every page goes).
+fn turns(addrs: &[(u64, u32)], from: usize, to: &[usize]) -> Vec<(usize, Vec<(u64, u32)>)> {
+    let mut by: BTreeMap<usize, Vec<(u64, u32)>> = BTreeMap::new();
+    for &(a, p) in addrs {
+        let node = to[(a >> 21) as usize % to.len()];
+        if node != from || to.len() == 1 {
+            by.entry(node).or_default().push((a, p));
+        }
+    }
+    by.into_iter().collect()
+}
+
 /// Base pages of `addrs` (`on_node`'s).
 fn pages_of(addrs: &[(u64, u32)]) -> usize {
     addrs.iter().map(|&(_, p)| p as usize).sum()
@@ -402,7 +418,12 @@ impl Actuator {
                 log.push(self.move_pages(now_ns, *pid, addrs, *node, target(*pid)));
             }
             Action::MigrateProcessPages { pid, from, to } => {
-                log.push(self.migrate_pages(now_ns, *pid, *from, *to, target(*pid)));
+                let v = line::migrate_pages(t_s, *pid, *from, *to);
+                log.push(self.migrate_pages(now_ns, *pid, *from, &[*to], v, target(*pid)));
+            }
+            Action::InterleaveProcessPages { pid, from, nodes } => {
+                let v = line::interleave_pages(t_s, *pid, *from, nodes);
+                log.push(self.migrate_pages(now_ns, *pid, *from, nodes, v, target(*pid)));
             }
             other => log.push(json!({"t_s": t_s, "not_done": format!("{other:?}"),
                 "why": "not a live action (mempolicies are set by the program or numactl)"})),
@@ -530,13 +551,13 @@ impl Actuator {
         now_ns: u64,
         pid: Pid,
         from: usize,
-        to: usize,
+        to: &[usize],
+        mut v: Value,
         target: Option<Target>,
     ) -> Value {
-        let t_s = now_ns as f64 / 1e9;
-        let mut v = line::migrate_pages(t_s, pid, from, to);
         let mems = target.as_ref().map(|t| &t.mems_allowed);
-        if !line::admit(&mut self.counts, &mut v, "migrate_pages", to, mems) {
+        let counts = &mut self.counts;
+        if !(to.iter()).all(|&n| line::admit(counts, &mut v, "migrate_pages", n, mems)) {
             return v;
         }
         let target = target.expect("admitted");
@@ -559,10 +580,11 @@ impl Actuator {
         let started = std::time::Instant::now();
         let movers = self.movers;
         let moved = self.own_pages_on(mm, from).and_then(|on| {
-            Ok((
-                move_chunks(mm, &on, to, movers, &mut not_moved)?,
-                pages_of(&on),
-            ))
+            let mut moved = 0;
+            for (node, run) in turns(&on, from, to) {
+                moved += move_chunks(mm, &run, node, movers, &mut not_moved)?;
+            }
+            Ok((moved, pages_of(&on)))
         });
         let (moved, pages) = match moved {
             Ok(m) => m,
@@ -656,6 +678,22 @@ impl Actuator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Nodes 0-3 take turns by 2 MiB run of addresses; the runs whose turn is the source
+    /// stay; with one destination every page goes, whatever node it names.
+    #[test]
+    fn spread_pages_take_turns_by_2_mib_run() {
+        let run = |i: u64| (i << 21, 512u32);
+        let addrs: Vec<(u64, u32)> = (0..8).map(run).chain([((5 << 21) + 4096, 1)]).collect();
+        let t = turns(&addrs, 2, &[0, 1, 2, 3]);
+        let want = vec![
+            (0, vec![run(0), run(4)]),
+            (1, vec![run(1), run(5), ((5 << 21) + 4096, 1)]),
+            (3, vec![run(3), run(7)]),
+        ];
+        assert_eq!(t, want);
+        assert_eq!(turns(&addrs, 2, &[2]), vec![(2, addrs.clone())]);
+    }
 
     /// On this process's own thread: set, remembered with the original, restored.
     #[test]

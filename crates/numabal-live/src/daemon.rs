@@ -236,6 +236,7 @@ pub fn run(
         d.actions.clear();
         d.policy
             .on_tick(&d.machine, &snap.observation(now), &mut d.actions);
+        d.clear_soft_dirty_bits(&managed, now, log);
         d.record(&snap, now)?;
         d.act(&snap, now, log);
         d.pass += 1;
@@ -279,8 +280,7 @@ struct Daemon<'a> {
     /// Threads the sensor could not watch (logged once).
     watch_errors: BTreeSet<u32>,
     // softdirty: when each process's bits are cleared next, and samples since the last clear.
-    next_clear: BTreeMap<u32, u64>,
-    since_clear: BTreeMap<u32, u64>,
+    clears: numabal_daemon::pacing::ClearPacer,
     raw: Vec<RawSample>,
     actions: Vec<Action>,
     /// The last pass's time, per-CPU idle time and the daemon's CPU time, ns (how many
@@ -371,8 +371,7 @@ impl<'a> Daemon<'a> {
             actuator: Actuator::new(cfg.dry_run, cfg.settings.migrate_mb_s),
             roster: numabal_daemon::Roster::default(),
             watch_errors: BTreeSet::new(),
-            next_clear: BTreeMap::new(),
-            since_clear: BTreeMap::new(),
+            clears: Default::default(),
             raw: Vec::new(),
             actions: Vec::new(),
             last_idle: None,
@@ -513,13 +512,9 @@ impl<'a> Daemon<'a> {
         s.drain(&mut self.raw);
         snap.samples = resolve(&self.raw, managed, &self.cpu_nodes);
         for r in &self.raw {
-            *self.since_clear.entry(r.pid).or_default() +=
-                self.cfg.settings.sample_period_of(self.sensor);
+            (self.clears).faulted(r.pid, self.cfg.settings.sample_period_of(self.sensor));
         }
         self.raw.clear();
-        if self.sensor == SensorKind::SoftDirty {
-            self.clear_soft_dirty_bits(&wanted, now, log);
-        }
     }
 
     /// damon: monitor the wanted processes, read their last hot regions and credit them to
@@ -554,29 +549,30 @@ impl<'a> Daemon<'a> {
         }
     }
 
-    /// softdirty: clear the bits of each managed process whose turn has come.
+    /// softdirty: clear the bits of each process the policy wants sampled after the pass's
+    /// decisions (a process placed at once and no longer wanted is not cleared for
+    /// nothing), when its turn has come (`ClearPacer`).
     fn clear_soft_dirty_bits(
         &mut self,
         managed: &BTreeSet<u32>,
         now: u64,
         log: &mut dyn FnMut(Value),
     ) {
-        self.next_clear.retain(|p, _| managed.contains(p));
+        if self.sensor != SensorKind::SoftDirty {
+            return;
+        }
+        self.clears.retain(|p| managed.contains(&p));
+        let root = &self.cfg.root;
         for &pid in managed {
-            if now < self.next_clear.get(&pid).copied().unwrap_or(0) {
+            // Unreadable (a fixture tree without the file): nothing known, as if small.
+            let entries = || crate::procfs::present_entries(root, pid).unwrap_or(0);
+            let s = &self.cfg.settings;
+            if !self.policy.wants_samples(Pid(pid))
+                || !self.clears.due(s, now, self.interval_min_ns, pid, entries)
+            {
                 continue;
             }
-            // The faults the last clear caused, at their cost, spread over enough
-            // time to stay within the budget.
-            let faults = self.since_clear.remove(&pid).unwrap_or(0);
-            let next = numabal_daemon::pacing::next_clear_ns(
-                &self.cfg.settings,
-                now,
-                faults,
-                self.interval_min_ns,
-            );
-            self.next_clear.insert(pid, next);
-            if let Err(e) = clear_soft_dirty(&self.cfg.root, pid) {
+            if let Err(e) = clear_soft_dirty(root, pid) {
                 log(json!({"t_s": now as f64 / 1e9, "pid": pid,
                     "sensor_error": format!("clear_refs: {e}")}));
             }

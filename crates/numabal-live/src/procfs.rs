@@ -124,6 +124,30 @@ pub fn parse_numa_maps(path: &Path, text: &str) -> Result<NumaMaps, LiveError> {
     Ok(m)
 }
 
+/// A process's present page-table entries, from `/proc/PID/smaps_rollup`: its resident
+/// base pages, a transparent huge page mapped by a PMD counting once (`AnonHugePages`,
+/// `ShmemPmdMapped`, `FilePmdMapped`). `None` if the file cannot be read or has no `Rss`.
+pub fn present_entries(root: &Path, pid: u32) -> Option<u64> {
+    let path = root.join(format!("proc/{pid}/smaps_rollup"));
+    entries_of_smaps_rollup(&std::fs::read_to_string(path).ok()?)
+}
+
+/// [`present_entries`] of the text of `smaps_rollup` (sizes in kB).
+pub fn entries_of_smaps_rollup(text: &str) -> Option<u64> {
+    let kb = |name: &str| {
+        (text.lines())
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    };
+    let rss = kb("Rss")?;
+    let pmd: u64 = ["AnonHugePages", "ShmemPmdMapped", "FilePmdMapped"]
+        .iter()
+        .filter_map(|n| kb(n))
+        .sum::<u64>()
+        .min(rss);
+    Some((rss - pmd) / 4 + pmd.div_ceil(2048))
+}
+
 /// The address ranges (start, end) of a process's private anonymous mappings, sorted: the
 /// lines of `/proc/PID/maps` with `p` permissions, readable or writable, inode 0 and no
 /// file (the heap, stacks, `malloc`'s own mappings, named anonymous ones). The pages a
@@ -445,6 +469,24 @@ pub mod fixture {
 
 #[cfg(test)]
 mod tests {
+    /// smaps_rollup of a process with 160 MiB in huge pages and 2 MiB of base pages: 80
+    /// entries for the huge pages, 512 for the rest; no `Rss`, nothing known.
+    #[test]
+    fn present_entries_count_a_huge_page_once() {
+        let text = "\
+55d0c0800000-7ffd3b5fe000 ---p 00000000 00:00 0                          [rollup]
+Rss:              165888 kB
+Pss:              165000 kB
+AnonHugePages:    163840 kB
+ShmemPmdMapped:        0 kB
+FilePmdMapped:         0 kB
+";
+        assert_eq!(super::entries_of_smaps_rollup(text), Some(80 + 512));
+        assert_eq!(super::entries_of_smaps_rollup("Pss: 4 kB\n"), None);
+        let base = "Rss: 4096 kB\n";
+        assert_eq!(super::entries_of_smaps_rollup(base), Some(1024));
+    }
+
     #[test]
     fn private_anonymous_ranges_are_the_heap_stacks_and_anonymous_mappings() {
         let maps = "\

@@ -132,6 +132,18 @@ pub enum Action {
         /// Destination node.
         to: usize,
     },
+    /// The process's pages on node `from` spread over `nodes`, 2 MiB of addresses at a
+    /// time in turn (a run whose turn is `from` stays): what `numactl --interleave` would
+    /// have placed, done after the fact. Live, `move_pages` of its own pages found in its
+    /// pagemap, as for `MigrateProcessPages`; synchronous in the caller the same way.
+    InterleaveProcessPages {
+        /// Process.
+        pid: Pid,
+        /// Source node.
+        from: usize,
+        /// The nodes taking turns, in order.
+        nodes: Vec<usize>,
+    },
     /// `move_pages(2)` of the pages at these addresses (page-aligned virtual addresses of
     /// `pid`) to `node`: the live form of a page migration, for pages a sensor sampled.
     /// The simulator does not carry it out (its policies name pages by region and index).

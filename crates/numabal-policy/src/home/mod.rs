@@ -96,6 +96,14 @@ struct Unit {
     away_last: Option<u64>,
     /// Split as private, then found sharing, for its next decision's line.
     strayed: Option<Strayed>,
+    /// A split process: its busy threads when it was last shared out over the nodes.
+    split_busy: u32,
+    /// A split process: at this pass, more than a quarter of its memory lies beyond its
+    /// busy threads' share of each node ([`concentrated`]).
+    concentrated: bool,
+    /// A split process not known to be private whose memory was concentrated: the heavy
+    /// node's pages were spread over its threads' nodes, once.
+    spread: bool,
 }
 
 /// What showed a split private process to share its memory (see [`HomeNode::strayed`]).
@@ -136,6 +144,9 @@ pub struct HomeNode {
     last_ns: Option<u64>,
     /// A process exited since the last plan: its room is free for the split ones.
     exited: bool,
+    /// At this pass, busy threads fill every CPU (counting a placed process's threads as
+    /// it was placed with, if more): a class is moot.
+    crowded: bool,
 }
 
 impl HomeNode {
@@ -147,6 +158,7 @@ impl HomeNode {
             threads: BTreeMap::new(),
             last_ns: None,
             exited: false,
+            crowded: false,
         }
     }
 
@@ -209,6 +221,9 @@ impl HomeNode {
                 gathered: None,
                 away_last: None,
                 strayed: None,
+                split_busy: 0,
+                concentrated: false,
+                spread: false,
             });
             u.busy = busy;
             if u.busy_since.is_none() && busy > 0 {
@@ -322,12 +337,31 @@ impl HomeNode {
     }
 
     /// Busy, and one busy thread (it goes whole whatever it shares), or classified (its
-    /// samples came from two threads at least), or waited `classify_wait_s`.
+    /// samples came from two threads at least), or waited `classify_wait_s`, or the
+    /// machine is crowded: the class decides only whether a process that fits a node is
+    /// split, and that only while the machine has room to spread its threads. On a
+    /// crowded machine a process is placed at once, and its memory waits for its class
+    /// (`follow`). (Not so for a process that fits no node: its main thread, busy as its
+    /// workers start, can make it look one too wide for a pass.) A big process may never
+    /// be classified: the sensor's budget may not allow a soft-dirty clear of it
+    /// (`ClearPacer`).
     fn ready(&self, u: &Unit, now: u64) -> bool {
         let waited = u
             .busy_since
             .is_some_and(|t| now >= t + self.t.classify_wait_s * NS_PER_S);
-        u.busy == 1 || (u.busy > 1 && (u.class != Class::Unknown || waited))
+        u.busy == 1 || (u.busy > 1 && (u.class != Class::Unknown || waited || self.crowded))
+    }
+
+    /// [`HomeNode::crowded`] for this pass.
+    fn crowding(&mut self, m: &Machine) {
+        let cpus: u32 = m.nodes.iter().map(|n| n.cpus.count() as u32).sum();
+        let busy: u32 = (self.units.values())
+            .map(|u| match u.home {
+                Some(_) => u.busy.max(u.size),
+                None => u.busy,
+            })
+            .sum();
+        self.crowded = busy >= cpus;
     }
 
     /// Homes for the processes that are ready and have none; split processes shared out
@@ -409,8 +443,10 @@ impl HomeNode {
             .map(|(&pid, _)| pid)
             .collect();
         for pid in split {
+            // Busy threads only: an idle one keeps its node and takes none of the quota
+            // (a main thread busy as its workers started must not keep a CPU from them).
             let tids: Vec<Tid> = (self.threads.iter())
-                .filter(|(_, t)| t.pid == pid && (t.busy || t.home.is_some()))
+                .filter(|(_, t)| t.pid == pid && t.busy)
                 .map(|(&tid, _)| tid)
                 .collect();
             let shares = self.units[&pid].class != Class::Private;
@@ -424,6 +460,7 @@ impl HomeNode {
             } else {
                 cap.to_vec()
             };
+            self.units.get_mut(&pid).expect("listed").split_busy = tids.len() as u32;
             let quota = plan::water_fill(&within, &room, tids.len() as u32);
             for (n, q) in quota.iter().enumerate() {
                 room[n] -= i64::from(*q);
@@ -456,9 +493,11 @@ impl HomeNode {
                 });
             }
         }
+        self.concentration(obs);
         if self.t.move_memory == 0 {
             return;
         }
+        self.spread(obs, out);
         let mut pages = self.t.move_mb_s * MIB / PAGE * self.t.interval_ms / 1000;
         let mut free: Vec<u64> = obs.nodes.iter().map(|n| n.mem_free_bytes).collect();
         // Whole processes whose home node has the most room gather first: their moves free
@@ -484,6 +523,70 @@ impl HomeNode {
             let u = self.units.get_mut(&p.pid).expect("listed");
             u.away_last = Some(away_from(p, n));
             gather(p, n, obs.now_ns, moving, &mut u.gathered, &mut free, out);
+        }
+    }
+
+    /// Each split process's [`Unit::concentrated`], from its busy threads' homes and its
+    /// memory per node.
+    fn concentration(&mut self, obs: &Observation<'_>) {
+        for p in obs.processes {
+            let Some(u) = self.units.get_mut(&p.pid) else {
+                continue;
+            };
+            let mut on = vec![0u64; p.node_bytes.len()];
+            for t in self.threads.values().filter(|t| t.pid == p.pid && t.busy) {
+                if let Some(n) = t.home.filter(|&n| n < on.len()) {
+                    on[n] += 1;
+                }
+            }
+            u.concentrated = u.home == Some(Home::Split) && concentrated(p, &on);
+        }
+    }
+
+    /// A split process not known to be private (not classified after `classify_wait_s`,
+    /// or sharing) whose memory is concentrated: the node holding most of it has its pages
+    /// spread over the nodes its busy threads are homed on, once (memory a main thread
+    /// first touched on one node, read by workers on every node: XSBench's tables, HPL's
+    /// matrix). Chunks it samples later are interleaved the same way (`to_interleave`).
+    fn spread(&mut self, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        for p in obs.processes {
+            let Some(u) = self.units.get(&p.pid) else {
+                continue;
+            };
+            let waited = u
+                .busy_since
+                .is_some_and(|t| obs.now_ns >= t + self.t.classify_wait_s * NS_PER_S);
+            let known_private = u.class == Class::Private;
+            if !u.concentrated
+                || u.spread
+                || known_private
+                || (u.class == Class::Unknown && !waited)
+            {
+                continue;
+            }
+            let nodes: BTreeSet<usize> = (self.threads.values())
+                .filter(|t| t.pid == p.pid && t.busy)
+                .filter_map(|t| t.home)
+                .collect();
+            let Some(from) = (0..p.node_bytes.len()).max_by_key(|&n| (p.node_bytes[n], n)) else {
+                continue;
+            };
+            let nodes: Vec<usize> = nodes.into_iter().collect();
+            let u = self.units.get_mut(&p.pid).expect("listed");
+            u.spread = true;
+            u.nodes = nodes.clone();
+            u.last_change_ns = obs.now_ns;
+            out.push(Action::Log {
+                pid: p.pid,
+                message: format!(
+                    "memory concentrated on node {from}: spread over nodes {nodes:?}, where its busy threads are"
+                ),
+            });
+            out.push(Action::InterleaveProcessPages {
+                pid: p.pid,
+                from,
+                nodes,
+            });
         }
     }
 
@@ -536,6 +639,27 @@ impl HomeNode {
         !lost.is_empty()
     }
 
+    /// A node with more busy threads homed on it than it has CPUs while another has CPUs
+    /// to spare: a split process's thread went idle and another became busy, or a main
+    /// thread took a CPU as its workers started. The split processes are shared out again.
+    fn overloaded(&self, m: &Machine) -> bool {
+        let mut load = vec![0u32; m.nodes.len()];
+        for u in self.units.values() {
+            if let Some(Home::Whole(n)) = u.home {
+                load[n] += u.busy;
+            }
+        }
+        for t in self.threads.values().filter(|t| t.busy) {
+            if let (Some(n), Some(Some(Home::Split))) =
+                (t.home, self.units.get(&t.pid).map(|u| u.home))
+            {
+                load[n] += 1;
+            }
+        }
+        let cap = |n: usize| m.nodes[n].cpus.count() as u32;
+        (0..load.len()).any(|n| load[n] > cap(n)) && (0..load.len()).any(|n| load[n] < cap(n))
+    }
+
     /// Chunks of a split process to move while the pass's move budget (`pages`) lasts: a
     /// private one's whose sampling threads are all on one other node; a sharing one's
     /// that lie off their node of its interleave.
@@ -543,6 +667,10 @@ impl HomeNode {
         let threads = &self.threads;
         let u = self.units.get_mut(&pid).expect("listed");
         let private = u.class == Class::Private;
+        // Placed before its class was known: its memory stays until it is.
+        if u.class == Class::Unknown {
+            return;
+        }
         let moves = if private {
             u.chunks.to_follow(1, |tid| threads.get(&tid)?.home)
         } else {
@@ -633,6 +761,23 @@ fn gather(
     }
 }
 
+/// More than a quarter of process `p`'s memory lies beyond its busy threads' share of the
+/// nodes (`on[n]`: its busy threads homed on node `n`): a main thread first touched it on
+/// one node, and the workers run on several.
+fn concentrated(p: &ProcessObs, on: &[u64]) -> bool {
+    let threads: u64 = on.iter().sum();
+    if threads == 0 || p.rss_bytes == 0 {
+        return false;
+    }
+    let beyond: u128 = (p.node_bytes.iter().zip(on))
+        .map(|(&b, &k)| {
+            let share = p.rss_bytes as u128 * k as u128 / threads as u128;
+            (b as u128).saturating_sub(share)
+        })
+        .sum();
+    beyond * 4 > p.rss_bytes as u128
+}
+
 /// The thread is known and idle ([`Thread::idle`]).
 fn idle(threads: &BTreeMap<Tid, Thread>, tid: Tid) -> bool {
     threads.get(&tid).is_some_and(Thread::idle)
@@ -678,19 +823,22 @@ impl Policy for HomeNode {
         let dt = self.last_ns.map_or(0, |l| obs.now_ns.saturating_sub(l));
         self.last_ns = Some(obs.now_ns);
         self.measure(m, obs, dt);
+        self.crowding(m);
         self.classify(obs);
         let strayed = self.strayed();
         let outgrown = self.outgrown(m);
+        // A split process with a busy thread that has no node, or fewer busy threads than
+        // it was last shared out with (a main thread busy as its workers started, idle
+        // now, must not leave its node one worker short).
         let busy_changed = self.units.iter().any(|(&pid, u)| {
             u.home == Some(Home::Split)
-                && self
-                    .threads
-                    .values()
-                    .any(|t| t.pid == pid && t.busy && t.home.is_none())
+                && (u.busy < u.split_busy
+                    || (self.threads.values()).any(|t| t.pid == pid && t.busy && t.home.is_none()))
         });
         let ready_new =
             (self.units.values()).any(|u| u.home.is_none() && self.ready(u, obs.now_ns));
-        if ready_new || busy_changed || self.exited || outgrown || strayed {
+        let overloaded = self.overloaded(m);
+        if ready_new || busy_changed || self.exited || outgrown || strayed || overloaded {
             self.exited = false;
             self.plan(m, obs, out);
         }
@@ -709,6 +857,15 @@ impl Policy for HomeNode {
         match u.home {
             None => true,
             Some(Home::Whole(_)) => false,
+            // Not classified, its memory where its threads are: its class would change
+            // nothing (a process placed at once on a crowded machine, its memory first
+            // touched by its own threads; sampling an HPC code's 30 GiB costs millions of
+            // faults).
+            Some(Home::Split) if u.class == Class::Unknown && !u.concentrated => false,
+            // Not classified, its memory spread in bulk: nothing sampled would move it
+            // again (a sharer's chunks are still interleaved as they are sampled: memory
+            // it touches for the first time after the spread lands where its toucher runs).
+            Some(Home::Split) if u.spread && u.class == Class::Unknown => false,
             Some(Home::Split) => {
                 let now = self.last_ns.unwrap_or(0);
                 now < u.last_change_ns + self.t.window_s * NS_PER_S
@@ -1079,9 +1236,12 @@ mod tests {
             classify_wait_s: 1,
             ..Tunables::default()
         });
-        host.pass(&mut p, 1, &[]);
-        host.pass(&mut p, 2, &[]);
-        let h = homes(&host.pass(&mut p, 3, &[]), &m);
+        // Placed at the first pass that sees them busy (at once on a crowded machine),
+        // else when classify_wait_s has passed.
+        let mut h = BTreeMap::new();
+        for t_s in 1..=3 {
+            h.extend(homes(&host.pass(&mut p, t_s, &[]), &m));
+        }
         (m, host, p, h)
     }
 
@@ -1110,6 +1270,87 @@ mod tests {
         }
         let out = host.pass(&mut p, 4, &[]);
         assert!(homes(&out, &m).is_empty(), "{out:?}");
+    }
+
+    /// HPL on a crowded machine: its main thread first touched the whole matrix on node 0
+    /// and is busy as its four workers start. Placed at once, unclassified (a class would
+    /// change nothing), over both nodes; when the main thread goes idle the workers are
+    /// shared out again, two a node; its memory, all on node 0, is wanted sampled until
+    /// `classify_wait_s` passes unclassified, then spread over both nodes in bulk and no
+    /// longer sampled.
+    #[test]
+    fn a_crowded_process_is_placed_at_once_and_its_concentrated_memory_spread() {
+        let m = machine("tiny-2n4");
+        let mut host = Host::new(&m, vec![(1, 5, 0, vec![4, 0])]);
+        let mut p = HomeNode::new(Tunables::default());
+        host.pass(&mut p, 1, &[]);
+        let out = host.pass(&mut p, 2, &[]);
+        let placed = out.iter().any(|a| {
+            matches!(a, Action::Log { message, .. }
+            if message.starts_with("split over nodes (5 busy threads, 4096 MiB, not classified"))
+        });
+        assert!(placed, "{out:?}");
+        let h = homes(&out, &m);
+        assert_eq!(h.values().filter(|&&n| n == 1).count(), 2, "{h:?}");
+        assert!(p.wants_samples(Pid(1)), "its memory is all on node 0");
+        // The fifth thread goes idle: its node keeps one worker too few until shared out.
+        host.procs[0].1 = 4;
+        host.procs[0].2 = 1;
+        host.pass(&mut p, 3, &[]);
+        let busy_on = |p: &HomeNode, n: usize| {
+            (0..4)
+                .filter(|&i| p.threads[&Host::tid(1, i)].home == Some(n))
+                .count()
+        };
+        assert_eq!((busy_on(&p, 0), busy_on(&p, 1)), (2, 2));
+        let spread = |out: &[Action]| {
+            out.iter().any(|a| {
+                *a == Action::InterleaveProcessPages {
+                    pid: Pid(1),
+                    from: 0,
+                    nodes: vec![0, 1],
+                }
+            })
+        };
+        for t_s in 4..=6 {
+            assert!(
+                !spread(&host.pass(&mut p, t_s, &[])),
+                "not before 5 s unclassified"
+            );
+        }
+        assert!(spread(&host.pass(&mut p, 7, &[])));
+        assert!(
+            !p.wants_samples(Pid(1)),
+            "spread: nothing sampled would move it"
+        );
+        assert!(!spread(&host.pass(&mut p, 8, &[])), "once");
+    }
+
+    /// numa02_smt: a main thread still busy as its twelve workers start is shared out with
+    /// them, 7 and 6 over two nodes of 12 CPUs (the process private: each thread writes
+    /// chunks of its own); when it goes idle, the workers are shared out again, 6 and 6,
+    /// though no node is over its CPUs.
+    #[test]
+    fn a_split_process_whose_thread_goes_idle_is_shared_out_again() {
+        let m = machine("autonuma-2n24");
+        let mut host = Host::new(&m, vec![(1, 13, 0, vec![1, 0])]);
+        let mut p = HomeNode::new(Tunables::default());
+        let own = samples(1, 13, 0, |i| vec![u64::from(i) * 4, u64::from(i) * 4 + 1]);
+        for t_s in 1..=3 {
+            host.pass(&mut p, t_s, &own);
+        }
+        let on = |p: &HomeNode, n: usize, threads: u32| {
+            (0..threads)
+                .filter(|&i| p.threads[&Host::tid(1, i)].home == Some(n))
+                .count()
+        };
+        assert_eq!((on(&p, 0, 13), on(&p, 1, 13)), (7, 6));
+        // The thread that goes idle is one of node 1's six.
+        assert_eq!(p.threads[&Host::tid(1, 12)].home, Some(1));
+        host.procs[0].1 = 12;
+        host.procs[0].2 = 1;
+        host.pass(&mut p, 4, &[]);
+        assert_eq!((on(&p, 0, 12), on(&p, 1, 12)), (6, 6));
     }
 
     #[test]

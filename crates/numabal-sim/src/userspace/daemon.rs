@@ -17,6 +17,8 @@
 //!                               moves pages other processes map too, numabal's daemon
 //!                               leaves them (live it moves the process's own pages, found
 //!                               in its pagemap, with move_pages: the same per-page cost)
+//!      InterleaveProcessPages   queued like migrate_pages: the pages on `from`, each 2 MiB
+//!                               run of a region to the node whose turn it is
 //!      MovePages                queued like migrate_pages: move_pages(2) of the sampled
 //!                               addresses (world/procfs.rs maps them to pages)
 //!      Log                      the run's policy_log
@@ -33,19 +35,21 @@ use super::UserSpace;
 use crate::error::SimError;
 use crate::event::EventKind;
 use crate::memory::CHUNK;
-use crate::world::{NS, World};
+use crate::world::{NS, World, page_addr};
 use numabal_daemon::pacing::movers_for;
 use numabal_model::{Mask, Pid};
 use numabal_policy::Action;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// One `migrate_pages(pid, {from}, {to})` call in progress.
+/// One `migrate_pages(pid, {from}, {to})` call in progress, or the spread of the pages on
+/// `from` over several nodes (`InterleaveProcessPages`).
 #[derive(Debug, Clone)]
 struct MigJob {
     pidx: usize,
     from: usize,
-    to: usize,
+    /// The destination, or the nodes taking turns by 2 MiB run of the region's pages.
+    to: Vec<usize>,
     /// Where the walk over the process's pages is: (region, page).
     at: (usize, u64),
     /// numabal's daemon: its log line.
@@ -221,7 +225,7 @@ impl UserSpace {
         w: &World,
         pid: Pid,
         from: usize,
-        to: usize,
+        to: &[usize],
         line: Option<usize>,
         movers: usize,
     ) {
@@ -232,7 +236,9 @@ impl UserSpace {
                 to: Mask::new(),
                 pages: 0,
             });
-            b.to.insert(to);
+            for &n in to {
+                b.to.insert(n);
+            }
         }
         let pidx = pid.idx() - 1;
         let movers = match movers {
@@ -242,7 +248,7 @@ impl UserSpace {
         self.daemon.jobs.push_back(Call::MigratePages(MigJob {
             pidx,
             from,
-            to,
+            to: to.to_vec(),
             at: (0, 0),
             line,
             moved: 0,
@@ -307,8 +313,10 @@ impl UserSpace {
                 } else {
                     (1, 1)
                 };
-                if o.node_of(p) == Some(job.from) {
-                    match w.migrate_page(obj, p, job.to) {
+                // The 2 MiB run of addresses takes its turn, as the live daemon's does.
+                let to = job.to[(page_addr(r, p) >> 21) as usize % job.to.len()];
+                if o.node_of(p) == Some(job.from) && (to != job.from || job.to.len() == 1) {
+                    match w.migrate_page(obj, p, to) {
                         Some(cost) => {
                             *budget -= cost;
                             job.moved += nr;

@@ -186,7 +186,10 @@ impl UserSpace {
                     w.move_task_to_node(tid.idx() - 1, *node, Cause::Policy);
                 }
                 Action::MigrateProcessPages { pid, from, to } => {
-                    self.queue_migrate_pages(w, *pid, *from, *to, None, 1)
+                    self.queue_migrate_pages(w, *pid, *from, &[*to], None, 1)
+                }
+                Action::InterleaveProcessPages { pid, from, nodes } => {
+                    self.queue_migrate_pages(w, *pid, *from, nodes, None, 1)
                 }
                 Action::Log { pid, message } => self.policy_log(w, *pid, message),
                 // Addresses mean nothing here: simulated policies name pages by region

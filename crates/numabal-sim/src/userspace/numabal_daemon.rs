@@ -35,7 +35,7 @@ use crate::world::{NS, PerfEvent, TState, World};
 use numabal_daemon::budget::{PAGE, within_budget};
 use numabal_daemon::log::{self as line, Changed, Counts, NotMoved};
 use numabal_daemon::pacing::{
-    host_busy, idle_look_gap_ns, interval_range_ns, next_clear_ns, pass_gap_ns,
+    ClearPacer, host_busy, idle_look_gap_ns, interval_range_ns, pass_gap_ns,
 };
 use numabal_daemon::{Candidate, RateLimit, RawSample, Roster, Rules, SensorKind};
 use numabal_model::{Mask, Pid, Tid};
@@ -76,8 +76,7 @@ pub(crate) struct NumabalDaemon {
     /// Processes managed or left alone, from pass to pass.
     roster: Roster,
     changed: BTreeMap<Tid, Changed>,
-    next_clear: BTreeMap<u32, u64>,
-    since_clear: BTreeMap<u32, u64>,
+    clears: ClearPacer,
     /// Reused sample buffer.
     raw: Vec<RawSample>,
     /// damon: the threads that ran since the last pass, samples credited so far, and the
@@ -116,8 +115,7 @@ impl NumabalDaemon {
             counts: Counts::default(),
             roster: Roster::default(),
             changed: BTreeMap::new(),
-            next_clear: BTreeMap::new(),
-            since_clear: BTreeMap::new(),
+            clears: ClearPacer::default(),
             raw: Vec::new(),
             ran: Default::default(),
             damon_samples: 0,
@@ -285,14 +283,11 @@ impl NumabalDaemon {
         w.perf_drain(&mut raw);
         let period = self.d.settings.sample_period_of(self.d.sensor);
         for r in &raw {
-            *self.since_clear.entry(r.pid).or_default() += period;
+            self.clears.faulted(r.pid, period);
         }
         let samples = resolve(w, &raw, threads, managed);
-        let mut ns = raw.len() as f64 * w.machine().spec.costs.perf_sample_ns;
+        let ns = raw.len() as f64 * w.machine().spec.costs.perf_sample_ns;
         self.raw = raw;
-        if self.d.sensor == SensorKind::SoftDirty {
-            ns += self.clear_soft_dirty_bits(w, wanted);
-        }
         (samples, ns)
     }
 
@@ -324,20 +319,30 @@ impl NumabalDaemon {
         (samples, ns)
     }
 
-    /// softdirty: clear the bits of each managed process whose turn has come; returns the
-    /// CPU time of the clears (the page-table walk and a TLB flush each), ns.
-    fn clear_soft_dirty_bits(&mut self, w: &mut World, managed: &BTreeSet<u32>) -> f64 {
+    /// softdirty: clear the bits of each process the policy wants sampled after the pass's
+    /// decisions, when its turn has come (`ClearPacer`); returns the CPU time of the clears
+    /// (the page-table walk and a TLB flush each), ns.
+    fn clear_soft_dirty_bits(
+        &mut self,
+        w: &mut World,
+        managed: &BTreeSet<u32>,
+        wanted: &BTreeSet<u32>,
+    ) -> f64 {
+        if self.d.sensor != SensorKind::SoftDirty {
+            return 0.0;
+        }
         let now = w.now();
-        self.next_clear.retain(|p, _| managed.contains(p));
+        self.clears.retain(|p| managed.contains(&p));
         let mut ns = 0.0;
-        for &pid in managed {
-            if now < self.next_clear.get(&pid).copied().unwrap_or(0) {
+        for &pid in wanted {
+            let pidx = pid as usize - 1;
+            let s = &self.d.settings;
+            if !(self.clears).due(s, now, self.interval_min_ns, pid, || {
+                w.present_entries(pidx)
+            }) {
                 continue;
             }
-            let faults = self.since_clear.remove(&pid).unwrap_or(0);
-            let next = next_clear_ns(&self.d.settings, now, faults, self.interval_min_ns);
-            self.next_clear.insert(pid, next);
-            let walked = w.clear_soft_dirty(pid as usize - 1);
+            let walked = w.clear_soft_dirty(pidx);
             let k = &w.machine().spec.costs;
             ns += walked as f64 * k.pte_update_ns + k.tlb_shootdown_ns;
         }
@@ -434,7 +439,13 @@ impl UserSpace {
         let mut out = std::mem::take(&mut d.actions);
         out.clear();
         self.observe_and_tick(w, &threads, &procs, &samples, &mut out);
-        d.charge_cpu(w, observe_ns + sample_ns);
+        // Cleared after the decisions: a process placed at once and no longer wanted is
+        // not cleared for nothing.
+        let wanted: BTreeSet<u32> = (managed.iter().copied())
+            .filter(|&p| self.policy.wants_samples(Pid(p)))
+            .collect();
+        let clear_ns = d.clear_soft_dirty_bits(w, &managed, &wanted);
+        d.charge_cpu(w, observe_ns + sample_ns + clear_ns);
         d.count_movers(w);
         for a in &out {
             self.numabal_act(&mut d, w, a, &threads, &procs);
@@ -487,7 +498,12 @@ impl UserSpace {
                 self.numabal_move_pages(d, w, *pid, addrs, *node, procs)
             }
             Action::MigrateProcessPages { pid, from, to } => {
-                self.numabal_migrate_pages(d, w, *pid, *from, *to, procs)
+                let v = line::migrate_pages(t_s, *pid, *from, *to);
+                self.numabal_migrate_pages(d, w, *pid, *from, &[*to], v, procs)
+            }
+            Action::InterleaveProcessPages { pid, from, nodes } => {
+                let v = line::interleave_pages(t_s, *pid, *from, nodes);
+                self.numabal_migrate_pages(d, w, *pid, *from, nodes, v, procs)
             }
             other => d.log.push(
                 serde_json::json!({"t_s": t_s, "not_done": format!("{other:?}"),
@@ -530,19 +546,21 @@ impl UserSpace {
         self.queue_move_pages(w, pid, pages, node, Some(at), d.movers);
     }
 
-    /// `migrate_pages` when the budget has a page left; charged after it returns.
+    /// `migrate_pages` (`to`: one node), or the spread of the pages on `from` over `to`,
+    /// when the budget has a page left; charged after it returns. `v`: its log line.
+    #[allow(clippy::too_many_arguments)]
     fn numabal_migrate_pages(
         &mut self,
         d: &mut NumabalDaemon,
         w: &mut World,
         pid: Pid,
         from: usize,
-        to: usize,
+        to: &[usize],
+        mut v: Value,
         procs: &[ProcessObs],
     ) {
-        let mut v = line::migrate_pages(NumabalDaemon::t_s(w), pid, from, to);
         let mems = procs.iter().find(|p| p.pid == pid).map(|p| &p.mems_allowed);
-        if !line::admit(&mut d.counts, &mut v, "migrate_pages", to, mems) {
+        if !(to.iter()).all(|&n| line::admit(&mut d.counts, &mut v, "migrate_pages", n, mems)) {
             d.log.push(v);
             return;
         }
