@@ -855,7 +855,9 @@ impl Policy for HomeNode {
             return true;
         };
         match u.home {
-            None => true,
+            // Nothing to learn before a thread of it is busy (a 33 GiB process's first
+            // touches are a third of a million samples).
+            None => u.busy_since.is_some(),
             Some(Home::Whole(_)) => false,
             // Not classified, its memory where its threads are: its class would change
             // nothing (a process placed at once on a crowded machine, its memory first
