@@ -15,12 +15,15 @@
 //!    split private processes whose chunks stray to other nodes' threads ─► sharers
 //!      after all, placed again where most of their memory is (soft-dirty sampling can
 //!      hide streaming sharers)
-//!    processes busy and classified (or waited classify_wait_s), first pass for each ─► plan
+//!    processes busy and classified (or waited classify_wait_s, or the machine crowded),
+//!    first pass for each ─► plan
 //!      shares its memory, or one busy thread: whole, on the node with room for all of it
 //!      private, or no node has room: split, busy threads water-filled over the room left
 //!    act: sched_setaffinity to the home node's CPUs
 //!         whole: migrate_pages of what lies elsewhere (more than 1/16 of its memory)
-//!         split: move_pages of each chunk whose threads are all on another node
+//!         split: move_pages of each chunk whose threads are all on another node; not
+//!         known private and its memory concentrated on a node: that node's pages spread
+//!         over its threads' nodes once (InterleaveProcessPages)
 //! ```
 //!
 //! What it cannot see: which thread touches memory it did not sample (the sensor's
