@@ -232,11 +232,11 @@ pub fn run(
         let (mut snap, procs) = observe_processes(&cfg.root, &d.topo, min_rss, &mut kthreads)?;
         let managed = d.judge(&snap, &procs, now, log);
         let live_tids = d.keep_managed(&mut snap, &managed, now, log);
-        d.sample(&mut snap, &managed, now, log);
+        d.sample(&mut snap, &managed, &live_tids, now, log);
         d.actions.clear();
         d.policy
             .on_tick(&d.machine, &snap.observation(now), &mut d.actions);
-        d.arm(&snap, &managed, &live_tids, now, log);
+        d.clear_soft_dirty_bits(&managed, now, log);
         d.record(&snap, now)?;
         d.act(&snap, now, log);
         d.pass += 1;
@@ -472,19 +472,24 @@ impl<'a> Daemon<'a> {
         live_tids
     }
 
-    /// With a sampling sensor: drain the samples since the last pass into `snap` with their
-    /// page nodes ([`resolve`]); damon: its targets and hot regions. The watches and the
-    /// soft-dirty clears for the next pass are made after the decisions ([`Daemon::arm`]).
+    /// With a sampling sensor: watch the managed threads, drain the samples since the last
+    /// pass into `snap` with their page nodes ([`resolve`]), and with softdirty clear the
+    /// bits the budget allows.
     fn sample(
         &mut self,
         snap: &mut Snapshot,
         managed: &BTreeSet<u32>,
+        live_tids: &BTreeSet<Tid>,
         now: u64,
         log: &mut dyn FnMut(Value),
     ) {
         // Only the processes the policy still wants sampled (Policy::wants_samples).
         let wanted: BTreeSet<u32> = (managed.iter().copied())
             .filter(|&p| self.policy.wants_samples(Pid(p)))
+            .collect();
+        let watch: BTreeSet<u32> = (snap.threads.iter())
+            .filter(|t| wanted.contains(&t.pid.0) && live_tids.contains(&t.tid))
+            .map(|t| t.tid.0)
             .collect();
         if self.damon.is_some() {
             self.sample_damon(snap, managed, &wanted, now, log);
@@ -493,6 +498,17 @@ impl<'a> Daemon<'a> {
         let Some(s) = self.sampler.as_mut() else {
             return;
         };
+        s.retain(|tid| watch.contains(&tid));
+        for t in snap.threads.iter().filter(|t| watch.contains(&t.tid.0)) {
+            if let Err(e) = s.watch(t.pid.0, t.tid.0)
+                && self.watch_errors.insert(t.tid.0)
+            {
+                log(
+                    json!({"t_s": now as f64 / 1e9, "tid": t.tid.0, "pid": t.pid.0,
+                    "sensor_error": format!("perf_event_open: {e}")}),
+                );
+            }
+        }
         s.drain(&mut self.raw);
         snap.samples = resolve(&self.raw, managed, &self.cpu_nodes);
         for r in &self.raw {
@@ -533,38 +549,15 @@ impl<'a> Daemon<'a> {
         }
     }
 
-    /// hint, softdirty: watch the threads of the processes the policy wants sampled after
-    /// the pass's decisions (a process placed at once and no longer wanted is not sampled
-    /// for nothing), and clear their soft-dirty bits when their turn has come
-    /// (`ClearPacer`).
-    fn arm(
+    /// softdirty: clear the bits of each process the policy wants sampled after the pass's
+    /// decisions (a process placed at once and no longer wanted is not cleared for
+    /// nothing), when its turn has come (`ClearPacer`).
+    fn clear_soft_dirty_bits(
         &mut self,
-        snap: &Snapshot,
         managed: &BTreeSet<u32>,
-        live_tids: &BTreeSet<Tid>,
         now: u64,
         log: &mut dyn FnMut(Value),
     ) {
-        let Some(s) = self.sampler.as_mut() else {
-            return;
-        };
-        let policy = &self.policy;
-        let watch: BTreeSet<u32> = (snap.threads.iter())
-            .filter(|t| managed.contains(&t.pid.0) && live_tids.contains(&t.tid))
-            .filter(|t| policy.wants_samples(t.pid))
-            .map(|t| t.tid.0)
-            .collect();
-        s.retain(|tid| watch.contains(&tid));
-        for t in snap.threads.iter().filter(|t| watch.contains(&t.tid.0)) {
-            if let Err(e) = s.watch(t.pid.0, t.tid.0)
-                && self.watch_errors.insert(t.tid.0)
-            {
-                log(
-                    json!({"t_s": now as f64 / 1e9, "tid": t.tid.0, "pid": t.pid.0,
-                    "sensor_error": format!("perf_event_open: {e}")}),
-                );
-            }
-        }
         if self.sensor != SensorKind::SoftDirty {
             return;
         }

@@ -858,9 +858,7 @@ impl Policy for HomeNode {
             return true;
         };
         match u.home {
-            // Nothing to learn before a thread of it is busy (a 33 GiB process's first
-            // touches are a third of a million samples).
-            None => u.busy_since.is_some(),
+            None => true,
             Some(Home::Whole(_)) => false,
             // Not classified, its memory where its threads are: its class would change
             // nothing (a process placed at once on a crowded machine, its memory first

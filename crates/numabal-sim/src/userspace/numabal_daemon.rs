@@ -270,6 +270,14 @@ impl NumabalDaemon {
             SensorKind::Damon => return self.sample_damon(w, threads, managed, wanted),
             _ => {}
         }
+        for t in 0..w.nr_threads() {
+            let pid = w.thread(t).proc as u32 + 1;
+            if wanted.contains(&pid) && w.thread(t).state != TState::Done {
+                w.perf_watch(t);
+            } else {
+                w.perf_unwatch(t);
+            }
+        }
         let mut raw = std::mem::take(&mut self.raw);
         raw.clear();
         w.perf_drain(&mut raw);
@@ -311,23 +319,15 @@ impl NumabalDaemon {
         (samples, ns)
     }
 
-    /// hint, softdirty, pmu: watch the threads of the processes the policy wants sampled after
-    /// the pass's decisions (a process placed at once and no longer wanted is not sampled
-    /// for nothing), and clear their soft-dirty bits when their turn has come
-    /// (`ClearPacer`). Returns the CPU time of the clears (the page-table walk and a TLB
-    /// flush each), ns.
-    fn arm(&mut self, w: &mut World, managed: &BTreeSet<u32>, wanted: &BTreeSet<u32>) -> f64 {
-        if matches!(self.d.sensor, SensorKind::Maps | SensorKind::Damon) {
-            return 0.0;
-        }
-        for t in 0..w.nr_threads() {
-            let pid = w.thread(t).proc as u32 + 1;
-            if wanted.contains(&pid) && w.thread(t).state != TState::Done {
-                w.perf_watch(t);
-            } else {
-                w.perf_unwatch(t);
-            }
-        }
+    /// softdirty: clear the bits of each process the policy wants sampled after the pass's
+    /// decisions, when its turn has come (`ClearPacer`); returns the CPU time of the clears
+    /// (the page-table walk and a TLB flush each), ns.
+    fn clear_soft_dirty_bits(
+        &mut self,
+        w: &mut World,
+        managed: &BTreeSet<u32>,
+        wanted: &BTreeSet<u32>,
+    ) -> f64 {
         if self.d.sensor != SensorKind::SoftDirty {
             return 0.0;
         }
@@ -439,10 +439,12 @@ impl UserSpace {
         let mut out = std::mem::take(&mut d.actions);
         out.clear();
         self.observe_and_tick(w, &threads, &procs, &samples, &mut out);
+        // Cleared after the decisions: a process placed at once and no longer wanted is
+        // not cleared for nothing.
         let wanted: BTreeSet<u32> = (managed.iter().copied())
             .filter(|&p| self.policy.wants_samples(Pid(p)))
             .collect();
-        let clear_ns = d.arm(w, &managed, &wanted);
+        let clear_ns = d.clear_soft_dirty_bits(w, &managed, &wanted);
         d.charge_cpu(w, observe_ns + sample_ns + clear_ns);
         d.count_movers(w);
         for a in &out {
