@@ -288,7 +288,11 @@ impl UserSpace {
     }
 
     /// `migrate_pages` of `job` within `budget` ns of the daemon's time; true when done.
+    /// A call whose process has exited ends where it is (as [`move_pages_step`]'s).
     fn migrate_pages_step(&mut self, w: &mut World, job: &mut MigJob, budget: &mut f64) -> bool {
+        if w.proc(job.pidx).end_ns.is_some() {
+            return true;
+        }
         let (mut r, mut p) = job.at;
         while r < w.proc(job.pidx).regions.len() {
             let (obj, pages) = {
@@ -474,8 +478,15 @@ fn call_done(call: &Call) -> Option<CallDone> {
 }
 
 /// `move_pages` of `job` within `budget` ns of the daemon's time; true when done. A page
-/// already on the node, or not present, costs nothing; a THP moves whole.
+/// already on the node, or not present, costs nothing; a THP moves whole. A call whose
+/// process has exited ends where it is: the rest of its pages are neither moved nor
+/// failed. (In the kernel a call in flight holds the dying process's mm until it returns
+/// and the pages it moved are freed right after; here they are freed at the exit, so the
+/// call has nothing left to walk. Before this, such a call indexed freed page arrays.)
 fn move_pages_step(w: &mut World, job: &mut MoveJob, budget: &mut f64) -> bool {
+    if w.proc(job.pidx).end_ns.is_some() {
+        return true;
+    }
     while job.next < job.pages.len() {
         if *budget <= 0.0 {
             return false;

@@ -206,3 +206,24 @@ fn one_process_with_a_thread_per_cpu() {
         8,
     );
 }
+
+/// A process that exits while the daemon moves its memory: the call in flight ends at the
+/// exit (its pages are freed) and the run goes on. numa01_numa02 under home-node with
+/// `first_sight=0`, seed 14 (found by the 20-seed ablation of 2026-11-28): numa02's memory
+/// is spread in bulk at 101.7 s, and the process exits while the call walks it; the call
+/// indexed the exited process's freed page arrays.
+#[test]
+fn a_process_that_exits_while_its_memory_moves() {
+    let r = run(&scenario_with(
+        &Inline(Vec::new()),
+        "autonuma-2n24",
+        "numa01_numa02",
+        "home-node",
+        14,
+        &["policy.first_sight=0"],
+    ));
+    assert!(r.finished);
+    let log = &r.daemon.as_ref().expect("a daemon run").log;
+    let spread = log.iter().find(|l| l.get("interleave_pages").is_some());
+    assert!(spread.is_some_and(|l| l["pid"] == 3), "{log:?}");
+}
