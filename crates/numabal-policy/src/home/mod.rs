@@ -352,7 +352,8 @@ impl HomeNode {
         let waited = u
             .busy_since
             .is_some_and(|t| now >= t + self.t.classify_wait_s * NS_PER_S);
-        u.busy == 1 || (u.busy > 1 && (u.class != Class::Unknown || waited || self.crowded))
+        let crowded = self.crowded && self.t.place_crowded == 1;
+        u.busy == 1 || (u.busy > 1 && (u.class != Class::Unknown || waited || crowded))
     }
 
     /// [`HomeNode::crowded`] for this pass.
@@ -500,7 +501,9 @@ impl HomeNode {
         if self.t.move_memory == 0 {
             return;
         }
-        self.spread(obs, out);
+        if self.t.spread_concentrated == 1 {
+            self.spread(obs, out);
+        }
         let mut pages = self.t.move_mb_s * MIB / PAGE * self.t.interval_ms / 1000;
         let mut free: Vec<u64> = obs.nodes.iter().map(|n| n.mem_free_bytes).collect();
         // Whole processes whose home node has the most room gather first: their moves free
@@ -833,14 +836,15 @@ impl Policy for HomeNode {
         // A split process with a busy thread that has no node, or fewer busy threads than
         // it was last shared out with (a main thread busy as its workers started, idle
         // now, must not leave its node one worker short).
+        let reshare = self.t.reshare_split == 1;
         let busy_changed = self.units.iter().any(|(&pid, u)| {
             u.home == Some(Home::Split)
-                && (u.busy < u.split_busy
+                && ((reshare && u.busy < u.split_busy)
                     || (self.threads.values()).any(|t| t.pid == pid && t.busy && t.home.is_none()))
         });
         let ready_new =
             (self.units.values()).any(|u| u.home.is_none() && self.ready(u, obs.now_ns));
-        let overloaded = self.overloaded(m);
+        let overloaded = reshare && self.overloaded(m);
         if ready_new || busy_changed || self.exited || outgrown || strayed || overloaded {
             self.exited = false;
             self.plan(m, obs, out);
@@ -1327,6 +1331,52 @@ mod tests {
             "spread: nothing sampled would move it"
         );
         assert!(!spread(&host.pass(&mut p, 8, &[])), "once");
+    }
+
+    /// The same HPL with each of the three mechanisms off (the ablation's switches): not
+    /// placed until `classify_wait_s` passes; never spread; the idle main thread's node
+    /// left one worker short.
+    #[test]
+    fn crowded_placement_the_bulk_spread_and_the_reshare_each_switch_off() {
+        let m = machine("tiny-2n4");
+        let hpl = || Host::new(&m, vec![(1, 5, 0, vec![4, 0])]);
+        let placed_at = |p: &mut HomeNode| {
+            let mut host = hpl();
+            (1..=10).find(|&t_s| {
+                (host.pass(p, t_s, &[]).iter()).any(|a| {
+                    matches!(a, Action::Log { message, .. }
+                    if message.starts_with("split over nodes"))
+                })
+            })
+        };
+        let off = |f: fn(&mut Tunables)| {
+            let mut t = Tunables::default();
+            f(&mut t);
+            HomeNode::new(t)
+        };
+        assert_eq!(placed_at(&mut HomeNode::new(Tunables::default())), Some(2));
+        // Busy from the second pass: placed 5 s later, as on a machine with room.
+        assert_eq!(placed_at(&mut off(|t| t.place_crowded = 0)), Some(7));
+        let mut p = off(|t| t.spread_concentrated = 0);
+        let mut host = hpl();
+        for t_s in 1..=10 {
+            let out = host.pass(&mut p, t_s, &[]);
+            let spread = (out.iter()).any(|a| matches!(a, Action::InterleaveProcessPages { .. }));
+            assert!(!spread, "spread at {t_s} s: {out:?}");
+        }
+        let mut p = off(|t| t.reshare_split = 0);
+        let mut host = hpl();
+        host.pass(&mut p, 1, &[]);
+        host.pass(&mut p, 2, &[]);
+        host.procs[0].1 = 4;
+        host.procs[0].2 = 1;
+        host.pass(&mut p, 3, &[]);
+        let busy_on = |n: usize| {
+            (0..4)
+                .filter(|&i| p.threads[&Host::tid(1, i)].home == Some(n))
+                .count()
+        };
+        assert_ne!((busy_on(0), busy_on(1)), (2, 2), "not shared out again");
     }
 
     /// numa02_smt: a main thread still busy as its twelve workers start is shared out with

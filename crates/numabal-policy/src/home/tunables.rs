@@ -54,6 +54,17 @@ pub struct Tunables {
     /// A thread seen for the first time that started since the last pass is judged busy
     /// by its CPU time over its age (0: every thread waits for its second pass).
     pub first_sight: u64,
+    /// On a crowded machine (busy threads fill every CPU) a multi-threaded process is
+    /// placed at once, its class left to decide only where its memory goes (0: it waits
+    /// for its class or `classify_wait_s`, as on a machine with room).
+    pub place_crowded: u64,
+    /// A split process not known to be private whose memory lies concentrated on one node
+    /// has that node's pages spread over its threads' nodes, once (0: left where they are).
+    pub spread_concentrated: u64,
+    /// Split processes are shared out again when one has fewer busy threads than it was
+    /// shared out with, or a node has more busy threads homed than CPUs while another has
+    /// CPUs to spare (0: only when a busy thread has no node).
+    pub reshare_split: u64,
 }
 
 impl Default for Tunables {
@@ -73,6 +84,9 @@ impl Default for Tunables {
             sample_selectively: 1,
             revise_split: 1,
             first_sight: 1,
+            place_crowded: 1,
+            spread_concentrated: 1,
+            reshare_split: 1,
         }
     }
 }
@@ -93,6 +107,9 @@ pub const TUNABLES: &[&str] = &[
     "sample_selectively",
     "revise_split",
     "first_sight",
+    "place_crowded",
+    "spread_concentrated",
+    "reshare_split",
 ];
 
 impl Tunables {
@@ -115,6 +132,9 @@ impl Tunables {
             ("sample_selectively", t.sample_selectively, 0, 1),
             ("revise_split", t.revise_split, 0, 1),
             ("first_sight", t.first_sight, 0, 1),
+            ("place_crowded", t.place_crowded, 0, 1),
+            ("spread_concentrated", t.spread_concentrated, 0, 1),
+            ("reshare_split", t.reshare_split, 0, 1),
         ])
         .map_err(|(k, msg)| InputError::new(&spec.label, format!("policy.{k}"), msg))?;
         if !t.chunk_kib.is_power_of_two() {
