@@ -83,6 +83,10 @@ struct Unit {
     home: Option<Home>,
     /// Its busy threads at this pass.
     busy: u32,
+    /// Its threads that ran at all at this pass (at least a tenth of it, or of their
+    /// node's fair share): a thread slowed by another on its CPU is awake, one waiting in
+    /// a join or a barrier of its own is not.
+    awake: u32,
     /// Busy threads it was placed with (raised when more become busy).
     size: u32,
     /// A split process sharing its memory: the nodes it is kept on (as few as hold its
@@ -191,6 +195,7 @@ impl HomeNode {
         let most = ran.iter().copied().max().unwrap_or(0);
         let share = Self::fair_shares(m, obs, &ran, dt);
         let mut busy: BTreeMap<Pid, u32> = BTreeMap::new();
+        let mut awake: BTreeMap<Pid, u32> = BTreeMap::new();
         for (o, &r) in obs.threads.iter().zip(&ran) {
             let most = o
                 .node
@@ -209,6 +214,8 @@ impl HomeNode {
             th.busy = most * 10 >= dt && dt > 0 && r * 100 >= self.t.busy_pct * most;
             th.cpu_ns = o.cpu_time_ns;
             *busy.entry(o.pid).or_default() += u32::from(th.busy);
+            *awake.entry(o.pid).or_default() +=
+                u32::from(most * 10 >= dt && dt > 0 && r * 10 >= most);
         }
         for p in obs.processes {
             let busy = busy.get(&p.pid).copied().unwrap_or(0);
@@ -218,6 +225,7 @@ impl HomeNode {
                 class: Class::Unknown,
                 home: None,
                 busy: 0,
+                awake: 0,
                 size: 0,
                 nodes: Vec::new(),
                 last_change_ns: 0,
@@ -229,6 +237,7 @@ impl HomeNode {
                 spread: false,
             });
             u.busy = busy;
+            u.awake = awake.get(&p.pid).copied().unwrap_or(0);
             if u.busy_since.is_none() && busy > 0 {
                 u.busy_since = Some(obs.now_ns);
             }
@@ -833,13 +842,17 @@ impl Policy for HomeNode {
         self.classify(obs);
         let strayed = self.strayed();
         let outgrown = self.outgrown(m);
-        // A split process with a busy thread that has no node, or fewer busy threads than
-        // it was last shared out with (a main thread busy as its workers started, idle
-        // now, must not leave its node one worker short).
+        // A split process with a busy thread that has no node, or fewer threads awake than
+        // it was last shared out with busy (a main thread busy as its workers started,
+        // idle now, must not leave its node one worker short). Awake, not busy: a worker
+        // that ran less than half the pass beside the daemon's mover on its CPU has not
+        // gone anywhere, and sharing the process out again for it moved a worker to
+        // another node and back (numa02-like's twin with the guest's measured move
+        // costs), until its chunks strayed and it was taken for a sharer.
         let reshare = self.t.reshare_split == 1;
         let busy_changed = self.units.iter().any(|(&pid, u)| {
             u.home == Some(Home::Split)
-                && ((reshare && u.busy < u.split_busy)
+                && ((reshare && u.awake < u.split_busy)
                     || (self.threads.values()).any(|t| t.pid == pid && t.busy && t.home.is_none()))
         });
         let ready_new =
@@ -902,6 +915,8 @@ mod tests {
         procs: Vec<(u32, u32, u32, Vec<u64>)>,
         /// Each thread's CPU time so far.
         cpu_ns: BTreeMap<Tid, u64>,
+        /// Busy threads that run only this long in the next passes, ns.
+        slowed: BTreeMap<Tid, u64>,
     }
 
     impl Host {
@@ -911,6 +926,7 @@ mod tests {
                 m: m.clone(),
                 procs,
                 cpu_ns: BTreeMap::new(),
+                slowed: BTreeMap::new(),
             }
         }
 
@@ -926,7 +942,11 @@ mod tests {
                 for i in 0..busy + idle {
                     let tid = Host::tid(*pid, i);
                     let ran = self.cpu_ns.entry(tid).or_default();
-                    *ran += if i < *busy { NS_PER_S } else { 0 };
+                    *ran += match self.slowed.get(&tid) {
+                        _ if i >= *busy => 0,
+                        Some(&ns) => ns,
+                        None => NS_PER_S,
+                    };
                     threads.push(ThreadObs {
                         tid,
                         pid: Pid(*pid),
@@ -1174,11 +1194,7 @@ mod tests {
     #[test]
     fn single_threaded_processes_are_spread_over_the_cpus() {
         let m = machine("tiny-2n4");
-        let mut host = Host {
-            m: m.clone(),
-            procs: (1..=4).map(|pid| (pid, 1, 0, vec![1, 0])).collect(),
-            cpu_ns: BTreeMap::new(),
-        };
+        let mut host = Host::new(&m, (1..=4).map(|pid| (pid, 1, 0, vec![1, 0])).collect());
         let mut p = HomeNode::new(Tunables::default());
         host.pass(&mut p, 1, &[]);
         let h = homes(&host.pass(&mut p, 2, &[]), &m);
@@ -1234,11 +1250,7 @@ mod tests {
         procs: Vec<(u32, u32, u32, Vec<u64>)>,
     ) -> (Machine, Host, HomeNode, BTreeMap<Tid, usize>) {
         let m = machine("tiny-2n4");
-        let mut host = Host {
-            m: m.clone(),
-            procs,
-            cpu_ns: BTreeMap::new(),
-        };
+        let mut host = Host::new(&m, procs);
         let mut p = HomeNode::new(Tunables {
             classify_wait_s: 1,
             ..Tunables::default()
@@ -1377,6 +1389,35 @@ mod tests {
                 .count()
         };
         assert_ne!((busy_on(0), busy_on(1)), (2, 2), "not shared out again");
+    }
+
+    /// A worker that runs a fifth of a pass (its CPU shared with the daemon's mover) is
+    /// awake: its process is not shared out again (which would have left that worker out
+    /// of the quotas), and no thread moves. Its main thread
+    /// gone idle is not, and the workers are shared out again (the test above).
+    #[test]
+    fn a_worker_slowed_for_a_pass_is_not_shared_out_again() {
+        let m = machine("tiny-2n4");
+        let mut host = Host::new(&m, vec![(1, 4, 0, vec![2, 2])]);
+        let mut p = HomeNode::new(Tunables::default());
+        host.pass(&mut p, 1, &[]);
+        let out = host.pass(&mut p, 2, &[]);
+        assert_eq!(homes(&out, &m).len(), 4, "split over both nodes: {out:?}");
+        host.slowed.insert(Host::tid(1, 3), NS_PER_S / 5);
+        for t_s in 3..=5 {
+            let out = host.pass(&mut p, t_s, &[]);
+            let moved = (out.iter()).any(|a| matches!(a, Action::SetThreadAffinity { .. }));
+            assert!(!moved, "{t_s} s: {out:?}");
+            assert_eq!(
+                p.units[&Pid(1)].split_busy,
+                4,
+                "{t_s} s: not shared out again"
+            );
+        }
+        // Not awake at all: shared out again, as a main thread gone idle.
+        host.slowed.insert(Host::tid(1, 3), 0);
+        host.pass(&mut p, 6, &[]);
+        assert_eq!(p.units[&Pid(1)].split_busy, 3);
     }
 
     /// numa02_smt: a main thread still busy as its twelve workers start is shared out with
