@@ -84,6 +84,15 @@ HPC_VARIANTS = [
 ]
 
 
+def counts(runs):
+    """Pages migrated, the sensor's soft-dirty faults and DAMON's page checks, summed over
+    a policy's runs."""
+    daemon = [x.get("daemon") or {} for x in runs["runs"]]
+    return (sum(x["metrics"]["pgmigrate_success"] for x in runs["runs"]),
+            sum(d.get("soft_dirty_faults", 0) for d in daemon),
+            sum(d.get("damon_checks", 0) for d in daemon))
+
+
 def hpc_suite(numabal, machine, seeds, d, sets):
     """The hpc suite under home-node with `sets` on `machine`: {workload: runs}."""
     path = d / f"hpc-{machine}.json"
@@ -110,8 +119,7 @@ def hpc(a, out):
                 t = statistics.mean(runtimes(runs))
                 base.setdefault((machine, w), t)
                 r = t / base[(machine, w)]
-                m = sum(x["metrics"]["pgmigrate_success"] for x in runs["runs"])
-                f = sum((x.get("daemon") or {}).get("soft_dirty_faults", 0) for x in runs["runs"])
+                m, f, _ = counts(runs)
                 ratios.append(r)
                 migrated += m
                 faults += f
@@ -160,9 +168,7 @@ def main():
         for machine, w in BIND_DEFINED:
             runs = compare(a.numabal, machine, w, ["home-node"], a.seeds, d, sets)["home-node"]
             r = statistics.mean(runtimes(runs)) / bind[(machine, w)]
-            m = sum(x["metrics"]["pgmigrate_success"] for x in runs["runs"])
-            f = sum((x.get("daemon") or {}).get("soft_dirty_faults", 0) for x in runs["runs"])
-            c = sum((x.get("daemon") or {}).get("damon_checks", 0) for x in runs["runs"])
+            m, f, c = counts(runs)
             ratios.append(r)
             migrated += m
             faults += f

@@ -211,11 +211,11 @@ impl HomeNode {
                 set: None,
             });
             th.fresh = fresh;
-            th.busy = most * 10 >= dt && dt > 0 && r * 100 >= self.t.busy_pct * most;
+            let judged = most * 10 >= dt && dt > 0;
+            th.busy = judged && r * 100 >= self.t.busy_pct * most;
             th.cpu_ns = o.cpu_time_ns;
             *busy.entry(o.pid).or_default() += u32::from(th.busy);
-            *awake.entry(o.pid).or_default() +=
-                u32::from(most * 10 >= dt && dt > 0 && r * 10 >= most);
+            *awake.entry(o.pid).or_default() += u32::from(judged && r * 10 >= most);
         }
         for p in obs.processes {
             let busy = busy.get(&p.pid).copied().unwrap_or(0);
@@ -1393,8 +1393,8 @@ mod tests {
 
     /// A worker that runs a fifth of a pass (its CPU shared with the daemon's mover) is
     /// awake: its process is not shared out again (which would have left that worker out
-    /// of the quotas), and no thread moves. Its main thread
-    /// gone idle is not, and the workers are shared out again (the test above).
+    /// of the quotas), and no thread moves. A thread that does not run at all is not
+    /// awake, and the workers are shared out again, as for a main thread gone idle.
     #[test]
     fn a_worker_slowed_for_a_pass_is_not_shared_out_again() {
         let m = machine("tiny-2n4");

@@ -61,9 +61,10 @@ pub struct Tunables {
     /// A split process not known to be private whose memory lies concentrated on one node
     /// has that node's pages spread over its threads' nodes, once (0: left where they are).
     pub spread_concentrated: u64,
-    /// Split processes are shared out again when one has fewer busy threads than it was
-    /// shared out with, or a node has more busy threads homed than CPUs while another has
-    /// CPUs to spare (0: only when a busy thread has no node).
+    /// Split processes are shared out again when one has fewer threads awake (that ran a
+    /// tenth of the pass) than it was shared out with busy, or a node has more busy threads
+    /// homed than CPUs while another has CPUs to spare (0: only when a busy thread has no
+    /// node).
     pub reshare_split: u64,
 }
 
