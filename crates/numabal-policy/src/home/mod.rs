@@ -127,6 +127,8 @@ struct Thread {
     pid: Pid,
     cpu_ns: u64,
     busy: bool,
+    /// Ran at least a tenth of the busiest thread's time in the pass.
+    awake: bool,
     /// First read at this pass: whether it is busy is not known yet.
     fresh: bool,
     /// Its node, by the plan.
@@ -206,6 +208,7 @@ impl HomeNode {
                 pid: o.pid,
                 cpu_ns: o.cpu_time_ns,
                 busy: false,
+                awake: false,
                 fresh,
                 home: None,
                 set: None,
@@ -213,9 +216,10 @@ impl HomeNode {
             th.fresh = fresh;
             let judged = most * 10 >= dt && dt > 0;
             th.busy = judged && r * 100 >= self.t.busy_pct * most;
+            th.awake = judged && r * 10 >= most;
             th.cpu_ns = o.cpu_time_ns;
             *busy.entry(o.pid).or_default() += u32::from(th.busy);
-            *awake.entry(o.pid).or_default() += u32::from(judged && r * 10 >= most);
+            *awake.entry(o.pid).or_default() += u32::from(th.awake);
         }
         for p in obs.processes {
             let busy = busy.get(&p.pid).copied().unwrap_or(0);
@@ -456,10 +460,13 @@ impl HomeNode {
             .map(|(&pid, _)| pid)
             .collect();
         for pid in split {
-            // Busy threads only: an idle one keeps its node and takes none of the quota
-            // (a main thread busy as its workers started must not keep a CPU from them).
+            // Busy threads, and awake ones that have a node: an idle one keeps its node and
+            // takes none of the quota (a main thread busy as its workers started must not
+            // keep a CPU from them); a worker slowed for a pass beside the daemon's mover
+            // keeps its place, where counting only busy ones gave it to another worker and
+            // moved it across when it was busy again (numa02-like's twin on a shared host).
             let tids: Vec<Tid> = (self.threads.iter())
-                .filter(|(_, t)| t.pid == pid && t.busy)
+                .filter(|(_, t)| t.pid == pid && (t.busy || (t.awake && t.home.is_some())))
                 .map(|(&tid, _)| tid)
                 .collect();
             let shares = self.units[&pid].class != Class::Private;
@@ -1418,6 +1425,28 @@ mod tests {
         host.slowed.insert(Host::tid(1, 3), 0);
         host.pass(&mut p, 6, &[]);
         assert_eq!(p.units[&Pid(1)].split_busy, 3);
+    }
+
+    /// A worker slowed for a pass (awake, not busy) keeps its node when the plan is made
+    /// again for another reason (here another process exits): before, only busy threads
+    /// took the quotas, and a worker of the other node took the slowed one's place, the
+    /// two swapping nodes when it was busy again (numa02-like's twin on a shared host,
+    /// beside the daemon's mover). Whichever worker is slowed, no thread moves.
+    #[test]
+    fn a_worker_slowed_when_the_plan_is_made_again_keeps_its_node() {
+        let m = machine("tiny-2n4");
+        for slowed in 0..4 {
+            let mut host = Host::new(&m, vec![(1, 4, 0, vec![2, 2]), (2, 0, 1, vec![1, 0])]);
+            let mut p = HomeNode::new(Tunables::default());
+            host.pass(&mut p, 1, &[]);
+            let out = host.pass(&mut p, 2, &[]);
+            assert_eq!(homes(&out, &m).len(), 4, "split over both nodes: {out:?}");
+            host.slowed.insert(Host::tid(1, slowed), NS_PER_S / 5);
+            host.procs.pop();
+            let out = host.pass(&mut p, 3, &[]);
+            let moved = (out.iter()).any(|a| matches!(a, Action::SetThreadAffinity { .. }));
+            assert!(!moved, "worker {slowed} slowed: {out:?}");
+        }
     }
 
     /// numa02_smt: a main thread still busy as its twelve workers start is shared out with
