@@ -128,6 +128,8 @@ struct DaemonTable {
     numa_balancing: Option<toml::Value>,
     /// A simulated host's setting: refused here with the reason.
     kernel: Option<toml::Value>,
+    /// A simulated daemon's setting: refused here with the reason.
+    start_s: Option<toml::Value>,
     decision_log: Option<PathBuf>,
     metrics_port: Option<u16>,
     record: Option<PathBuf>,
@@ -241,6 +243,13 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
             src("kernel")
         )));
     }
+    if d.start_s.is_some() {
+        return Err(Failure::Input(format!(
+            "{}: is when a simulated daemon starts (allowed only in a scenario's [daemon] \
+             table; on a host the daemon starts when it is run)",
+            src("start_s")
+        )));
+    }
     let defaults = DaemonSettings::default();
     let settings = DaemonSettings {
         sensor,
@@ -259,6 +268,7 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
         fault_cost_ns: d.fault_cost_ns.unwrap_or(defaults.fault_cost_ns),
         numa_balancing: None,
         kernel: None,
+        start_s: None,
     };
     // The checks a simulated daemon's settings get too; the error names where the value
     // was written.

@@ -578,6 +578,15 @@ fn daemon_config_errors_name_the_table_and_key() {
         &["--set", "policy.i=true"],
         &["--set policy.i=true: policy.i: is true (allowed: seconds"],
     );
+    // A simulated daemon's start time means nothing on a host.
+    daemon(
+        "d8.toml",
+        "[daemon]\nstart_s = 1.0\n",
+        &[],
+        &[
+            "d8.toml: daemon.start_s: is when a simulated daemon starts (allowed only in a scenario's [daemon] table",
+        ],
+    );
 }
 
 #[test]

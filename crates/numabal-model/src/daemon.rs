@@ -13,6 +13,7 @@
 //!   softdirty_budget_pct           ✓     ✓
 //!   fault_cost_ns                  ✓     ✓   the daemon's assumption, not the kernel's cost
 //!   numa_balancing                 -     ✓   the simulated host's kernel.numa_balancing
+//!   start_s                        -     ✓   when the simulated daemon starts
 //! ```
 
 use crate::InputError;
@@ -161,6 +162,10 @@ pub struct DaemonSettings {
     /// `MAJOR.MINOR`). `None`: that model's default release.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<KernelVersion>,
+    /// The simulator only: the daemon's first pass this many seconds into the run (a
+    /// guest script that starts the daemon once its workload has set up); `None`: at 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_s: Option<f64>,
 }
 
 fn d_idle_interval() -> u64 {
@@ -192,6 +197,7 @@ impl Default for DaemonSettings {
             fault_cost_ns: d_fault_cost(),
             numa_balancing: None,
             kernel: None,
+            start_s: None,
         }
     }
 }
@@ -264,6 +270,11 @@ impl DaemonSettings {
         {
             return bad("numa_balancing", format!("is {v} (allowed: 0 or 1)"));
         }
+        if let Some(v) = self.start_s
+            && !(0.0..=1e6).contains(&v)
+        {
+            return bad("start_s", format!("is {v} (allowed: 0 to 1000000 s)"));
+        }
         Ok(())
     }
 }
@@ -324,6 +335,10 @@ mod tests {
             (
                 "sample_period = 0",
                 "d.toml: sample_period: is 0 (allowed: 1 or more)",
+            ),
+            (
+                "start_s = -1.0",
+                "d.toml: start_s: is -1 (allowed: 0 to 1000000 s)",
             ),
             (
                 "softdirty_budget_pct = 0.0",

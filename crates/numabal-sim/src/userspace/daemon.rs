@@ -159,6 +159,9 @@ pub(crate) struct DaemonRt {
     deferred_tick: Option<u64>,
     /// numabal's daemon: its next pass is due then, or when the queued calls return.
     deferred_until: Option<u64>,
+    /// The last page of a tick ran past it by this much of a mover's time (ns at the
+    /// host's speed): the next tick has that much less.
+    overrun_ns: f64,
     pub(crate) log: Vec<PolicyLogEntry>,
 }
 
@@ -354,26 +357,37 @@ impl UserSpace {
 
     /// Run queued `migrate_pages` and `move_pages` calls for one tick of the daemon's time;
     /// numabal's daemon is charged the CPU time and told what returned. A call that
-    /// `movers` threads run has `movers` times the tick's time to copy in (its slices run
-    /// at once; the simulated call ends when the pages' total cost is spent, not when its
-    /// slowest slice is done). On a shared host each mover copies at the host's speed.
+    /// `movers` threads run has their shares of their CPUs times the tick's time to copy
+    /// in (numabal's daemon: [`NumabalDaemon::mover_shares`], a mover beside runnable
+    /// threads shares their CPU; numad's copying is not placed on a CPU, each of its
+    /// movers has a whole one). Its slices run at once; the simulated call ends when the
+    /// pages' total cost is spent, not when its slowest slice is done. On a shared host
+    /// each mover copies at the host's speed.
+    ///
+    /// [`NumabalDaemon::mover_shares`]: super::numabal_daemon::NumabalDaemon::mover_shares
     pub(crate) fn run_migrate_pages(&mut self, w: &mut World) {
         let movers = self.daemon.jobs.front().map_or(1, |j| j.movers());
-        let mut left = w.tick_ns() as f64 * movers_speed(w, movers);
+        let mut left = w.tick_ns() as f64 * movers_speed(w, movers) - self.daemon.overrun_ns;
+        self.daemon.overrun_ns = 0.0;
         let mut done = Vec::new();
         let mut spent = Vec::new();
         while left > 0.0 {
             let Some(mut job) = self.daemon.jobs.pop_front() else {
                 break;
             };
-            let m = job.movers() as f64;
+            let shares = match &self.numabal {
+                Some(d) => d.mover_shares(w, job.movers()),
+                None => vec![1.0; job.movers()],
+            };
+            // Summed in order: exactly the movers' count when each has a whole CPU.
+            let m: f64 = shares.iter().sum();
             let mut budget = left * m;
             let finished = match &mut job {
                 Call::MigratePages(j) => self.migrate_pages_step(w, j, &mut budget),
                 Call::MovePages(j) => move_pages_step(w, j, &mut budget),
             };
             // The last page of a tick may run past it: its whole cost is the daemon's.
-            spent.push((left - budget / m, job.movers()));
+            spent.push((left - budget / m, shares));
             left = budget / m;
             if !finished {
                 self.daemon.jobs.push_front(job);
@@ -382,12 +396,17 @@ impl UserSpace {
             }
         }
         if self.numabal.is_some() {
-            for (ns, movers) in spent {
-                self.numabal_charge(w, ns, movers);
+            for (ns, shares) in spent {
+                self.numabal_charge(w, ns, &shares);
             }
             for d in done {
                 self.numabal_call_done(d);
             }
+        }
+        // A page whose cost ran past the tick (a huge page at a guest's copy speed takes
+        // several ticks) is paid from the ticks after it, not given again in each.
+        if left < 0.0 && !self.daemon.jobs.is_empty() {
+            self.daemon.overrun_ns = -left;
         }
         if self.daemon.jobs.is_empty() {
             self.log_batch(w);

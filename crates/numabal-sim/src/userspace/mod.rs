@@ -71,8 +71,8 @@ impl UserSpace {
     /// The policy's first pass: when it asks for passes of its own (a daemon); numabal's
     /// daemon makes its first pass when the run starts.
     pub fn first_tick_ns(&self) -> Option<u64> {
-        if self.numabal.is_some() {
-            return Some(0);
+        if let Some(d) = &self.numabal {
+            return Some(d.start_ns());
         }
         self.policy.tick_interval_ns().map(|i| i.max(1))
     }

@@ -140,6 +140,11 @@ impl NumabalDaemon {
     }
 
     /// The first pass: open the sensor's event, log the start.
+    /// When its first pass comes (`daemon.start_s`).
+    pub(crate) fn start_ns(&self) -> u64 {
+        (self.d.settings.start_s.unwrap_or(0.0) * NS) as u64
+    }
+
     fn start(&mut self, w: &mut World, policy: &dyn numabal_policy::Policy) {
         let s = &self.d.settings;
         let interval = interval_range_ns(s, policy);
@@ -379,19 +384,58 @@ impl NumabalDaemon {
         self.last_idle = Some((w.now(), idle, self.cpu_ns));
     }
 
-    /// `movers` threads copy for `ns` each: the daemon's own thread (`charge_cpu`), the
-    /// others each on an idle CPU not held this tick (the scheduler's wakeup finds one;
-    /// they are woken from the daemon's CPU, so searched from it on), else on the
-    /// daemon's CPU, taking the time from the threads there.
-    fn charge_movers(&mut self, w: &mut World, ns: f64, movers: usize) {
-        self.charge_cpu(w, ns);
+    /// The CPU the daemon's thread runs on now ([`Self::charge_cpu`]'s choice).
+    fn own_cpu(&self, w: &World) -> usize {
+        if self.kthreads.running(self.cpu, w.now()) {
+            return self.cpu;
+        }
+        let node = w.machine().cpus[self.cpu].node;
+        match self.kthreads.cpu(w, self.cpu, node) {
+            (c, 0) => c,
+            _ => self.cpu,
+        }
+    }
+
+    /// Where `movers` threads copy this tick: the daemon's own thread where it runs
+    /// ([`Self::own_cpu`]), the others each on an idle CPU not held (woken from the
+    /// daemon's CPU, so searched from it on), else on the CPU with the fewest runnable
+    /// threads that no other mover took (the load balancer spreads runnable threads over
+    /// the CPUs), else beside the daemon's own thread.
+    fn mover_cpus(&self, w: &World, movers: usize) -> Vec<usize> {
         let nr = w.machine().nr_cpus();
+        let own = self.own_cpu(w);
+        let mut on = vec![own];
         for _ in 1..movers {
-            let idle = (1..nr)
-                .map(|k| (self.cpu + k) % nr)
+            let from_own = (1..nr).map(|k| (own + k) % nr).filter(|c| !on.contains(c));
+            let idle = from_own
+                .clone()
                 .find(|&c| w.sched().is_idle(c) && !self.kthreads.running(c, w.now()));
-            self.kthreads.run(w, idle.unwrap_or(self.cpu), ns);
-            self.cpu_ns += w.host_wall(ns);
+            let least = || from_own.min_by_key(|&c| w.sched().rq(c).len());
+            on.push(idle.or_else(least).unwrap_or(own));
+        }
+        on
+    }
+
+    /// The share of its CPU each of `movers` threads gets this tick ([`Self::mover_cpus`]):
+    /// with k runnable threads and j movers there, 1/(k + j), as CFS gives threads of
+    /// equal weight; on an idle CPU of its own, all of it. (Before 2026-11-28 a mover took
+    /// its CPU whole, as a kernel thread would, and movers that found no idle CPU all ran
+    /// whole on the daemon's: on a machine with every CPU busy, five movers took five CPUs'
+    /// time from one.)
+    pub(crate) fn mover_shares(&self, w: &World, movers: usize) -> Vec<f64> {
+        let on = self.mover_cpus(w, movers);
+        let sharing = |c: usize| w.sched().rq(c).len() + on.iter().filter(|&&o| o == c).count();
+        on.iter().map(|&c| 1.0 / sharing(c) as f64).collect()
+    }
+
+    /// The movers copy for `ns` times their share each ([`Self::mover_shares`]), on the
+    /// CPUs [`Self::mover_cpus`] gives, taking the time from the threads there.
+    fn charge_movers(&mut self, w: &mut World, ns: f64, shares: &[f64]) {
+        let on = self.mover_cpus(w, shares.len());
+        self.charge_cpu(w, ns * shares[0]);
+        for (&c, &share) in on.iter().zip(shares).skip(1) {
+            self.kthreads.run(w, c, ns * share);
+            self.cpu_ns += w.host_wall(ns * share);
         }
     }
 }
@@ -620,10 +664,11 @@ impl UserSpace {
         }
     }
 
-    /// The kernel time of the daemon's calls this tick: `ns` on each of `movers` CPUs.
-    pub(crate) fn numabal_charge(&mut self, w: &mut World, ns: f64, movers: usize) {
+    /// The kernel time of the daemon's calls this tick: `ns` times each mover's share of
+    /// its CPU ([`NumabalDaemon::mover_shares`]).
+    pub(crate) fn numabal_charge(&mut self, w: &mut World, ns: f64, shares: &[f64]) {
         if let Some(d) = self.numabal.as_mut() {
-            d.charge_movers(w, ns, movers);
+            d.charge_movers(w, ns, shares);
         }
     }
 

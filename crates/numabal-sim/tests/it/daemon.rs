@@ -372,6 +372,63 @@ fn movers_on_a_shared_host_copy_at_its_speed() {
     );
 }
 
+/// numa02-like's twin as the guest runs it: the daemon started once the buffer is written
+/// (`daemon.start_s`), the guest's eight CPUs on two host cores, and the move costs the
+/// daemon's path measured in the 6.1 guest (a huge page takes 12.5 ms to copy, three ticks
+/// of a whole CPU). Every CPU runs a worker, so the daemon's one mover shares a worker's CPU.
+const SHARED_GUEST: [&str; 5] = [
+    "daemon.start_s=1",
+    "daemon.sensor=softdirty",
+    "machine.core.host_cpus=2",
+    "machine.costs.migrate_page_ns=14700",
+    "machine.costs.migrate_copy_gib_s=0.156",
+];
+
+/// A page that costs more than a tick is paid from the ticks after it, so the moves take
+/// their pages' cost at the mover's speed (before, each tick moved a whole huge page, about
+/// twelve ticks' worth of the mover's time). And the worker beside the mover shares its CPU with it, as CFS shares
+/// threads of equal weight: it never stops counting as awake, no worker changes node after
+/// the split, and the process is placed and stays so (before, the mover took the worker's
+/// CPU whole for a pass, the plan gave the worker's place to another, the two swapped
+/// nodes, their chunks strayed, and the process was taken for a sharer and interleaved:
+/// local 0.35).
+#[test]
+fn a_mover_beside_a_worker_shares_its_cpu_and_pays_each_page() {
+    let mut sets = vec![TWIN[0], TWIN[1], "sim.max_time_s=30"];
+    sets.extend(SHARED_GUEST);
+    let r = guest("numa02-like", "home-node", &sets);
+    let log = daemon_log(&r);
+    assert_eq!(managed_at(&r), 1.0, "managed at the daemon's first pass");
+    let splits = (log.iter()).filter(|l| l.get("decision").is_some()).count();
+    assert_eq!(splits, 1, "split once: {log:?}");
+    let set_at: Vec<f64> = (log.iter())
+        .filter(|l| l.get("sched_setaffinity").is_some())
+        .map(|l| l["t_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(set_at.len(), 8, "each worker set once: {set_at:?}");
+    let s = &r.series;
+    let placed = (s.t_s.iter().zip(&s.local_access_ratio))
+        .find(|&(_, l)| l.is_some_and(|l| l >= 0.9))
+        .map(|(&t, _)| t);
+    assert!(placed.is_some_and(|t| t <= 15.0), "placed at {placed:?}");
+    let last = s.local_access_ratio.last().copied().flatten();
+    assert!(last.is_some_and(|l| l >= 0.9), "local {last:?} at the end");
+    // The moves take at least the pages' cost (huge pages copied at the measured speed,
+    // and their per-page work) at the mover's share: half a CPU beside a worker, each CPU
+    // a quarter of a host core (eight running on two).
+    let moved = stop(&r)["pages_moved"].as_u64().unwrap() as f64;
+    let cost = moved * (4096.0 / (0.156 * 1_073_741_824.0) + 14_700e-9 / 512.0);
+    let began = (log.iter())
+        .find(|l| l.get("move_pages").is_some())
+        .map(|l| l["t_s"].as_f64().unwrap())
+        .expect("moves");
+    let took = placed.unwrap() - began;
+    assert!(
+        took >= 0.8 * cost / (0.25 * 0.5),
+        "placed {took} s after the moves began; the pages' cost {cost} s"
+    );
+}
+
 /// A process whose cpuset someone narrowed is left alone (logged once, never acted on),
 /// and a process below `min_rss_mb` is not even judged.
 #[test]
@@ -455,7 +512,7 @@ fn a_process_whose_placed_main_thread_exits_stays_managed() {
         "xsbench",
         "home-node",
         1,
-        &["sim.max_time_s=8"],
+        &["sim.max_time_s=12"],
     ));
     let log = daemon_log(&r);
     assert!(log.iter().all(|l| l.get("skip").is_none()), "{log:?}");
