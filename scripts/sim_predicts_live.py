@@ -16,15 +16,27 @@ the series' local access ratio of that second >= 0.9).
 
 The live figures are read from the guest scenarios' output (scripts/vm/daemon-tests.sh
 writes target/vm/logs/SCENARIO-TAG.out; TAG -sid for 7.2); the twins run here
-(qemu-guest-4n8, THP always as Debian's kernels have it, numastat every second).
+(qemu-guest-4n8, THP always as Debian's kernels have it, numastat every second), as the
+guest ran them:
+- on the host's cores: the guest's 8 vCPUs share `--host-cpus` cores (default: this
+  machine's, where scripts/vm runs the guest), `machine.core.host_cpus`;
+- with the daemon's own move costs, measured in the same guest kernel by the
+  `migrate-speed` scenario (target/vm/logs/migrate-speed-TAG.out: `migratepages` of a
+  stopped writer's 160 MiB in huge pages and in base pages, solved for
+  `costs.migrate_page_ns` and `costs.migrate_copy_gib_s`); without that log, the preset's
+  costs (`numa-costs`, a process moving its own pages), and the script says so;
+- numa01-like and numa02-like with the daemon started once the workers run, as their
+  guest scripts start it after the programs' start lines (`daemon.start_s`: when the
+  twin's workers start, from a run without the daemon); times are from the daemon's start.
 
 Usage: scripts/sim_predicts_live.py [--logs DIR] [--kernel 7.2|6.1] [--numabal PATH]
-       [--set KEY=VALUE]...
+       [--host-cpus N] [--set KEY=VALUE]...
 Wall time: about 10 s after the release build. Exit status 1 if a row fails, 2 if a live
 log is missing.
 """
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -61,19 +73,42 @@ def placed(sample, distinct=True):
     return homes
 
 
-def twin(numabal, workload, sensor, out, sets=()):
-    path = out / f"{workload}-{sensor}.json"
-    args = [numabal, "sim", "-m", "qemu-guest-4n8", "-w", workload, "-p", "home-node",
-            "--quiet", "--set", f"daemon.sensor={sensor}",
-            "--set", "sim.transparent_hugepage=always", "--set", "sim.numastat_every_s=1",
-            "--json", str(path)]
+def sim(numabal, workload, policy, path, sets):
+    args = [numabal, "sim", "-m", "qemu-guest-4n8", "-w", workload, "-p", policy,
+            "--quiet", "--set", "sim.transparent_hugepage=always", "--json", str(path)]
     for s in sets:
         args += ["--set", s]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         sys.stderr.write(r.stdout + r.stderr)
         sys.exit(f"sim_predicts_live: {' '.join(args)} failed (exit {r.returncode})")
-    res = json.loads(path.read_text())
+    return json.loads(path.read_text())
+
+
+def workers_start(numabal, workload, out, sets):
+    """When every process of the twin has its workers running, without the daemon (the
+    guest scripts start the daemon after the programs print their start lines)."""
+    res = sim(numabal, workload, "none", out / f"{workload}-start.json",
+              list(sets) + ["sim.numastat_every_s=0.1", "sim.max_time_s=5"])
+    return next(s["t_s"] for s in res["numastat"]
+                if s["processes"] and all(p.get("worker_nodes") for p in s["processes"]))
+
+
+def twin(numabal, workload, sensor, out, sets=()):
+    """(time placed from the daemon's start or None, the end's placement or None)."""
+    start = 0.0
+    sets = list(sets)
+    if workload in ("numa01-like", "numa02-like"):
+        start = round(workers_start(numabal, workload, out, sets), 1)
+        sets.append(f"daemon.start_s={start}")
+    path = out / f"{workload}-{sensor}.json"
+    res = sim(numabal, workload, "home-node", path,
+              sets + [f"daemon.sensor={sensor}", "sim.numastat_every_s=1"])
+    at, end = placed_twin(numabal, workload, res)
+    return (None if at is None else at - start), end
+
+
+def placed_twin(numabal, workload, res):
     if workload == "numa02-like":
         return spread(res, node_cpus(numabal))
     # perf bench's check is per process (scenarios/daemon-perfbench.sh): node 0's two CPUs
@@ -125,15 +160,55 @@ def live(log, pattern):
     return t, end, policy
 
 
+def move_costs(log):
+    """The daemon's move costs in the guest from a migrate-speed log: (migrate_page_ns,
+    migrate_copy_gib_s), or None. A stopped writer's 160 MiB moved in huge pages (t_h s,
+    h huge pages, b base pages besides) and in base pages only (t_b s, n pages): a base
+    page costs c_b = t_b / n = k + 4 KiB / v, a huge page c_h = (t_h - b c_b) / h =
+    k + 2 MiB / v; solved for k and v."""
+    if not log.exists():
+        return None
+    text = log.read_text(errors="replace")
+    def case(name):
+        m = re.search(rf"^speed {name} seconds=([0-9.]+) pgmigrate_success=(\d+) "
+                      rf"thp_migration_success=(\d+)", text, re.M)
+        return (float(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+    huge, base = case("alone-stopped"), case("alone-stopped-base-pages")
+    if not huge or not base or huge[2] == 0 or base[1] == 0:
+        return None
+    c_b = base[0] / base[1]
+    h = huge[2]
+    c_h = (huge[0] - (huge[1] - 512 * h) * c_b) / h
+    per_byte = (c_h - c_b) / (2 * 1024 * 1024 - 4096)
+    if per_byte <= 0:
+        return None
+    k = c_b - 4096 * per_byte
+    return max(k, 0.0) * 1e9, 1.0 / per_byte / 1024 ** 3
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--logs", default=str(REPO / "target/vm/logs"))
     ap.add_argument("--kernel", default="7.2", choices=sorted(TAGS))
     ap.add_argument("--numabal", default=str(REPO / "target/release/numabal"))
+    ap.add_argument("--host-cpus", type=int, default=os.cpu_count(),
+                    help="the host cores the guest's vCPUs ran on (default: this machine's)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="passed to every twin (e.g. machine.core.host_cpus=2), repeatable")
+                    help="passed to every twin after the above, repeatable")
     a = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="sim-predicts-live."))
+    sets = [f"machine.core.host_cpus={a.host_cpus}"]
+    speed = Path(a.logs) / f"migrate-speed{TAGS[a.kernel]}.out"
+    costs = move_costs(speed)
+    if costs:
+        sets += [f"machine.costs.migrate_page_ns={costs[0]:.0f}",
+                 f"machine.costs.migrate_copy_gib_s={costs[1]:.3f}"]
+        print(f"the daemon's move costs from {speed.name}: migrate_page_ns {costs[0]:.0f}, "
+              f"migrate_copy_gib_s {costs[1]:.3f}; the guest on {a.host_cpus} host cores")
+    else:
+        print(f"no move costs in {speed} (scripts/vm/run.sh migrate-speed): the preset's; "
+              f"the guest on {a.host_cpus} host cores")
+    sets += a.set
     ok, missing = True, False
     head = f"{'scenario':18} {'sensor':9} {'live placed at':>15} {'sim placed at':>14} {'ratio':>6}  verdict"
     print(head)
@@ -154,7 +229,7 @@ def main():
                   f"{a.kernel} {scen}")
             missing = True
             continue
-        st, send = twin(a.numabal, workload, sensor, out, a.set)
+        st, send = twin(a.numabal, workload, sensor, out, sets)
         fmt = lambda t, end: (f"{t:.1f} s" if t is not None else "never") + ("" if end else " (not at end)")
         ratio = (max(lt, st) / min(lt, st)) if lt and st else None
         shape = lend == (send is not None)

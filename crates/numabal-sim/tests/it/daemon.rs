@@ -272,9 +272,11 @@ fn movers_share_a_whole_process_move() {
         ],
     );
     let (moves, decided, at) = whole_moves(&r);
+    // As many as CPUs were idle over the last pass: at least the four no worker runs on,
+    // at most the six the fill left idle (the pass may come as the workers start).
     let movers = |l: &&Value| l["movers"].as_u64().unwrap_or(1);
     assert!(
-        moves.iter().all(|l| (4..=5).contains(&movers(l))),
+        moves.iter().all(|l| (4..=6).contains(&movers(l))),
         "{moves:?}"
     );
     let alone = 2.0 * 40_960.0 * 1e-4;
@@ -313,7 +315,9 @@ fn an_address_in_a_huge_page_moves_and_counts_its_pages() {
         .collect();
     assert!(big.len() >= 3, "{moves:?}");
     for l in &big {
-        let addrs = l["move_pages"].as_u64().unwrap();
+        // Less the global buffer's 4 KiB pages, which the process does not own alone.
+        let not_owned = l["not_owned"].as_u64().unwrap_or(0);
+        let addrs = l["move_pages"].as_u64().unwrap() - not_owned;
         assert!(addrs < 100, "one address per huge page: {l}");
         assert!(l["moved"].as_u64().unwrap() <= 512 * addrs, "{l}");
         assert_eq!(l["movers"], 4, "{l}");
