@@ -25,6 +25,9 @@ guest ran them:
   stopped writer's 160 MiB in huge pages and in base pages, solved for
   `costs.migrate_page_ns` and `costs.migrate_copy_gib_s`); without that log, the preset's
   costs (`numa-costs`, a process moving its own pages), and the script says so;
+- with the TLB shootdown's wait on the shared host per CPU that runs the process
+  (`core.host_shootdown_ns`), solved from the same log's `eight-threads` cases (a running
+  eight-thread process's 160 MiB against the same stopped);
 - numa01-like and numa02-like with the daemon started once the workers run, as their
   guest scripts start it after the programs' start lines (`daemon.start_s`: when the
   twin's workers start, from a run without the daemon); times are from the daemon's start.
@@ -186,6 +189,27 @@ def move_costs(log):
     return max(k, 0.0) * 1e9, 1.0 / per_byte / 1024 ** 3
 
 
+def shootdown_wait(log, host_cpus):
+    """`core.host_shootdown_ns` from a migrate-speed log: a running eight-thread process's
+    160 MiB (one thread on each of the guest's 8 CPUs) against the same stopped; the extra
+    wall time over its flushes (huge pages and base pages, one each), as the model charges
+    it: CPU work at the mover's speed (half a CPU beside a writer, each CPU at host_cpus / 8
+    of a core), for each of the 8 CPUs the process runs on. None without the cases."""
+    if not log.exists():
+        return None
+    text = log.read_text(errors="replace")
+    def case(name):
+        m = re.search(rf"^speed {name} seconds=([0-9.]+) pgmigrate_success=(\d+) "
+                      rf"thp_migration_success=(\d+)", text, re.M)
+        return (float(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+    run, stopped = case("eight-threads"), case("eight-threads-stopped")
+    if not run or not stopped:
+        return None
+    flushes = run[2] + max(run[1] - 512 * run[2], 0)
+    speed = min(1.0, host_cpus / 8) * 0.5
+    return max(run[0] - stopped[0], 0.0) * speed / flushes / 8 * 1e9
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--logs", default=str(REPO / "target/vm/logs"))
@@ -208,6 +232,13 @@ def main():
     else:
         print(f"no move costs in {speed} (scripts/vm/run.sh migrate-speed): the preset's; "
               f"the guest on {a.host_cpus} host cores")
+    wait = shootdown_wait(speed, a.host_cpus)
+    if wait is not None:
+        sets.append(f"machine.core.host_shootdown_ns={wait:.0f}")
+        print(f"a TLB shootdown waits {wait:.0f} ns of work per CPU running the process "
+              f"(eight-threads against eight-threads-stopped in {speed.name})")
+    else:
+        print(f"no eight-threads cases in {speed}: shootdowns cost the preset's flat figure")
     sets += a.set
     ok, missing = True, False
     head = f"{'scenario':18} {'sensor':9} {'live placed at':>15} {'sim placed at':>14} {'ratio':>6}  verdict"

@@ -201,6 +201,12 @@ pub struct CoreSpec {
     /// speed. Unset: every CPU is a core of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_cpus: Option<f64>,
+    /// On a shared host (`host_cpus`), what a TLB shootdown waits, ns of CPU work, for each
+    /// CPU that runs the migrated page's process: a vCPU answers the flush's IPI only when
+    /// the host runs it, so the wait grows with the CPUs to flush and the host's sharing.
+    /// Unset or 0: the flat `costs.tlb_shootdown_ns` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_shootdown_ns: Option<f64>,
 }
 
 impl Default for CoreSpec {
@@ -212,6 +218,7 @@ impl Default for CoreSpec {
             smt_memory_throughput: 1.0,
             smt_compute_throughput: default_smt_compute(),
             host_cpus: None,
+            host_shootdown_ns: None,
         }
     }
 }
@@ -978,6 +985,15 @@ fn check_core(c: &CoreSpec, nr_cpus: usize, src: &str) -> Result<(), InputError>
             src,
             "core.host_cpus",
             format!("is {h} (allowed: 0.1 to the machine's {nr_cpus} CPUs, or unset)"),
+        ));
+    }
+    if let Some(w) = c.host_shootdown_ns
+        && !(0.0..=1e9).contains(&w)
+    {
+        return Err(InputError::new(
+            src,
+            "core.host_shootdown_ns",
+            format!("is {w} (allowed: 0 to 1000000000 ns, or unset)"),
         ));
     }
     Ok(())

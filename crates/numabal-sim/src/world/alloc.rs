@@ -191,10 +191,27 @@ impl World<'_> {
         let k = &self.machine.spec.costs;
         let copy_ns = nr as f64 * PAGE_BYTES
             / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
-        let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns;
+        let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns + self.host_flush_wait(obj);
         self.migrate_ns += cost;
         self.migrate_shootdowns += 1;
         Some(cost)
+    }
+
+    /// On a shared host (`core.host_shootdown_ns`), the shootdown's wait for the CPUs that
+    /// run threads of the process owning `obj`. Simplified: every such CPU counts, the one
+    /// a migrating fault runs on too (it flushes itself at no wait), and only the owner's
+    /// threads (another process mapping a shared object is not counted).
+    fn host_flush_wait(&self, obj: usize) -> f64 {
+        let core = &self.machine.spec.core;
+        let (Some(_), Some(w)) = (core.host_cpus, core.host_shootdown_ns) else {
+            return 0.0;
+        };
+        let Some(owner) = self.obj_owner[obj] else {
+            return 0.0;
+        };
+        let runs =
+            |c: usize| (self.sched.rq(c).iter()).any(|&t| self.threads[t as usize].proc == owner);
+        w * (0..self.sched.nr_cpus()).filter(|&c| runs(c)).count() as f64
     }
 
     /// The start of every hinting fault, by thread `t` on CPU `cpu` at `page` of its region
