@@ -163,20 +163,22 @@ def live(log, pattern):
     return t, end, policy
 
 
+def speed_case(log, name):
+    """A migrate-speed case's (seconds, pgmigrate_success, thp_migration_success), or None."""
+    if not log.exists():
+        return None
+    m = re.search(rf"^speed {name} seconds=([0-9.]+) pgmigrate_success=(\d+) "
+                  rf"thp_migration_success=(\d+)", log.read_text(errors="replace"), re.M)
+    return (float(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
 def move_costs(log):
     """The daemon's move costs in the guest from a migrate-speed log: (migrate_page_ns,
     migrate_copy_gib_s), or None. A stopped writer's 160 MiB moved in huge pages (t_h s,
     h huge pages, b base pages besides) and in base pages only (t_b s, n pages): a base
     page costs c_b = t_b / n = k + 4 KiB / v, a huge page c_h = (t_h - b c_b) / h =
     k + 2 MiB / v; solved for k and v."""
-    if not log.exists():
-        return None
-    text = log.read_text(errors="replace")
-    def case(name):
-        m = re.search(rf"^speed {name} seconds=([0-9.]+) pgmigrate_success=(\d+) "
-                      rf"thp_migration_success=(\d+)", text, re.M)
-        return (float(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
-    huge, base = case("alone-stopped"), case("alone-stopped-base-pages")
+    huge, base = speed_case(log, "alone-stopped"), speed_case(log, "alone-stopped-base-pages")
     if not huge or not base or huge[2] == 0 or base[1] == 0:
         return None
     c_b = base[0] / base[1]
@@ -195,14 +197,7 @@ def shootdown_wait(log, host_cpus):
     wall time over its flushes (huge pages and base pages, one each), as the model charges
     it: CPU work at the mover's speed (half a CPU beside a writer, each CPU at host_cpus / 8
     of a core), for each of the 8 CPUs the process runs on. None without the cases."""
-    if not log.exists():
-        return None
-    text = log.read_text(errors="replace")
-    def case(name):
-        m = re.search(rf"^speed {name} seconds=([0-9.]+) pgmigrate_success=(\d+) "
-                      rf"thp_migration_success=(\d+)", text, re.M)
-        return (float(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
-    run, stopped = case("eight-threads"), case("eight-threads-stopped")
+    run, stopped = speed_case(log, "eight-threads"), speed_case(log, "eight-threads-stopped")
     if not run or not stopped:
         return None
     flushes = run[2] + max(run[1] - 512 * run[2], 0)
