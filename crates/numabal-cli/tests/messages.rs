@@ -593,30 +593,27 @@ fn daemon_config_errors_name_the_table_and_key() {
 #[test]
 fn shared_host_settings_say_what_is_allowed() {
     let d = Dir::new();
-    d.bad_run(
-        &[
-            "sim",
-            "-m",
-            "qemu-guest-4n8",
-            "-w",
-            "numa02-like",
-            "--set",
+    for (set, needle) in [
+        (
             "machine.core.host_shootdown_ns=-1",
-        ],
-        &["core.host_shootdown_ns: is -1 (allowed: 0 to 1000000000 ns, or unset)"],
-    );
-    d.bad_run(
-        &[
+            "core.host_shootdown_ns: is -1 (allowed: 0 to 1000000000 ns, or unset)",
+        ),
+        (
+            "machine.core.host_cpus=20",
+            "core.host_cpus: is 20 (allowed: 0.1 to the machine's 8 CPUs, or unset)",
+        ),
+    ] {
+        let args = [
             "sim",
             "-m",
             "qemu-guest-4n8",
             "-w",
             "numa02-like",
             "--set",
-            "machine.core.host_cpus=20",
-        ],
-        &["core.host_cpus: is 20 (allowed: 0.1 to the machine's 8 CPUs, or unset)"],
-    );
+            set,
+        ];
+        d.bad_run(&args, &[needle]);
+    }
 }
 
 #[test]

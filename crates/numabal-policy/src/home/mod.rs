@@ -1405,16 +1405,11 @@ mod tests {
     #[test]
     fn a_worker_slowed_for_a_pass_is_not_shared_out_again() {
         let m = machine("tiny-2n4");
-        let mut host = Host::new(&m, vec![(1, 4, 0, vec![2, 2])]);
-        let mut p = HomeNode::new(Tunables::default());
-        host.pass(&mut p, 1, &[]);
-        let out = host.pass(&mut p, 2, &[]);
-        assert_eq!(homes(&out, &m).len(), 4, "split over both nodes: {out:?}");
+        let (mut host, mut p) = split_four(&m, vec![(1, 4, 0, vec![2, 2])]);
         host.slowed.insert(Host::tid(1, 3), NS_PER_S / 5);
         for t_s in 3..=5 {
             let out = host.pass(&mut p, t_s, &[]);
-            let moved = (out.iter()).any(|a| matches!(a, Action::SetThreadAffinity { .. }));
-            assert!(!moved, "{t_s} s: {out:?}");
+            assert!(!sets_affinity(&out), "{t_s} s: {out:?}");
             assert_eq!(
                 p.units[&Pid(1)].split_busy,
                 4,
@@ -1436,17 +1431,27 @@ mod tests {
     fn a_worker_slowed_when_the_plan_is_made_again_keeps_its_node() {
         let m = machine("tiny-2n4");
         for slowed in 0..4 {
-            let mut host = Host::new(&m, vec![(1, 4, 0, vec![2, 2]), (2, 0, 1, vec![1, 0])]);
-            let mut p = HomeNode::new(Tunables::default());
-            host.pass(&mut p, 1, &[]);
-            let out = host.pass(&mut p, 2, &[]);
-            assert_eq!(homes(&out, &m).len(), 4, "split over both nodes: {out:?}");
+            let procs = vec![(1, 4, 0, vec![2, 2]), (2, 0, 1, vec![1, 0])];
+            let (mut host, mut p) = split_four(&m, procs);
             host.slowed.insert(Host::tid(1, slowed), NS_PER_S / 5);
             host.procs.pop();
             let out = host.pass(&mut p, 3, &[]);
-            let moved = (out.iter()).any(|a| matches!(a, Action::SetThreadAffinity { .. }));
-            assert!(!moved, "worker {slowed} slowed: {out:?}");
+            assert!(!sets_affinity(&out), "worker {slowed} slowed: {out:?}");
         }
+    }
+
+    /// `procs` on `m` for two passes, process 1's four workers split over both nodes.
+    fn split_four(m: &Machine, procs: Vec<(u32, u32, u32, Vec<u64>)>) -> (Host, HomeNode) {
+        let mut host = Host::new(m, procs);
+        let mut p = HomeNode::new(Tunables::default());
+        host.pass(&mut p, 1, &[]);
+        let out = host.pass(&mut p, 2, &[]);
+        assert_eq!(homes(&out, m).len(), 4, "split over both nodes: {out:?}");
+        (host, p)
+    }
+
+    fn sets_affinity(out: &[Action]) -> bool {
+        (out.iter()).any(|a| matches!(a, Action::SetThreadAffinity { .. }))
     }
 
     /// numa02_smt: a main thread still busy as its twelve workers start is shared out with

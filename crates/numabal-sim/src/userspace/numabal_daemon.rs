@@ -139,12 +139,12 @@ impl NumabalDaemon {
         w.now() as f64 / NS
     }
 
-    /// The first pass: open the sensor's event, log the start.
     /// When its first pass comes (`daemon.start_s`).
     pub(crate) fn start_ns(&self) -> u64 {
         (self.d.settings.start_s.unwrap_or(0.0) * NS) as u64
     }
 
+    /// The first pass: open the sensor's event, log the start.
     fn start(&mut self, w: &mut World, policy: &dyn numabal_policy::Policy) {
         let s = &self.d.settings;
         let interval = interval_range_ns(s, policy);
@@ -362,13 +362,7 @@ impl NumabalDaemon {
         if ns <= 0.0 {
             return;
         }
-        if !self.kthreads.running(self.cpu, w.now()) {
-            let node = w.machine().cpus[self.cpu].node;
-            let (c, others) = self.kthreads.cpu(w, self.cpu, node);
-            if others == 0 {
-                self.cpu = c;
-            }
-        }
+        self.cpu = self.own_cpu(w);
         self.kthreads.run(w, self.cpu, ns);
         self.cpu_ns += w.host_wall(ns);
     }
@@ -384,7 +378,8 @@ impl NumabalDaemon {
         self.last_idle = Some((w.now(), idle, self.cpu_ns));
     }
 
-    /// The CPU the daemon's thread runs on now ([`Self::charge_cpu`]'s choice).
+    /// The CPU the daemon's thread runs on now: where it is still running if it is, else
+    /// the first idle CPU of its node from the one it last ran on, else that one.
     fn own_cpu(&self, w: &World) -> usize {
         if self.kthreads.running(self.cpu, w.now()) {
             return self.cpu;

@@ -389,13 +389,13 @@ const SHARED_GUEST: [&str; 5] = [
 ];
 
 /// A page that costs more than a tick is paid from the ticks after it, so the moves take
-/// their pages' cost at the mover's speed (before, each tick moved a whole huge page, about
-/// twelve ticks' worth of the mover's time). And the worker beside the mover shares its CPU with it, as CFS shares
-/// threads of equal weight: it never stops counting as awake, no worker changes node after
-/// the split, and the process is placed and stays so (before, the mover took the worker's
-/// CPU whole for a pass, the plan gave the worker's place to another, the two swapped
-/// nodes, their chunks strayed, and the process was taken for a sharer and interleaved:
-/// local 0.35).
+/// their pages' cost at the mover's speed (before, each tick moved a whole huge page,
+/// about twelve ticks' worth of the mover's time). And the worker beside the mover shares
+/// its CPU with it, as CFS shares threads of equal weight: it never stops counting as
+/// awake, no worker changes node after the split, and the process is placed and stays so
+/// (before, the mover took the worker's CPU whole for a pass, the plan gave the worker's
+/// place to another, the two swapped nodes, their chunks strayed, and the process was
+/// taken for a sharer and interleaved: local 0.35).
 #[test]
 fn a_mover_beside_a_worker_shares_its_cpu_and_pays_each_page() {
     let mut sets = vec![TWIN[0], TWIN[1], "sim.max_time_s=30"];
