@@ -215,6 +215,9 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="passed to every twin after the above, repeatable")
     a = ap.parse_args()
+    if a.host_cpus < 1:
+        sys.stderr.write(f"sim_predicts_live: --host-cpus: is {a.host_cpus} (allowed: 1 or more)\n")
+        sys.exit(2)
     out = Path(tempfile.mkdtemp(prefix="sim-predicts-live."))
     sets = [f"machine.core.host_cpus={a.host_cpus}"]
     speed = Path(a.logs) / f"migrate-speed{TAGS[a.kernel]}.out"
