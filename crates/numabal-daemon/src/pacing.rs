@@ -13,11 +13,12 @@
 //!              as they come); at least the shortest pass gap apart
 //!   movers     threads moving pages: the CPU time over the last pass gap that no other
 //!              program used (CPUs' idle time and the daemon's own), in CPUs,
-//!              1..=MAX_MOVERS
+//!              1..=MAX_MOVERS; a whole process's move may take as many as the
+//!              CPUs its own threads used over that gap (ProcessCpus), up to MAX_MOVERS
 //! ```
 
 use crate::{DaemonSettings, MIN_INTERVAL_MS, MS};
-use numabal_policy::Policy;
+use numabal_policy::{Policy, ProcessObs, ThreadObs};
 use std::collections::BTreeMap;
 
 /// The interval between passes when neither `interval_ms` nor the policy sets one, ms.
@@ -87,6 +88,66 @@ pub const MIN_SLICE: usize = 4096;
 /// [`MIN_SLICE`] pages each, at least one.
 pub fn movers_for(movers: usize, pages: usize) -> usize {
     movers.min(pages / MIN_SLICE).max(1)
+}
+
+/// The threads that move a whole process's pages (`migrate_pages`): the pass's `movers`,
+/// or as many as the CPUs the process's own threads used over the last pass gap
+/// (`process_cpus`, [`ProcessCpus`]) when that is more; at most [`MAX_MOVERS`]. The
+/// kernel migrates a process's pages in its own threads' hinting faults, as many at once
+/// as it has threads running; movers for the process take, in all, the CPU time its
+/// threads would have spent faulting, only sooner, and they share the CPUs its threads
+/// run on (at their CFS share) rather than take another program's.
+pub fn process_movers(movers: usize, process_cpus: usize) -> usize {
+    movers.max(process_cpus).clamp(1, MAX_MOVERS)
+}
+
+/// The CPUs each process's threads used between two passes, from its CPU time
+/// (`/proc/PID/stat`'s `utime + stime`, or the simulated host's).
+#[derive(Debug, Clone, Default)]
+pub struct ProcessCpus {
+    /// Per process: the time of the last pass and its CPU time then, ns.
+    last: BTreeMap<u32, (u64, u64)>,
+}
+
+impl ProcessCpus {
+    /// The CPUs each of `procs` used since the last call, to the nearest: (pid, CPU time
+    /// ns, age of its oldest thread ns). A process first seen is measured over its age
+    /// (its CPU time since it started); one whose age is not known counts none. Processes
+    /// not in `procs` are forgotten.
+    pub fn update(
+        &mut self,
+        now_ns: u64,
+        procs: impl IntoIterator<Item = (u32, u64, Option<u64>)>,
+    ) -> BTreeMap<u32, usize> {
+        let mut last = BTreeMap::new();
+        let mut cpus = BTreeMap::new();
+        for (pid, cpu_ns, age_ns) in procs {
+            let since =
+                (self.last.get(&pid).copied()).or(age_ns.map(|a| (now_ns.saturating_sub(a), 0)));
+            if let Some((then, before)) = since
+                && now_ns > then
+            {
+                let elapsed = now_ns - then;
+                let used = cpu_ns.saturating_sub(before);
+                cpus.insert(pid, ((used + elapsed / 2) / elapsed) as usize);
+            }
+            last.insert(pid, (now_ns, cpu_ns));
+        }
+        self.last = last;
+        cpus
+    }
+}
+
+/// (pid, CPU time ns, age of its oldest thread ns) of each of `procs`, as
+/// [`ProcessCpus::update`] takes them.
+pub fn process_times<'a>(
+    procs: &'a [ProcessObs],
+    threads: &'a [ThreadObs],
+) -> impl Iterator<Item = (u32, u64, Option<u64>)> + 'a {
+    procs.iter().map(move |p| {
+        let ages = threads.iter().filter(|t| t.pid == p.pid);
+        (p.pid.0, p.cpu_time_ns, ages.filter_map(|t| t.age_ns).max())
+    })
 }
 
 /// The intervals in force while processes are managed, ns (shortest, longest), and what
@@ -281,5 +342,37 @@ mod tests {
         assert_eq!(movers_for(4, 3 * MIN_SLICE + 1), 3);
         assert_eq!(movers_for(4, 100 * MIN_SLICE), 4);
         assert_eq!(movers_for(4, 10), 1);
+    }
+
+    /// A process's move takes as many movers as the CPUs its threads used, when more than
+    /// the pass's, never more than MAX_MOVERS; the CPUs used are measured from the last
+    /// pass, or from the process's start when it is first seen.
+    #[test]
+    fn a_process_moves_with_as_many_movers_as_it_runs_threads() {
+        let mut c = ProcessCpus::default();
+        // Seen first at 10 s: 1: 30 s of CPU in 10 s of age; 2: 5 s in 10 s; 3: no age.
+        let first = c.update(
+            10_000,
+            [
+                (1, 30_000, Some(10_000)),
+                (2, 5_000, Some(10_000)),
+                (3, 1, None),
+            ],
+        );
+        assert_eq!(first, BTreeMap::from([(1, 3), (2, 1)]));
+        // 1 s later: 1 ran 12 CPUs' worth; 2 none; 3 half a CPU.
+        let next = c.update(
+            11_000,
+            [
+                (1, 42_000, Some(11_000)),
+                (2, 5_000, Some(11_000)),
+                (3, 501, None),
+            ],
+        );
+        assert_eq!(next, BTreeMap::from([(1, 12), (2, 0), (3, 1)]));
+        assert_eq!(process_movers(2, next[&1]), MAX_MOVERS);
+        assert_eq!(process_movers(2, next[&2]), 2);
+        assert_eq!(process_movers(1, 3), 3);
+        assert_eq!(process_movers(0, 0), 1);
     }
 }

@@ -18,7 +18,8 @@
 //!  Log                             the decision log
 //!
 //!  a move of many pages: up to `movers` threads at once (begin_pass; pacing::movers),
-//!  each move_pages of a slice of the addresses
+//!  each move_pages of a slice of the addresses; a whole process's move up to as many as
+//!  the CPUs its threads used, when more (Target::cpus_used; pacing::process_movers)
 //! ```
 //!
 //! A thread or process that exits mid-operation (`ESRCH`, every page `-EFAULT`) is logged,
@@ -29,7 +30,7 @@
 use crate::{procfs, sys};
 use numabal_daemon::budget::within_budget;
 use numabal_daemon::log as line;
-use numabal_daemon::pacing::movers_for;
+use numabal_daemon::pacing::{movers_for, process_movers};
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::Action;
 use serde_json::{Value, json};
@@ -349,6 +350,9 @@ pub struct Target {
     pub mems_allowed: Mask,
     /// Resident bytes per node (to charge `migrate_pages` to the budget).
     pub node_bytes: Vec<u64>,
+    /// The CPUs its threads used since the last pass (`pacing::ProcessCpus`): its whole
+    /// moves may take as many movers (`pacing::process_movers`).
+    pub cpus_used: usize,
 }
 
 impl Actuator {
@@ -578,7 +582,7 @@ impl Actuator {
         let mut not_moved = NotMoved::default();
         let mm = mm_task(pid);
         let started = std::time::Instant::now();
-        let movers = self.movers;
+        let movers = process_movers(self.movers, target.cpus_used);
         let moved = self.own_pages_on(mm, from).and_then(|on| {
             let mut moved = 0;
             for (node, run) in turns(&on, from, to) {
@@ -598,7 +602,7 @@ impl Actuator {
             pages.retain(|&(_, _, n)| n != from as i32);
         }
         v["took_s"] = took_s(started);
-        took_movers(&mut v, movers_for(self.movers, pages));
+        took_movers(&mut v, movers_for(movers, pages));
         self.rate.charge(moved as f64 * PAGE);
         self.counts.pages_moved += moved;
         v["moved"] = json!(moved);
@@ -787,7 +791,41 @@ mod tests {
         Some(Target {
             mems_allowed: Mask::single(node),
             node_bytes: vec![],
+            cpus_used: 0,
         })
+    }
+
+    /// A whole-process move takes as many movers as the CPUs the process's threads used
+    /// when the pass allows fewer: one mover allowed, three CPUs used, at least three
+    /// slices' worth of pages: three threads move them; with no CPU used, one.
+    #[test]
+    fn a_whole_process_move_takes_a_mover_per_cpu_its_threads_used() {
+        let _one_at_a_time = HUGE_MAP_TESTS.lock();
+        let pid = Pid(std::process::id());
+        let slice = numabal_daemon::pacing::MIN_SLICE;
+        let v = vec![1u8; (3 * slice + 1) * 4096];
+        let here = sys::query_nodes(pid.0, &[v.as_ptr() as usize]).unwrap()[0] as usize;
+        let whole = Action::MigrateProcessPages {
+            pid,
+            from: here,
+            to: here,
+        };
+        for (used, movers) in [(3, json!(3)), (0, Value::Null)] {
+            let target = || {
+                let mut t = on_node_only(here)?;
+                t.cpus_used = used;
+                Some(t)
+            };
+            let mut a = Actuator::new(false, 1024.0);
+            a.begin_pass(1);
+            let log = a.apply(&whole, 0, |_| None, |_| target(), &[]);
+            assert!(
+                log[0]["moved"].as_u64().unwrap() >= 3 * slice as u64,
+                "{log:?}"
+            );
+            assert_eq!(log[0]["movers"], movers, "{log:?}");
+        }
+        std::hint::black_box(&v);
     }
 
     /// A whole-process move hands `move_pages` one address per transparent huge page when

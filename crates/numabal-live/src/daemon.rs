@@ -286,6 +286,9 @@ struct Daemon<'a> {
     /// The last pass's time, per-CPU idle time and the daemon's CPU time, ns (how many
     /// threads move pages).
     last_idle: Option<(u64, Vec<u64>, u64)>,
+    /// The CPUs each managed process's threads used between passes (its whole moves may
+    /// take as many movers).
+    process_cpus: numabal_daemon::pacing::ProcessCpus,
     pass: u64,
     managed_count: usize,
 }
@@ -375,6 +378,7 @@ impl<'a> Daemon<'a> {
             raw: Vec::new(),
             actions: Vec::new(),
             last_idle: None,
+            process_cpus: Default::default(),
             pass: 0,
             managed_count: 0,
         })
@@ -603,13 +607,15 @@ impl<'a> Daemon<'a> {
         });
         self.actuator.begin_pass(movers);
         self.last_idle = Some((now, snap.cpu_idle_ns.clone(), own));
+        let times = numabal_daemon::pacing::process_times(&snap.processes, &snap.threads);
+        let used = self.process_cpus.update(now, times);
         let pid_of: BTreeMap<Tid, Pid> = snap.threads.iter().map(|t| (t.tid, t.pid)).collect();
         for a in &self.actions {
             for line in self.actuator.apply(
                 a,
                 now,
                 |t| pid_of.get(&t).copied(),
-                |p| target_of(snap, p),
+                |p| target_of(snap, p, &used),
                 &self.node_cpus,
             ) {
                 log(line);
@@ -737,13 +743,14 @@ fn running(root: &Path, pid: u32) -> bool {
     })
 }
 
-fn target_of(snap: &Snapshot, pid: Pid) -> Option<Target> {
+fn target_of(snap: &Snapshot, pid: Pid, used: &BTreeMap<u32, usize>) -> Option<Target> {
     snap.processes
         .iter()
         .find(|p| p.pid == pid)
         .map(|p| Target {
             mems_allowed: p.mems_allowed.clone(),
             node_bytes: p.node_bytes.clone(),
+            cpus_used: used.get(&pid.0).copied().unwrap_or(0),
         })
 }
 

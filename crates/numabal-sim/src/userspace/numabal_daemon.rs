@@ -35,7 +35,8 @@ use crate::world::{NS, PerfEvent, TState, World};
 use numabal_daemon::budget::{PAGE, within_budget};
 use numabal_daemon::log::{self as line, Changed, Counts, NotMoved};
 use numabal_daemon::pacing::{
-    ClearPacer, host_busy, idle_look_gap_ns, interval_range_ns, pass_gap_ns,
+    ClearPacer, ProcessCpus, host_busy, idle_look_gap_ns, interval_range_ns, pass_gap_ns,
+    process_movers, process_times,
 };
 use numabal_daemon::{Candidate, RateLimit, RawSample, Roster, Rules, SensorKind};
 use numabal_model::{Mask, Pid, Tid};
@@ -104,6 +105,10 @@ pub(crate) struct NumabalDaemon {
     /// that move pages in this pass (`numabal_daemon::pacing::movers`).
     last_idle: Option<(u64, Vec<u64>, f64)>,
     movers: usize,
+    /// The CPUs each managed process's threads used since the last pass
+    /// (`numabal_daemon::pacing::ProcessCpus`): a whole process's move takes as many movers.
+    process_cpus: ProcessCpus,
+    cpus_used: BTreeMap<u32, usize>,
 }
 
 impl NumabalDaemon {
@@ -132,6 +137,8 @@ impl NumabalDaemon {
             charged: BTreeMap::new(),
             last_idle: None,
             movers: 1,
+            process_cpus: ProcessCpus::default(),
+            cpus_used: BTreeMap::new(),
         }
     }
 
@@ -368,14 +375,18 @@ impl NumabalDaemon {
     }
 
     /// The threads that move pages in this pass, as the live daemon counts them before it
-    /// acts: the CPU time since the last pass that no other program used.
-    fn count_movers(&mut self, w: &World) {
+    /// acts: the CPU time since the last pass that no other program used; and the CPUs
+    /// each managed process used, whose whole moves may take as many.
+    fn count_movers(&mut self, w: &World, procs: &[ProcessObs], threads: &[ThreadObs]) {
         let idle = w.cpu_idle_ns();
         if let Some((then, before, own_then)) = &self.last_idle {
             let own = (self.cpu_ns - own_then) as u64;
             self.movers = numabal_daemon::pacing::movers(before, &idle, own, w.now() - then);
         }
         self.last_idle = Some((w.now(), idle, self.cpu_ns));
+        self.cpus_used = self
+            .process_cpus
+            .update(w.now(), process_times(procs, threads));
     }
 
     /// The CPU the daemon's thread runs on now: where it is still running if it is, else
@@ -485,7 +496,7 @@ impl UserSpace {
             .collect();
         let clear_ns = d.clear_soft_dirty_bits(w, &managed, &wanted);
         d.charge_cpu(w, observe_ns + sample_ns + clear_ns);
-        d.count_movers(w);
+        d.count_movers(w, &procs, &threads);
         for a in &out {
             self.numabal_act(&mut d, w, a, &threads, &procs);
         }
@@ -620,7 +631,9 @@ impl UserSpace {
         d.log.push(v);
         let at = d.log.len() - 1;
         d.charged.insert(at, bytes);
-        self.queue_migrate_pages(w, pid, from, to, Some(at), d.movers);
+        let cpus = d.cpus_used.get(&pid.0).copied().unwrap_or(0);
+        let movers = process_movers(d.movers, cpus);
+        self.queue_migrate_pages(w, pid, from, to, Some(at), movers);
     }
 
     /// The outcome of a queued call of the numabal daemon: its line completed, the budget

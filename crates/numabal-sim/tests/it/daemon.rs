@@ -779,3 +779,34 @@ fn damon_places_numa01_like_without_a_fault() {
         "{e}"
     );
 }
+
+/// numa01 on autonuma-2n24 keeps every CPU busy, so the pass's idle CPU time allows one
+/// mover; a whole process's move takes as many as the CPUs its twelve threads use, up to
+/// eight (`pacing::process_movers`), as the kernel migrates in each of its threads'
+/// faults. The second process's 3 GiB is at home (90% on its workers' node) within 8 s.
+#[test]
+fn a_whole_process_move_takes_a_mover_per_cpu_its_threads_use() {
+    let r = run(&scenario_with(
+        &Inline(Vec::new()),
+        "autonuma-2n24",
+        "numa01",
+        "home-node",
+        1,
+        &["sim.max_time_s=20", "sim.numastat_every_s=1"],
+    ));
+    let moves: Vec<&Value> = (daemon_log(&r).iter())
+        .filter(|l| l.get("migrate_pages").is_some())
+        .collect();
+    assert!(!moves.is_empty());
+    for m in &moves {
+        assert_eq!(m["movers"], 8, "{m}");
+    }
+    let home = |s: &&NumastatSample| {
+        s.processes.iter().all(|p| {
+            let total: f64 = p.node_mb.iter().sum();
+            (p.worker_nodes.first()).is_some_and(|&n| p.node_mb[n] >= 0.9 * total)
+        })
+    };
+    let at = r.numastat.iter().find(home).map(|s| s.t_s);
+    assert!(at.is_some_and(|t| t <= 8.0), "at home at {at:?} s");
+}
