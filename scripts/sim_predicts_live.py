@@ -28,6 +28,9 @@ guest ran them:
 - with the TLB shootdown's wait on the shared host per CPU that runs the process
   (`core.host_shootdown_ns`), solved from the same log's `eight-threads` cases (a running
   eight-thread process's 160 MiB against the same stopped);
+- on 7.2, a migration's TLB flush waiting for every busy CPU that ran the process, not
+  only those that run it (`core.mm_cpumask_kept`: 7.2 keeps a CPU in a process's
+  mm_cpumask after it switches away, and migration's batched flush names no mm);
 - numa01-like and numa02-like with the daemon started once the workers run, as their
   guest scripts start it after the programs' start lines (`daemon.start_s`: when the
   twin's workers start, from a run without the daemon); times are from the daemon's start.
@@ -48,6 +51,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TAGS = {"7.2": "-sid", "6.12": "-trixie", "6.1": ""}
+# Kernels whose x86 code trims a process's mm_cpumask at most once a second ("only trim
+# the mm_cpumask once a second", mainline 2025) instead of at every switch: a migration's
+# batched flush, which names no mm, goes to every CPU in it that is not idle.
+MM_CPUMASK_KEPT = {"7.2"}
 ROWS = [
     # scenario, workload, sensor, how the live log gives the time placed
     ("daemon-damon", "numa01-like", "damon",
@@ -237,6 +244,10 @@ def main():
               f"(eight-threads against eight-threads-stopped in {speed.name})")
     else:
         print(f"no eight-threads cases in {speed}: shootdowns cost the preset's flat figure")
+    if a.kernel in MM_CPUMASK_KEPT:
+        sets.append("machine.core.mm_cpumask_kept=true")
+        print(f"{a.kernel} keeps a CPU in a process's mm_cpumask after it switches away: a "
+              f"migration's flush waits for every busy CPU that ran the process")
     sets += a.set
     ok, missing = True, False
     head = f"{'scenario':18} {'sensor':9} {'live placed at':>15} {'sim placed at':>14} {'ratio':>6}  verdict"

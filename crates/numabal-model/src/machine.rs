@@ -207,6 +207,14 @@ pub struct CoreSpec {
     /// Unset or 0: the flat `costs.tlb_shootdown_ns` alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_shootdown_ns: Option<f64>,
+    /// Whether a CPU stays in a process's `mm_cpumask` after it switches to another
+    /// process (x86 since "only trim the mm_cpumask once a second", mainline 2025: in
+    /// 7.2, not in 6.1), so that a migration's batched TLB flush, which names no mm, sends
+    /// its IPI to every CPU that ran the process and now runs anything. With
+    /// `host_shootdown_ns`, the wait then counts those CPUs; else (false, 6.1: the bit is
+    /// cleared at the switch) the CPUs that run the process.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mm_cpumask_kept: bool,
 }
 
 impl Default for CoreSpec {
@@ -219,6 +227,7 @@ impl Default for CoreSpec {
             smt_compute_throughput: default_smt_compute(),
             host_cpus: None,
             host_shootdown_ns: None,
+            mm_cpumask_kept: false,
         }
     }
 }

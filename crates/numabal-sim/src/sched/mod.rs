@@ -128,6 +128,9 @@ pub struct Task {
     /// `numa_preferred_nid`, set by a NUMA-balancing model (`sched_setnuma`); feeds the
     /// runqueues' `nr_numa_running`/`nr_preferred_running` and the `fbq_type` filter.
     pub numa_preferred_nid: Option<usize>,
+    /// Every CPU whose runqueue has held it: its share of its process's `mm_cpumask`
+    /// where the kernel keeps a CPU there after a switch (`core.mm_cpumask_kept`).
+    pub ran_on: Mask,
 }
 
 /// `can_migrate_task`'s answer for a load-balancer move across nodes.
@@ -246,6 +249,7 @@ impl Sched {
             recent_used_cpu: None,
             alive: true,
             numa_preferred_nid: None,
+            ran_on: Mask::new(),
         });
         (self.tasks.len() - 1) as u32
     }
@@ -305,6 +309,7 @@ impl Sched {
         rq.insert(at, tid);
         let t = &mut self.tasks[tid as usize];
         t.cpu = Some(cpu);
+        t.ran_on.insert(cpu);
     }
 
     /// Remove a task from its runqueue (sleep, block, exit). Returns the CPU it left.

@@ -198,9 +198,15 @@ impl World<'_> {
     }
 
     /// On a shared host (`core.host_shootdown_ns`), the shootdown's wait for the CPUs that
-    /// run threads of the process owning `obj`. Simplified: every such CPU counts, the one
-    /// a migrating fault runs on too (it flushes itself at no wait), and only the owner's
-    /// threads (another process mapping a shared object is not counted).
+    /// run threads of the process owning `obj`; with `core.mm_cpumask_kept`, for the CPUs
+    /// that ever ran one of its threads and now run anything (an idle CPU is in lazy TLB
+    /// mode and gets no IPI). Simplified: every such CPU counts, the one a migrating fault
+    /// runs on too (it flushes itself at no wait); only the owner's threads (another
+    /// process mapping a shared object is not counted); the wait is per page, where 7.2
+    /// flushes once per batch of up to 512 base pages (a huge page is a batch of its own,
+    /// and the guests' memory is mostly huge pages); and `mm_cpumask` is never trimmed
+    /// (7.2 trims it at most once a second, by a flush that names the mm, which a
+    /// migration's does not: munmap, mprotect, a hinting scan, a soft-dirty clear).
     fn host_flush_wait(&self, obj: usize) -> f64 {
         let core = &self.machine.spec.core;
         let (Some(_), Some(w)) = (core.host_cpus, core.host_shootdown_ns) else {
@@ -209,9 +215,22 @@ impl World<'_> {
         let Some(owner) = self.obj_owner[obj] else {
             return 0.0;
         };
-        let runs =
-            |c: usize| (self.sched.rq(c).iter()).any(|&t| self.threads[t as usize].proc == owner);
-        w * (0..self.sched.nr_cpus()).filter(|&c| runs(c)).count() as f64
+        let owned = |t: u32| self.threads[t as usize].proc == owner;
+        let cpus = if core.mm_cpumask_kept {
+            let ran = (0..self.threads.len() as u32)
+                .filter(|&t| owned(t))
+                .fold(Mask::new(), |m, t| {
+                    m.or(&self.sched.tasks[t as usize].ran_on)
+                });
+            (0..self.sched.nr_cpus())
+                .filter(|&c| ran.contains(c) && !self.sched.rq(c).is_empty())
+                .count()
+        } else {
+            (0..self.sched.nr_cpus())
+                .filter(|&c| self.sched.rq(c).iter().any(|&t| owned(t)))
+                .count()
+        };
+        w * cpus as f64
     }
 
     /// The start of every hinting fault, by thread `t` on CPU `cpu` at `page` of its region

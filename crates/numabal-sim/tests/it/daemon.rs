@@ -810,3 +810,48 @@ fn a_whole_process_move_takes_a_mover_per_cpu_its_threads_use() {
     let at = r.numastat.iter().find(home).map(|s| s.t_s);
     assert!(at.is_some_and(|t| t <= 8.0), "at home at {at:?} s");
 }
+
+/// Where the kernel keeps a CPU in a process's `mm_cpumask` after it switches away
+/// (`core.mm_cpumask_kept`, 7.2), a migration's flush waits for every busy CPU that ran
+/// the process: numa01-like's second process ran on node 0's CPUs beside the first, so
+/// its move to another node waits for them too, now that they run the first process,
+/// and it is placed later than where only the CPUs that run it count (6.1). The whole
+/// move's time grows by at least the wait of one more CPU per page. With no shared host
+/// the setting changes nothing.
+#[test]
+fn a_flush_waits_for_the_cpus_that_ran_the_process_where_the_kernel_keeps_them() {
+    let run = |kept: bool, host: bool| {
+        let mut sets = vec!["sim.numastat_every_s=0.1", TWIN[1], "sim.max_time_s=30"];
+        sets.extend(
+            SHARED_GUEST
+                .iter()
+                .filter(|s| host || !s.contains("host_cpus")),
+        );
+        sets.push("machine.core.host_shootdown_ns=5e5");
+        if kept {
+            sets.push("machine.core.mm_cpumask_kept=true");
+        }
+        guest("numa01-like", "home-node", &sets)
+    };
+    let took = |r: &RunResult| {
+        let moves: Vec<&Value> = (daemon_log(r).iter())
+            .filter(|l| l.get("migrate_pages").is_some() && l["moved"].as_u64() > Some(10_000))
+            .collect();
+        assert_eq!(moves.len(), 1, "{moves:?}");
+        let decided = moves[0]["t_s"].as_f64().unwrap();
+        let (at, _) = placed_at(r).expect("placed");
+        (moves[0]["moved"].as_u64().unwrap(), at - decided)
+    };
+    let (moved, before) = took(&run(false, true));
+    let (_, after) = took(&run(true, true));
+    // Each huge page waits for node 0's two CPUs more, 0.5 ms of work each, at the
+    // mover's speed: at most a quarter of a host core (eight vCPUs on two cores, four
+    // workers and four movers running): 0.26 s in all, less a sample's 0.1 s.
+    let pages = moved as f64 / 512.0;
+    assert!(
+        after >= before + pages * 2.0 * 5e-4 * 4.0 - 0.1,
+        "placed {after} s after the decision with the kept mask, {before} s without ({pages} huge pages)"
+    );
+    let metrics = |r: RunResult| serde_json::to_string(&r.metrics).unwrap();
+    assert_eq!(metrics(run(false, false)), metrics(run(true, false)));
+}
