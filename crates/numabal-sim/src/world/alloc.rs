@@ -215,22 +215,17 @@ impl World<'_> {
         let Some(owner) = self.obj_owner[obj] else {
             return 0.0;
         };
-        let owned = |t: u32| self.threads[t as usize].proc == owner;
-        let cpus = if core.mm_cpumask_kept {
-            let ran = (0..self.threads.len() as u32)
-                .filter(|&t| owned(t))
-                .fold(Mask::new(), |m, t| {
-                    m.or(&self.sched.tasks[t as usize].ran_on)
-                });
-            (0..self.sched.nr_cpus())
-                .filter(|&c| ran.contains(c) && !self.sched.rq(c).is_empty())
-                .count()
-        } else {
-            (0..self.sched.nr_cpus())
-                .filter(|&c| self.sched.rq(c).iter().any(|&t| owned(t)))
-                .count()
+        let owned = |t: usize| self.threads[t].proc == owner;
+        let flushed = |c: usize| {
+            let rq = self.sched.rq(c);
+            if core.mm_cpumask_kept {
+                let ran = |t: usize| owned(t) && self.sched.tasks[t].ran_on.contains(c);
+                !rq.is_empty() && (0..self.threads.len()).any(ran)
+            } else {
+                rq.iter().any(|&t| owned(t as usize))
+            }
         };
-        w * cpus as f64
+        w * (0..self.sched.nr_cpus()).filter(|&c| flushed(c)).count() as f64
     }
 
     /// The start of every hinting fault, by thread `t` on CPU `cpu` at `page` of its region
