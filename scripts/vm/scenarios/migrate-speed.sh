@@ -41,6 +41,15 @@ stop_writers() {
   for p in $PIDS; do kill "$p" 2>/dev/null || true; done
   for p in $PIDS; do wait "$p" 2>/dev/null || true; done
 }
+# One move of a fresh writer (of THREADS threads) stopped (SIGSTOP) while it moves, as
+# case $1.
+stopped_move() {
+  writers 1
+  kill -STOP "$(nth 1)"
+  say "speed $1 seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
+  kill -CONT "$(nth 1)"
+  stop_writers
+}
 nth() { echo "$PIDS" | sed -n "${1}p"; }
 # Time one or more "PID TO" moves run at once, each by its own migratepages.
 # Prints the seconds, then how the kernel moved the pages: /proc/vmstat deltas of
@@ -104,23 +113,11 @@ stop_writers
 
 # Nothing running at all: the writer stopped while it moves, with its memory in huge pages
 # (the guest's THP "always") and in base pages (THP "never" while it first touched them).
-for _ in $(seq "$REPEATS"); do
-  writers 1
-  kill -STOP "$(nth 1)"
-  say "speed alone-stopped seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
-  kill -CONT "$(nth 1)"
-  stop_writers
-done
+for _ in $(seq "$REPEATS"); do stopped_move alone-stopped; done
 thp=/sys/kernel/mm/transparent_hugepage/enabled
 thp_was=$(sed 's/.*\[\(.*\)\].*/\1/' "$thp")
 echo never > "$thp"
-for _ in $(seq "$REPEATS"); do
-  writers 1
-  kill -STOP "$(nth 1)"
-  say "speed alone-stopped-base-pages seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
-  kill -CONT "$(nth 1)"
-  stop_writers
-done
+for _ in $(seq "$REPEATS"); do stopped_move alone-stopped-base-pages; done
 writers 1
 say "speed alone-base-pages seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
 stop_writers
@@ -157,11 +154,7 @@ for _ in $(seq "$REPEATS"); do
   THREADS=8 writers 1
   say "speed eight-threads seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
   stop_writers
-  THREADS=8 writers 1
-  kill -STOP "$(nth 1)"
-  say "speed eight-threads-stopped seconds=$(timed_moves "$(nth 1)" 1) mb=$MB"
-  kill -CONT "$(nth 1)"
-  stop_writers
+  THREADS=8 stopped_move eight-threads-stopped
 done
 
 writers 4
