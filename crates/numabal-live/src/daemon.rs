@@ -228,17 +228,26 @@ pub fn run(
     let mut kthreads = KernelThreads::default();
     while !stop.load(Ordering::Relaxed) {
         let now = d.start.elapsed().as_nanos() as u64;
+        let mut steps = PassSteps::new(d.start, now);
         let min_rss = cfg.settings.min_rss_mb * 1024 * 1024;
         let (mut snap, procs) = observe_processes(&cfg.root, &d.topo, min_rss, &mut kthreads)?;
         let managed = d.judge(&snap, &procs, now, log);
         let live_tids = d.keep_managed(&mut snap, &managed, now, log);
+        steps.done("observe_s");
         d.sample(&mut snap, &managed, &live_tids, now, log);
+        steps.done("sample_s");
         d.actions.clear();
         d.policy
             .on_tick(&d.machine, &snap.observation(now), &mut d.actions);
         d.clear_soft_dirty_bits(&managed, now, log);
         d.record(&snap, now)?;
+        steps.done("decide_s");
         d.act(&snap, now, log);
+        steps.done("act_s");
+        let gap = pass_gap_ns(&d.cfg.settings, &*d.policy, d.managed_count);
+        if let Some(line) = steps.slow_pass(gap) {
+            log(line);
+        }
         d.pass += 1;
         d.publish_metrics();
         if cfg.passes.is_some_and(|n| d.pass >= n) {
@@ -247,6 +256,49 @@ pub fn run(
         d.wait(now, stop);
     }
     Ok(d.stop(log))
+}
+
+/// Where a pass's time went, step by step (wall clock), for the log line of a pass that
+/// took longer than the gap to the next: an operator sees why passes come late, and the
+/// guest's runs show how much of a placement's time is the daemon's reading of `/proc`.
+struct PassSteps {
+    start: Instant,
+    began_ns: u64,
+    last_ns: u64,
+    steps: Vec<(&'static str, u64)>,
+}
+
+impl PassSteps {
+    fn new(start: Instant, now: u64) -> PassSteps {
+        PassSteps {
+            start,
+            began_ns: now,
+            last_ns: now,
+            steps: Vec::new(),
+        }
+    }
+
+    /// The step named `name` ended now.
+    fn done(&mut self, name: &'static str) {
+        let t = self.start.elapsed().as_nanos() as u64;
+        self.steps.push((name, t.saturating_sub(self.last_ns)));
+        self.last_ns = t;
+    }
+
+    /// `{"t_s", "slow_pass": {"took_s", and each step's seconds}}` when the pass took
+    /// longer than `gap_ns`, else nothing.
+    fn slow_pass(&self, gap_ns: u64) -> Option<Value> {
+        let took = self.last_ns.saturating_sub(self.began_ns);
+        if took <= gap_ns {
+            return None;
+        }
+        let ms = |ns: u64| json!((ns as f64 / 1e6).round() / 1e3);
+        let mut v = json!({"took_s": ms(took)});
+        for &(name, ns) in &self.steps {
+            v[name] = ms(ns);
+        }
+        Some(json!({"t_s": self.began_ns as f64 / 1e9, "slow_pass": v}))
+    }
 }
 
 /// The daemon between [`run`]'s steps: what it read of the host at start, its sensor,
@@ -792,5 +844,26 @@ mod tests {
         assert!(running(dir.path(), 7));
         assert!(!running(dir.path(), 8));
         assert!(!running(dir.path(), 9), "gone");
+    }
+
+    /// A pass longer than its gap is logged with where its time went; a short one is not.
+    #[test]
+    fn a_slow_pass_is_logged_step_by_step() {
+        let steps = PassSteps {
+            start: Instant::now(),
+            began_ns: 2_000_000_000,
+            last_ns: 3_500_000_000,
+            steps: vec![("observe_s", 400_000_000), ("act_s", 1_100_000_000)],
+        };
+        assert_eq!(
+            steps.slow_pass(1_500_000_000),
+            None,
+            "no longer than the gap"
+        );
+        let v = steps.slow_pass(1_000_000_000).expect("slow");
+        assert_eq!(
+            v,
+            json!({"t_s": 2.0, "slow_pass": {"took_s": 1.5, "observe_s": 0.4, "act_s": 1.1}})
+        );
     }
 }

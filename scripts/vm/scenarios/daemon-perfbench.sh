@@ -97,7 +97,7 @@ d_conv=$CONV; d_end=$ENDOK; d_rc=$RC; d_busy=$BUSY
 cp /tmp/polls.log /tmp/d_polls.log
 head -1 /tmp/dec.jsonl | sed -n 's/.*"policy":"\([^"]*\)".*"sensor":"\([^"]*\)".*/daemon policy: \1, sensor: \2/p'
 say "-- the daemon's decisions and page moves (decision log, the first 30)"
-grep -E '"(managed|decision|migrate_pages|move_pages)"' /tmp/dec.jsonl | head -30 || true
+grep -E '"(managed|decision|migrate_pages|move_pages|slow_pass)"' /tmp/dec.jsonl | head -30 || true
 d_moved=$(tail -1 /tmp/dec.jsonl | sed -n 's/.*"pages_moved":\([0-9]*\).*/\1/p')
 d_kmig=$(( $(vmstat numa_pages_migrated) - m0 )); d_pgm=$(( $(vmstat pgmigrate_success) - s0 ))
 
