@@ -101,6 +101,21 @@ pub fn process_movers(movers: usize, process_cpus: usize) -> usize {
     movers.max(process_cpus).clamp(1, MAX_MOVERS)
 }
 
+/// The pass's `movers` shared out over the `processes` whose pages the pass moves: as
+/// evenly as they go, the first ones one more when they do not divide, at least one each.
+/// The processes' moves are made at the same time, each with its share (its whole moves
+/// with [`process_movers`] of it): the kernel migrates each process's pages in its own
+/// threads' faults, all at once, and a move waits mostly on the process's own CPUs (the
+/// TLB shootdowns reach the CPUs that run it), so two processes' moves overlap where one
+/// process's movers wait for the same CPUs (in the 7.2 guest two 160 MiB moves at once
+/// took 11.7 s, one alone 10.4 s; docs/home-node.md).
+pub fn movers_shares(movers: usize, processes: usize) -> Vec<usize> {
+    let k = processes.max(1);
+    (0..processes)
+        .map(|i| (movers / k + usize::from(i < movers % k)).max(1))
+        .collect()
+}
+
 /// The CPUs each process's threads used between two passes, from its CPU time
 /// (`/proc/PID/stat`'s `utime + stime`, or the simulated host's).
 #[derive(Debug, Clone, Default)]
@@ -342,6 +357,16 @@ mod tests {
         assert_eq!(movers_for(4, 3 * MIN_SLICE + 1), 3);
         assert_eq!(movers_for(4, 100 * MIN_SLICE), 4);
         assert_eq!(movers_for(4, 10), 1);
+    }
+
+    /// The pass's movers over the processes it moves at once.
+    #[test]
+    fn the_movers_are_shared_out_over_the_processes_moved_at_once() {
+        assert_eq!(movers_shares(5, 2), [3, 2]);
+        assert_eq!(movers_shares(5, 1), [5]);
+        assert_eq!(movers_shares(2, 3), [1, 1, 1], "at least one each");
+        assert_eq!(movers_shares(8, 3), [3, 3, 2]);
+        assert!(movers_shares(4, 0).is_empty());
     }
 
     /// A process's move takes as many movers as the CPUs its threads used, when more than

@@ -17,9 +17,13 @@
 //!                                  destination; a run whose turn is `from` stays)
 //!  Log                             the decision log
 //!
-//!  a move of many pages: up to `movers` threads at once (begin_pass; pacing::movers),
-//!  each move_pages of a slice of the addresses; a whole process's move up to as many as
-//!  the CPUs its threads used, when more (Target::cpus_used; pacing::process_movers)
+//!  a pass's moves (apply_pass): admitted in order (Mems_allowed, the budget, charged
+//!  as admitted, what does not move given back), then made: one process's one after
+//!  another, different processes' at the same time (make_moves), the pass's `movers`
+//!  threads (begin_pass; pacing::movers) shared out over them (pacing::movers_shares);
+//!  each mover a move_pages of a slice of the addresses; a whole process's move up to as
+//!  many as the CPUs its threads used, when more (Target::cpus_used;
+//!  pacing::process_movers)
 //! ```
 //!
 //! A thread or process that exits mid-operation (`ESRCH`, every page `-EFAULT`) is logged,
@@ -30,7 +34,7 @@
 use crate::{procfs, sys};
 use numabal_daemon::budget::within_budget;
 use numabal_daemon::log as line;
-use numabal_daemon::pacing::{movers_for, process_movers};
+use numabal_daemon::pacing::{movers_for, movers_shares, process_movers};
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::Action;
 use serde_json::{Value, json};
@@ -56,10 +60,6 @@ pub struct Actuator {
     rate: RateLimit,
     /// Threads that move pages in this pass (`numabal_daemon::pacing::movers`).
     movers: usize,
-    /// Each process's own pages and their nodes, read by its first whole-process move of
-    /// the pass: a process moved from several nodes is walked once (under TCG each walk of
-    /// 167 MiB took 0.3-0.5 s beside busy threads, for the few pages on the other nodes).
-    own_nodes: BTreeMap<Pid, Vec<(u64, u32, i32)>>,
     changed: BTreeMap<Tid, Changed>,
     /// Counters.
     pub counts: Counts,
@@ -300,6 +300,134 @@ fn move_chunks(
     Ok(moved)
 }
 
+/// A page move the pass admitted, and once made, how it went.
+#[derive(Debug)]
+struct Admitted {
+    pid: Pid,
+    /// The task its memory is reached through (`mm_task`).
+    mm: Pid,
+    what: Move,
+    /// Its log line so far.
+    v: Value,
+    /// Bytes charged to the budget when it was admitted.
+    charged: f64,
+    not_moved: NotMoved,
+    outcome: Option<Outcome>,
+}
+
+/// What an admitted move moves.
+#[derive(Debug)]
+enum Move {
+    /// `move_pages` of these addresses (with the base pages each stands for) to `node`.
+    Pages { addrs: Vec<(u64, u32)>, node: usize },
+    /// The process's own pages on `from`, to `to` (several: by turns of 2 MiB runs); its
+    /// threads used `cpus_used` CPUs over the last pass gap.
+    Process {
+        from: usize,
+        to: Vec<usize>,
+        cpus_used: usize,
+    },
+}
+
+/// How a made move went: the pages moved (or the call's error), its time for the log line
+/// and the threads that moved it.
+#[derive(Debug)]
+struct Outcome {
+    moved: std::io::Result<u64>,
+    took_s: Value,
+    movers: usize,
+}
+
+/// Make the pass's admitted moves (each with its line's slot): one process's in order,
+/// different processes' at the same time, each process with its share of `movers`
+/// (`pacing::movers_shares`). Returns them made, in slot order.
+fn make_moves(admitted: Vec<(usize, Admitted)>, movers: usize) -> Vec<(usize, Admitted)> {
+    let mut by_process: BTreeMap<Pid, Vec<(usize, Admitted)>> = BTreeMap::new();
+    for (slot, m) in admitted {
+        by_process.entry(m.pid).or_default().push((slot, m));
+    }
+    let shares = movers_shares(movers, by_process.len());
+    let groups: Vec<_> = by_process.into_values().zip(shares).collect();
+    let mut made: Vec<(usize, Admitted)> = if groups.len() == 1 {
+        groups
+            .into_iter()
+            .flat_map(|(g, n)| process_moves(g, n))
+            .collect()
+    } else {
+        std::thread::scope(|s| {
+            let running: Vec<_> = (groups.into_iter())
+                .map(|(g, n)| s.spawn(move || process_moves(g, n)))
+                .collect();
+            (running.into_iter())
+                .flat_map(|h| h.join().expect("a process's moves do not panic"))
+                .collect()
+        })
+    };
+    made.sort_by_key(|&(slot, _)| slot);
+    made
+}
+
+/// One process's admitted moves, one after another, with `movers` threads (a whole
+/// process's move with as many as its threads used, when more: `pacing::process_movers`).
+/// Its own pages and their nodes are read at its first whole-process move and kept for
+/// the others: a process moved from several nodes is walked once (under TCG each walk of
+/// 167 MiB took 0.3-0.5 s beside busy threads, for the few pages on the other nodes).
+fn process_moves(mut moves: Vec<(usize, Admitted)>, movers: usize) -> Vec<(usize, Admitted)> {
+    let mut own: Option<Vec<(u64, u32, i32)>> = None;
+    for (_, m) in &mut moves {
+        let started = std::time::Instant::now();
+        let mm = m.mm;
+        let (moved, used) = match &m.what {
+            Move::Pages { addrs, node } => (
+                move_chunks(mm, addrs, *node, movers, &mut m.not_moved),
+                movers_for(movers, pages_of(addrs)),
+            ),
+            Move::Process {
+                from,
+                to,
+                cpus_used,
+            } => {
+                let n = process_movers(movers, *cpus_used);
+                match own_pages_on(&mut own, mm, *from) {
+                    Ok(on) => {
+                        let mut moved = Ok(0);
+                        for (node, run) in turns(&on, *from, to) {
+                            moved = moved.and_then(|done| {
+                                Ok(done + move_chunks(mm, &run, node, n, &mut m.not_moved)?)
+                            });
+                        }
+                        // None of them is on `from` now, or it stayed for a reason the
+                        // next pass asks again.
+                        if let Some(pages) = own.as_mut() {
+                            pages.retain(|&(_, _, node)| node != *from as i32);
+                        }
+                        (moved, movers_for(n, pages_of(&on)))
+                    }
+                    Err(e) => (Err(e), 1),
+                }
+            }
+        };
+        m.outcome = Some(Outcome {
+            moved,
+            took_s: took_s(started),
+            movers: used,
+        });
+    }
+    moves
+}
+
+/// The addresses of `mm`'s own pages on `node`, from `own` (read at the first call).
+fn own_pages_on(
+    own: &mut Option<Vec<(u64, u32, i32)>>,
+    mm: Pid,
+    node: usize,
+) -> std::io::Result<Vec<(u64, u32)>> {
+    if own.is_none() {
+        *own = Some(own_page_nodes(mm)?);
+    }
+    Ok(on_node(own.as_deref().unwrap_or_default(), node))
+}
+
 /// `addrs` cut into at most `n` slices in address order, of about as many base pages each:
 /// an address goes to the slice its pages' middle falls in.
 fn slices_of(addrs: &[(u64, u32)], n: usize) -> Vec<&[(u64, u32)]> {
@@ -362,17 +490,14 @@ impl Actuator {
             dry_run,
             rate: RateLimit::new(migrate_mb_s),
             movers: 1,
-            own_nodes: BTreeMap::new(),
             changed: BTreeMap::new(),
             counts: Counts::default(),
         }
     }
 
-    /// A pass begins: `movers` threads move pages in it (at least one), and what the last
-    /// pass read of processes' pages is forgotten.
+    /// A pass begins: `movers` threads move pages in it (at least one).
     pub fn begin_pass(&mut self, movers: usize) {
         self.movers = movers.max(1);
-        self.own_nodes.clear();
     }
 
     /// Threads whose affinity the daemon changed.
@@ -405,34 +530,62 @@ impl Actuator {
         target: impl Fn(Pid) -> Option<Target>,
         node_cpus: &[Mask],
     ) -> Vec<Value> {
+        self.apply_pass(std::slice::from_ref(a), now_ns, pid_of, target, node_cpus)
+    }
+
+    /// Carry out a pass's actions at `now_ns`; returns the log lines, in the actions'
+    /// order. Affinities change at once, in order; page moves are admitted in order
+    /// (`Mems_allowed`, the budget, charged as admitted), then made: one process's one
+    /// after another, different processes' at the same time, each process with its share
+    /// of the pass's movers (`pacing::movers_shares`).
+    pub fn apply_pass(
+        &mut self,
+        actions: &[Action],
+        now_ns: u64,
+        pid_of: impl Fn(Tid) -> Option<Pid>,
+        target: impl Fn(Pid) -> Option<Target>,
+        node_cpus: &[Mask],
+    ) -> Vec<Value> {
         let t_s = now_ns as f64 / 1e9;
-        let mut log = Vec::new();
-        match a {
-            Action::Log { pid, message } => {
-                log.push(line::decision(t_s, *pid, message));
+        let mut lines: Vec<Option<Value>> = Vec::with_capacity(actions.len());
+        let mut admitted = Vec::new();
+        for a in actions {
+            let slot = lines.len();
+            let done = match a {
+                Action::Log { pid, message } => Ok(line::decision(t_s, *pid, message)),
+                Action::SetThreadAffinity { tid, cpus } => {
+                    Ok(self.set_affinity(t_s, *tid, cpus, pid_of(*tid)))
+                }
+                Action::MoveThread { tid, node } => {
+                    let cpus = node_cpus.get(*node).cloned().unwrap_or_default();
+                    Ok(self.set_affinity(t_s, *tid, &cpus, pid_of(*tid)))
+                }
+                Action::MovePages { pid, addrs, node } => {
+                    self.admit_move_pages(now_ns, *pid, addrs, *node, target(*pid))
+                }
+                Action::MigrateProcessPages { pid, from, to } => {
+                    let v = line::migrate_pages(t_s, *pid, *from, *to);
+                    self.admit_process_move(now_ns, *pid, *from, &[*to], v, target(*pid))
+                }
+                Action::InterleaveProcessPages { pid, from, nodes } => {
+                    let v = line::interleave_pages(t_s, *pid, *from, nodes);
+                    self.admit_process_move(now_ns, *pid, *from, nodes, v, target(*pid))
+                }
+                other => Ok(json!({"t_s": t_s, "not_done": format!("{other:?}"),
+                    "why": "not a live action (mempolicies are set by the program or numactl)"})),
+            };
+            match done {
+                Ok(v) => lines.push(Some(v)),
+                Err(m) => {
+                    admitted.push((slot, *m));
+                    lines.push(None);
+                }
             }
-            Action::SetThreadAffinity { tid, cpus } => {
-                log.push(self.set_affinity(t_s, *tid, cpus, pid_of(*tid)));
-            }
-            Action::MoveThread { tid, node } => {
-                let cpus = node_cpus.get(*node).cloned().unwrap_or_default();
-                log.push(self.set_affinity(t_s, *tid, &cpus, pid_of(*tid)));
-            }
-            Action::MovePages { pid, addrs, node } => {
-                log.push(self.move_pages(now_ns, *pid, addrs, *node, target(*pid)));
-            }
-            Action::MigrateProcessPages { pid, from, to } => {
-                let v = line::migrate_pages(t_s, *pid, *from, *to);
-                log.push(self.migrate_pages(now_ns, *pid, *from, &[*to], v, target(*pid)));
-            }
-            Action::InterleaveProcessPages { pid, from, nodes } => {
-                let v = line::interleave_pages(t_s, *pid, *from, nodes);
-                log.push(self.migrate_pages(now_ns, *pid, *from, nodes, v, target(*pid)));
-            }
-            other => log.push(json!({"t_s": t_s, "not_done": format!("{other:?}"),
-                "why": "not a live action (mempolicies are set by the program or numactl)"})),
         }
-        log
+        for (slot, m) in make_moves(admitted, self.movers) {
+            lines[slot] = Some(self.finish(m));
+        }
+        lines.into_iter().flatten().collect()
     }
 
     fn set_affinity(&mut self, t_s: f64, tid: Tid, cpus: &Mask, pid: Option<Pid>) -> Value {
@@ -487,19 +640,21 @@ impl Actuator {
         v
     }
 
-    fn move_pages(
+    /// `move_pages` of `pid`'s `addrs` to `node`: its line when refused, deferred whole
+    /// or a dry run, else the move to make (`Err`), charged to the budget.
+    fn admit_move_pages(
         &mut self,
         now_ns: u64,
         pid: Pid,
         addrs: &[u64],
         node: usize,
         target: Option<Target>,
-    ) -> Value {
+    ) -> Result<Value, Box<Admitted>> {
         let t_s = now_ns as f64 / 1e9;
         let mut v = line::move_pages(t_s, pid, addrs.len(), node);
         let mems = target.as_ref().map(|t| &t.mems_allowed);
         if !line::admit(&mut self.counts, &mut v, "move_pages", node, mems) {
-            return v;
+            return Ok(v);
         }
         // Only the process's private anonymous memory is asked for: a file's pages and
         // shared memory stay where they are, whoever maps them now.
@@ -520,7 +675,7 @@ impl Actuator {
             }
             None => addrs,
         };
-        let addrs = weigh_huge_pages(mm, addrs);
+        let mut addrs = weigh_huge_pages(mm, addrs);
         let n = within_budget(
             addrs.iter().map(|&(_, p)| p as u64),
             self.rate.pages(now_ns) as u64,
@@ -533,24 +688,27 @@ impl Actuator {
         if self.dry_run {
             v["dry_run"] = json!(true);
             not_moved.record(&mut self.counts, &mut v);
-            return v;
+            return Ok(v);
         }
-        let started = std::time::Instant::now();
-        let addrs = &addrs[..n];
-        let moved = match move_chunks(mm, addrs, node, self.movers, &mut not_moved) {
-            Ok(m) => m,
-            Err(e) => return self.failed(v, "move_pages", &e),
-        };
-        v["took_s"] = took_s(started);
-        took_movers(&mut v, movers_for(self.movers, pages_of(addrs)));
-        self.rate.charge(moved as f64 * PAGE);
-        self.counts.pages_moved += moved;
-        v["moved"] = json!(moved);
-        not_moved.record(&mut self.counts, &mut v);
-        v
+        addrs.truncate(n);
+        let charged = pages_of(&addrs) as f64 * PAGE;
+        self.rate.charge(charged);
+        Err(Box::new(Admitted {
+            pid,
+            mm,
+            what: Move::Pages { addrs, node },
+            v,
+            charged,
+            not_moved,
+            outcome: None,
+        }))
     }
 
-    fn migrate_pages(
+    /// A whole process's move (`migrate_pages` to one node, `interleave_pages` over
+    /// several) of its own pages on `from`: its line when refused, deferred or a dry
+    /// run, else the move to make (`Err`), charged to the budget with the process's bytes
+    /// on `from` (what does not move is given back when it is made). `v`: its line.
+    fn admit_process_move(
         &mut self,
         now_ns: u64,
         pid: Pid,
@@ -558,11 +716,11 @@ impl Actuator {
         to: &[usize],
         mut v: Value,
         target: Option<Target>,
-    ) -> Value {
+    ) -> Result<Value, Box<Admitted>> {
         let mems = target.as_ref().map(|t| &t.mems_allowed);
         let counts = &mut self.counts;
         if !(to.iter()).all(|&n| line::admit(counts, &mut v, "migrate_pages", n, mems)) {
-            return v;
+            return Ok(v);
         }
         let target = target.expect("admitted");
         let bytes = target.node_bytes.get(from).copied().unwrap_or(0);
@@ -570,54 +728,72 @@ impl Actuator {
             let pages = bytes / 4096;
             self.counts.pages_deferred += pages;
             v["deferred"] = json!(pages);
-            return v;
+            return Ok(v);
         }
         if self.dry_run {
             v["dry_run"] = json!(true);
-            return v;
+            return Ok(v);
         }
-        // Not migrate_pages(2): even without MPOL_MF_MOVE_ALL it takes a file's pages that
-        // only this process maps now (a library's code, seen in the guest). The process's
-        // own pages on `from` are found in its pagemap and moved with move_pages.
-        let mut not_moved = NotMoved::default();
-        let mm = mm_task(pid);
-        let started = std::time::Instant::now();
-        let movers = process_movers(self.movers, target.cpus_used);
-        let moved = self.own_pages_on(mm, from).and_then(|on| {
-            let mut moved = 0;
-            for (node, run) in turns(&on, from, to) {
-                moved += move_chunks(mm, &run, node, movers, &mut not_moved)?;
-            }
-            Ok((moved, pages_of(&on)))
-        });
-        let (moved, pages) = match moved {
-            Ok(m) => m,
-            Err(e) => {
-                v["leader"] = json!(leader_state(pid));
-                return self.failed(v, "migrate_pages", &e);
-            }
-        };
-        // None of them is on `from` now, or it stayed for a reason the next pass asks again.
-        if let Some(pages) = self.own_nodes.get_mut(&mm) {
-            pages.retain(|&(_, _, n)| n != from as i32);
-        }
-        v["took_s"] = took_s(started);
-        took_movers(&mut v, movers_for(movers, pages));
-        self.rate.charge(moved as f64 * PAGE);
-        self.counts.pages_moved += moved;
-        v["moved"] = json!(moved);
-        v["not_moved"] = json!(not_moved.failed.values().sum::<u64>());
-        not_moved.record(&mut self.counts, &mut v);
-        v
+        self.rate.charge(bytes as f64);
+        Err(Box::new(Admitted {
+            pid,
+            mm: mm_task(pid),
+            what: Move::Process {
+                from,
+                to: to.to_vec(),
+                cpus_used: target.cpus_used,
+            },
+            v,
+            charged: bytes as f64,
+            not_moved: NotMoved::default(),
+            outcome: None,
+        }))
     }
 
-    /// The addresses of `mm`'s own pages on `node`; its pages are read at its first
-    /// whole-process move of the pass.
-    fn own_pages_on(&mut self, mm: Pid, node: usize) -> std::io::Result<Vec<(u64, u32)>> {
-        if let std::collections::btree_map::Entry::Vacant(slot) = self.own_nodes.entry(mm) {
-            slot.insert(own_page_nodes(mm)?);
+    /// A made move's line, its pages counted and what did not move given back to the
+    /// budget.
+    fn finish(&mut self, m: Admitted) -> Value {
+        let Admitted {
+            pid,
+            what,
+            mut v,
+            charged,
+            not_moved,
+            outcome,
+            ..
+        } = m;
+        let (call, whole) = match what {
+            Move::Pages { .. } => ("move_pages", false),
+            Move::Process { .. } => ("migrate_pages", true),
+        };
+        let Some(Outcome {
+            moved,
+            took_s,
+            movers,
+        }) = outcome
+        else {
+            unreachable!("every admitted move is made");
+        };
+        let moved = match moved {
+            Ok(m) => m,
+            Err(e) => {
+                self.rate.charge(-charged);
+                if whole {
+                    v["leader"] = json!(leader_state(pid));
+                }
+                return self.failed(v, call, &e);
+            }
+        };
+        v["took_s"] = took_s;
+        took_movers(&mut v, movers);
+        self.rate.charge(-(charged - moved as f64 * PAGE).max(0.0));
+        self.counts.pages_moved += moved;
+        v["moved"] = json!(moved);
+        if whole {
+            v["not_moved"] = json!(not_moved.failed.values().sum::<u64>());
         }
-        Ok(on_node(&self.own_nodes[&mm], node))
+        not_moved.record(&mut self.counts, &mut v);
+        v
     }
 
     /// Give every changed thread its own affinity back, unless someone else changed it
@@ -985,6 +1161,71 @@ mod tests {
         assert_eq!(log[0]["moved"].as_u64(), Some(3 * slice as u64), "{log:?}");
         assert_eq!(log[0]["movers"], 3, "{log:?}");
         std::hint::black_box(&v);
+    }
+
+    /// Two processes' moves in one pass share its movers and are made at once; a
+    /// process's second move comes after its first, and the lines keep the actions'
+    /// order. (A thread of this process stands in for a second process: `move_pages`
+    /// takes any task's id, and the moves are grouped by the id they name.)
+    #[test]
+    fn the_moves_of_a_pass_share_its_movers_by_process() {
+        let pid = Pid(std::process::id());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || {
+            tx.send(own_tid()).unwrap();
+            stop_rx.recv().ok();
+        });
+        let tid = Pid(rx.recv().unwrap());
+        let slice = numabal_daemon::pacing::MIN_SLICE;
+        let buf = |n: usize| vec![1u8; (n * slice + 1) * 4096];
+        let (v1, v2, v3) = (buf(3), buf(3), buf(1));
+        let addrs = |v: &Vec<u8>, n: usize| {
+            let first = (v.as_ptr() as u64 + 4095) & !4095;
+            (0..(n * slice) as u64)
+                .map(|i| first + i * 4096)
+                .collect::<Vec<u64>>()
+        };
+        let first = (v1.as_ptr() as u64 + 4095) & !4095;
+        let here = sys::query_nodes(pid.0, &[first as usize]).unwrap()[0] as usize;
+        let mv = |pid, addrs| Action::MovePages {
+            pid,
+            addrs,
+            node: here,
+        };
+        let actions = [
+            mv(pid, addrs(&v1, 3)),
+            mv(tid, addrs(&v2, 3)),
+            mv(pid, addrs(&v3, 1)),
+        ];
+        let mut a = Actuator::new(false, 1024.0);
+        a.begin_pass(4);
+        let log = a.apply_pass(&actions, 0, |_| None, |_| on_node_only(here), &[]);
+        stop_tx.send(()).unwrap();
+        other.join().unwrap();
+        let got: Vec<(Value, Value, Value)> = (log.iter())
+            .map(|l| (l["pid"].clone(), l["moved"].clone(), l["movers"].clone()))
+            .collect();
+        let n = |k: usize| json!(k * slice);
+        assert_eq!(
+            got,
+            [
+                (json!(pid.0), n(3), json!(2)),
+                (json!(tid.0), n(3), json!(2)),
+                (json!(pid.0), n(1), Value::Null),
+            ],
+            "four movers, two processes: two each (alone, three slices take three); lines \
+             in the actions' order: {log:?}"
+        );
+        std::hint::black_box((&v1, &v2, &v3));
+    }
+
+    /// This thread's id.
+    fn own_tid() -> u32 {
+        std::fs::read_link("/proc/thread-self")
+            .ok()
+            .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+            .expect("/proc/thread-self names the thread")
     }
 
     #[test]

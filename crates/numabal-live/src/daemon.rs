@@ -662,16 +662,14 @@ impl<'a> Daemon<'a> {
         let times = numabal_daemon::pacing::process_times(&snap.processes, &snap.threads);
         let used = self.process_cpus.update(now, times);
         let pid_of: BTreeMap<Tid, Pid> = snap.threads.iter().map(|t| (t.tid, t.pid)).collect();
-        for a in &self.actions {
-            for line in self.actuator.apply(
-                a,
-                now,
-                |t| pid_of.get(&t).copied(),
-                |p| target_of(snap, p, &used),
-                &self.node_cpus,
-            ) {
-                log(line);
-            }
+        for line in self.actuator.apply_pass(
+            &self.actions,
+            now,
+            |t| pid_of.get(&t).copied(),
+            |p| target_of(snap, p, &used),
+            &self.node_cpus,
+        ) {
+            log(line);
         }
     }
 

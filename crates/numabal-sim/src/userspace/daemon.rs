@@ -11,7 +11,9 @@
 //!      SetThreadAffinity        at once (sched_setaffinity); threads the process creates
 //!                               later inherit the mask, as clone() does
 //!      MigrateProcessPages      queued: migrate_pages(2) runs in the daemon's context, one
-//!                               call after another, at the cost of a kernel migration per
+//!                               call after another (numabal's daemon: one process's calls
+//!                               so, different processes' at the same time, each with its
+//!                               share of the pass's movers), at the cost of a kernel migration per
 //!                               page (migrate_page_ns + the copy + a TLB shootdown), a tick's
 //!                               worth of copying per tick; numad (root: MPOL_MF_MOVE_ALL)
 //!                               moves pages other processes map too, numabal's daemon
@@ -36,11 +38,11 @@ use crate::error::SimError;
 use crate::event::EventKind;
 use crate::memory::CHUNK;
 use crate::world::{NS, World, page_addr};
-use numabal_daemon::pacing::movers_for;
+use numabal_daemon::pacing::{movers_for, movers_shares, process_movers};
 use numabal_model::{Mask, Pid};
 use numabal_policy::Action;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// One `migrate_pages(pid, {from}, {to})` call in progress, or the spread of the pages on
 /// `from` over several nodes (`InterleaveProcessPages`).
@@ -60,6 +62,9 @@ struct MigJob {
     /// Threads moving its pages at once (`numabal_daemon::pacing::movers_for`; numad: 1).
     movers: usize,
 }
+
+/// Where a call's movers copy: each one's CPU and its share of it.
+type MoverPlaces = Vec<(usize, f64)>;
 
 /// One `move_pages(pid, pages, node)` call in progress.
 #[derive(Debug, Clone)]
@@ -122,6 +127,13 @@ enum Call {
 }
 
 impl Call {
+    fn pidx(&self) -> usize {
+        match self {
+            Call::MigratePages(j) => j.pidx,
+            Call::MovePages(j) => j.pidx,
+        }
+    }
+
     fn movers(&self) -> usize {
         match self {
             Call::MigratePages(j) => j.movers,
@@ -162,6 +174,9 @@ pub(crate) struct DaemonRt {
     /// The last page of a tick ran past it by this much of a mover's time (ns at the
     /// host's speed): the next tick has that much less.
     overrun_ns: f64,
+    /// The same per process, while numabal's daemon moves several processes' pages at
+    /// once (`run_moves_at_once`).
+    lane_overrun_ns: BTreeMap<usize, f64>,
     pub(crate) log: Vec<PolicyLogEntry>,
 }
 
@@ -169,6 +184,12 @@ impl DaemonRt {
     /// `migrate_pages` calls are queued.
     pub(crate) fn has_jobs(&self) -> bool {
         !self.jobs.is_empty()
+    }
+
+    /// The processes whose pages the queued calls move.
+    fn processes_moving(&self) -> usize {
+        let pidxs: BTreeSet<usize> = self.jobs.iter().map(Call::pidx).collect();
+        pidxs.len()
     }
 
     /// The log lines of numabal's daemon's calls that have not returned yet.
@@ -366,6 +387,16 @@ impl UserSpace {
     ///
     /// [`NumabalDaemon::mover_shares`]: super::numabal_daemon::NumabalDaemon::mover_shares
     pub(crate) fn run_migrate_pages(&mut self, w: &mut World) {
+        if self.numabal.is_some() && self.daemon.processes_moving() > 1 {
+            return self.run_moves_at_once(w);
+        }
+        // The one process left of several moved at once: what its last page overran.
+        if let Some(o) = std::mem::take(&mut self.daemon.lane_overrun_ns)
+            .into_values()
+            .next()
+        {
+            self.daemon.overrun_ns = o;
+        }
         let movers = self.daemon.jobs.front().map_or(1, |j| j.movers());
         let mut left = w.tick_ns() as f64 * movers_speed(w, movers) - self.daemon.overrun_ns;
         self.daemon.overrun_ns = 0.0;
@@ -413,6 +444,111 @@ impl UserSpace {
             if let Some(i) = self.daemon.deferred_tick.take() {
                 w.push_event(w.now() + i, EventKind::PolicyTick);
             }
+            if let Some(at) = self.daemon.deferred_until.take() {
+                w.push_event(at.max(w.now()), EventKind::PolicyTick);
+            }
+        }
+    }
+
+    /// numabal's daemon: the calls of its pass get their process's share of the pass's
+    /// `movers` (`pacing::movers_shares` over the processes they move; a whole process's
+    /// move at least as many as `cpus_used` gives for it, `pacing::process_movers`), as
+    /// the live actuator shares them out before it makes them. With one process moved,
+    /// each call has what it was queued with.
+    pub(crate) fn share_out_movers(
+        &mut self,
+        w: &World,
+        movers: usize,
+        cpus_used: impl Fn(usize) -> usize,
+    ) {
+        let pidxs: BTreeSet<usize> = self.daemon.jobs.iter().map(Call::pidx).collect();
+        let shares: BTreeMap<usize, usize> = (pidxs.iter().copied())
+            .zip(movers_shares(movers, pidxs.len()))
+            .collect();
+        for call in &mut self.daemon.jobs {
+            let share = shares[&call.pidx()];
+            match call {
+                Call::MigratePages(j) if j.line.is_some() => {
+                    let m = process_movers(share, cpus_used(j.pidx));
+                    j.movers = movers_for(m, own_pages_on(w, j.pidx, j.from) as usize);
+                }
+                Call::MovePages(j) if j.line.is_some() => {
+                    j.movers = movers_for(share, base_pages(&j.pages) as usize);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// numabal's daemon's calls when they move more than one process's pages: each
+    /// process's in order, different processes' at the same time, as the live actuator
+    /// makes them (numabal-live's `make_moves`). Each process's first call runs with its
+    /// movers placed beside all the others' ([`NumabalDaemon::mover_placement`]), at the
+    /// host's speed for them all, from the tick's time less what its last page overran;
+    /// a call that ends mid-tick hands the rest of the tick to the process's next call,
+    /// with the same movers' places (the first call's, one per mover of the next, the
+    /// last repeated if it has more).
+    ///
+    /// [`NumabalDaemon::mover_placement`]: super::numabal_daemon::NumabalDaemon::mover_placement
+    fn run_moves_at_once(&mut self, w: &mut World) {
+        // Each process's first call, in the queue's order.
+        let mut firsts: Vec<(usize, usize)> = Vec::new();
+        for c in &self.daemon.jobs {
+            if !firsts.iter().any(|&(p, _)| p == c.pidx()) {
+                firsts.push((c.pidx(), c.movers()));
+            }
+        }
+        let total: usize = firsts.iter().map(|&(_, n)| n).sum();
+        let placed = (self.numabal.as_ref().expect("numabal's daemon")).mover_placement(w, total);
+        let speed = movers_speed(w, total);
+        let mut lanes = Vec::with_capacity(firsts.len());
+        let mut at = 0;
+        for &(p, n) in &firsts {
+            lanes.push((p, placed[at..at + n].to_vec(), at == 0));
+            at += n;
+        }
+        let mut done = Vec::new();
+        // Each call's time this tick, its movers' places, whether the first is the daemon's.
+        let mut spent: Vec<(f64, MoverPlaces, bool)> = Vec::new();
+        for (p, places, own) in lanes {
+            let overrun = self.daemon.lane_overrun_ns.remove(&p).unwrap_or(0.0);
+            let mut left = w.tick_ns() as f64 * speed - overrun;
+            while left > 0.0 {
+                let Some(i) = self.daemon.jobs.iter().position(|c| c.pidx() == p) else {
+                    break;
+                };
+                let mut job = self.daemon.jobs.remove(i).expect("found");
+                let on: MoverPlaces = (0..job.movers())
+                    .map(|k| places[k.min(places.len() - 1)])
+                    .collect();
+                let m: f64 = on.iter().map(|&(_, share)| share).sum();
+                let mut budget = left * m;
+                let finished = match &mut job {
+                    Call::MigratePages(j) => self.migrate_pages_step(w, j, &mut budget),
+                    Call::MovePages(j) => move_pages_step(w, j, &mut budget),
+                };
+                spent.push((left - budget / m, on, own));
+                left = budget / m;
+                if !finished {
+                    self.daemon.jobs.insert(i, job);
+                } else if let Some(c) = call_done(&job) {
+                    done.push(c);
+                }
+            }
+            if left < 0.0 && self.daemon.jobs.iter().any(|c| c.pidx() == p) {
+                self.daemon.lane_overrun_ns.insert(p, -left);
+            }
+        }
+        if let Some(d) = self.numabal.as_mut() {
+            for (ns, on, own) in spent {
+                d.charge_movers_at(w, ns, &on, own);
+            }
+        }
+        for c in done {
+            self.numabal_call_done(c);
+        }
+        if self.daemon.jobs.is_empty() {
+            self.daemon.lane_overrun_ns.clear();
             if let Some(at) = self.daemon.deferred_until.take() {
                 w.push_event(at.max(w.now()), EventKind::PolicyTick);
             }

@@ -434,6 +434,34 @@ impl NumabalDaemon {
         on.iter().map(|&c| 1.0 / sharing(c) as f64).collect()
     }
 
+    /// Where `movers` threads copy this tick and the share of its CPU each gets
+    /// ([`Self::mover_cpus`], [`Self::mover_shares`]): for the movers of several processes
+    /// moved at once, placed together, the daemon's own thread first.
+    pub(crate) fn mover_placement(&self, w: &World, movers: usize) -> Vec<(usize, f64)> {
+        let on = self.mover_cpus(w, movers);
+        let shares = self.mover_shares(w, movers);
+        on.into_iter().zip(shares).collect()
+    }
+
+    /// The movers at `on` (CPU, share; `own`: the first is the daemon's own thread) copy
+    /// for `ns` times their share each, taking the time from the threads there.
+    pub(crate) fn charge_movers_at(
+        &mut self,
+        w: &mut World,
+        ns: f64,
+        on: &[(usize, f64)],
+        own: bool,
+    ) {
+        for (k, &(c, share)) in on.iter().enumerate() {
+            if own && k == 0 {
+                self.charge_cpu(w, ns * share);
+            } else {
+                self.kthreads.run(w, c, ns * share);
+                self.cpu_ns += w.host_wall(ns * share);
+            }
+        }
+    }
+
     /// The movers copy for `ns` times their share each ([`Self::mover_shares`]), on the
     /// CPUs [`Self::mover_cpus`] gives, taking the time from the threads there.
     fn charge_movers(&mut self, w: &mut World, ns: f64, shares: &[f64]) {
@@ -500,6 +528,8 @@ impl UserSpace {
         for a in &out {
             self.numabal_act(&mut d, w, a, &threads, &procs);
         }
+        let cpus_used = |pidx: usize| d.cpus_used.get(&(pidx as u32 + 1)).copied().unwrap_or(0);
+        self.share_out_movers(w, d.movers, cpus_used);
         d.actions = out;
         d.pass += 1;
         let mut next = w.now() + pass_gap_ns(&d.d.settings, &*self.policy, d.managed_count);
