@@ -275,7 +275,10 @@ fn movers_share_a_whole_process_move() {
     // As many as CPUs were idle over the last pass, shared out over the two processes
     // moved: at least the four no worker runs on, at most the six the fill left idle (the
     // pass may come as the workers start).
-    let movers: u64 = moves.iter().map(|l| l["movers"].as_u64().unwrap_or(1)).sum();
+    let movers: u64 = moves
+        .iter()
+        .map(|l| l["movers"].as_u64().unwrap_or(1))
+        .sum();
     assert!((4..=6).contains(&movers), "{moves:?}");
     let alone = 2.0 * 40_960.0 * 1e-4;
     assert!(
