@@ -429,18 +429,17 @@ impl NumabalDaemon {
     /// whole on the daemon's: on a machine with every CPU busy, five movers took five CPUs'
     /// time from one.)
     pub(crate) fn mover_shares(&self, w: &World, movers: usize) -> Vec<f64> {
-        let on = self.mover_cpus(w, movers);
-        let sharing = |c: usize| w.sched().rq(c).len() + on.iter().filter(|&&o| o == c).count();
-        on.iter().map(|&c| 1.0 / sharing(c) as f64).collect()
+        let placed = self.mover_placement(w, movers);
+        placed.into_iter().map(|(_, share)| share).collect()
     }
 
-    /// Where `movers` threads copy this tick and the share of its CPU each gets
-    /// ([`Self::mover_cpus`], [`Self::mover_shares`]): for the movers of several processes
-    /// moved at once, placed together, the daemon's own thread first.
+    /// Where `movers` threads copy this tick ([`Self::mover_cpus`]) and the share of its
+    /// CPU each gets ([`Self::mover_shares`]): for the movers of several processes moved
+    /// at once, placed together, the daemon's own thread first.
     pub(crate) fn mover_placement(&self, w: &World, movers: usize) -> Vec<(usize, f64)> {
         let on = self.mover_cpus(w, movers);
-        let shares = self.mover_shares(w, movers);
-        on.into_iter().zip(shares).collect()
+        let sharing = |c: usize| w.sched().rq(c).len() + on.iter().filter(|&&o| o == c).count();
+        on.iter().map(|&c| (c, 1.0 / sharing(c) as f64)).collect()
     }
 
     /// The movers at `on` (CPU, share; `own`: the first is the daemon's own thread) copy
@@ -466,11 +465,8 @@ impl NumabalDaemon {
     /// CPUs [`Self::mover_cpus`] gives, taking the time from the threads there.
     fn charge_movers(&mut self, w: &mut World, ns: f64, shares: &[f64]) {
         let on = self.mover_cpus(w, shares.len());
-        self.charge_cpu(w, ns * shares[0]);
-        for (&c, &share) in on.iter().zip(shares).skip(1) {
-            self.kthreads.run(w, c, ns * share);
-            self.cpu_ns += w.host_wall(ns * share);
-        }
+        let placed: Vec<(usize, f64)> = on.into_iter().zip(shares.iter().copied()).collect();
+        self.charge_movers_at(w, ns, &placed, true);
     }
 }
 
