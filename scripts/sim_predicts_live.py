@@ -7,7 +7,9 @@ of the live one. Placed, for processes placed whole: each on a node of its own, 
 workers there and >= 90% of its memory on it (perf bench: the same, but two processes
 may share a node, as the guest script checks); for numa02-like (split): no node with more
 workers than CPUs and the accesses local (live: sampled writes, ratio >= 0.9; simulated:
-the series' local access ratio of that second >= 0.9).
+the series' local access ratio of that second >= 0.9). The live time of the two rows
+whose placement the guest polls seconds apart is when the daemon's last action before
+the first placed poll ended (its decision log); perf bench's is its ~1 s poll's.
 
   daemon-damon      numa01-like, 2 processes x 2 threads, home-node, sensor damon
   daemon-numa02     numa02-like, 8 threads, 128 MiB, home-node, softdirty
@@ -59,8 +61,10 @@ MM_CPUMASK_KEPT = {"7.2"}
 ROWS = [
     # scenario, workload, sensor, how the live log gives the time placed
     ("daemon-damon", "numa01-like", "damon",
+     r"placed by the daemon's actions that ended at ([0-9.]+) s|"
      r"converged at ([0-9.]+) s after the daemon started"),
     ("daemon-numa02", "numa02-like", "softdirty",
+     r"placed by the daemon's actions that ended at ([0-9.]+) s|"
      r"no node over its CPUs at ([0-9.]+) s after the daemon started"),
     ("daemon-perfbench", "perf-bench-numa-mem", "softdirty",
      r"^converged after \(s\)\s+(\S+)\s+\S+"),
@@ -154,12 +158,18 @@ def spread(res, cpus):
 
 
 def live(log, pattern):
-    """(time placed or None, whether placed at the end, the daemon's policy) from a log."""
+    """(time placed or None, whether placed at the end, the daemon's policy) from a log.
+    The pattern's first group that matched is the time: the guest polls numa01-like's and
+    numa02-like's placement seconds apart (10 s for numa02-like, whose poll samples
+    writes), so their time is the end of the daemon's last action that ended before the
+    first placed poll when the log has it (scenarios/lib.sh, `acted_by`), else that
+    poll's."""
     text = log.read_text(errors="replace")
     m = re.search(pattern, text, re.M)
     t = None
-    if m and m.group(1) != "never":
-        t = float(m.group(1))
+    found = next((g for g in m.groups() if g is not None), None) if m else None
+    if found is not None and found != "never":
+        t = float(found)
     policy = re.search(r"^daemon policy: ([\w-]+)", text, re.M)
     policy = policy.group(1) if policy else None
     if "damon" in log.name or "numa02" in log.name:
@@ -173,8 +183,9 @@ def live(log, pattern):
 
 def speed_case(log, name):
     """A migrate-speed case's (seconds, pgmigrate_success, thp_migration_success), or None;
-    of a case made several times, the fastest: the 7.2 guest adds an intermittent delay of
-    about 3.7 s to single moves, which only adds."""
+    of a case made several times, the fastest: with the fast string moves (`-cpu max`) the
+    7.2 guest's copies were 5x slower when source and destination aliased in TCG's
+    software TLB (docs/vm-tests.md), which only adds."""
     if not log.exists():
         return None
     runs = re.findall(rf"^speed {name} seconds=([0-9.]+) pgmigrate_success=(\d+) "

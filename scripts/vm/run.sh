@@ -7,6 +7,7 @@
 # Usage: scripts/vm/run.sh --scenario FILE [--nodes 2|4] [--timeout SECONDS] [--log FILE]
 #                          [--mem-mb N] [--cpus-per-node N] [--dist flat|ring]
 #                          [--env KEY=VALUE]... [--append "KERNEL ARGS"] [--kernel K]
+#                          [--tcg multi|single] [--cpu MODEL]
 #   --nodes          emulated nodes (default 2)
 #   --cpus-per-node  vCPUs per node (default 2; 2 nodes = 4 vCPUs, 4 nodes = 8 vCPUs)
 #   --mem-mb         guest memory in MiB, split evenly over the nodes (default 1024 per
@@ -29,6 +30,15 @@
 #                    set kernel.numa_balancing before any load; a boot that panics so before
 #                    the scenario begins, or that has not begun it after 90 s
 #                    (NUMABAL_VM_BOOT_LIMIT), is booted again (at most twice, said)
+#   --cpu MODEL      QEMU's CPU model (default `max,-erms,-fsrm`, or NUMABAL_VM_CPU):
+#                    `max` without the fast string moves. TCG emulates `rep movsb` one
+#                    byte at a time, two software-TLB lookups a byte, and 5x slower again
+#                    when source and destination pages lie a multiple of 4 MiB apart (they
+#                    evict each other from QEMU's 1024-entry TLB). With ERMS, 7.2 copies
+#                    every migrating page so (copy_mc_enhanced_fast_string): a 160 MiB
+#                    move took 0.9-1.3 s, or 4.8-6.6 s when aliased (8 of 12 moves); 0.2-0.6
+#                    s without ERMS and FSRM (8-byte moves). docs/vm-tests.md, "How fast
+#                    memory moves". Real CPUs pay neither cost.
 # 6.12 and 7.2 also boot with `mitigations=off`: under `-cpu max` they turn on speculation
 # mitigations whose emulation makes system calls and page migrations several times slower
 # than 6.1's (the daemon's passes took seconds, too slow for perf bench's 40 s).
@@ -48,11 +58,11 @@ die() { printf 'vm/run: error: %s\n' "$*" >&2; exit 2; }
 say() { printf 'vm/run: %s\n' "$*" >&2; }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 
-nodes=2 cpn=2 mem="" dist=flat timeout=600 log="" scenario="" append="" kernel_arg=6.1 tcg=""
+nodes=2 cpn=2 mem="" dist=flat timeout=600 log="" scenario="" append="" kernel_arg=6.1 tcg="" cpu_model=${NUMABAL_VM_CPU:-max,-erms,-fsrm}
 envs=()
 while [ $# -gt 0 ]; do
   case $1 in
-    --nodes|--cpus-per-node|--mem-mb|--dist|--timeout|--log|--scenario|--env|--append|--kernel|--tcg)
+    --nodes|--cpus-per-node|--mem-mb|--dist|--timeout|--log|--scenario|--env|--append|--kernel|--tcg|--cpu)
       [ $# -ge 2 ] || die "$1 needs a value" ;;
   esac
   case $1 in
@@ -67,6 +77,7 @@ while [ $# -gt 0 ]; do
     --append) append=${2:-}; shift 2 ;;
     --kernel) kernel_arg=${2:-}; shift 2 ;;
     --tcg) tcg=${2:-}; shift 2 ;;
+    --cpu) cpu_model=${2:-}; shift 2 ;;
     -h|--help) usage ;;
     *) printf 'vm/run: error: unknown argument %s\n' "$1" >&2; usage ;;
   esac
@@ -80,6 +91,7 @@ mem=${mem:-$((nodes * 1024))}
 [[ $mem =~ ^[1-9][0-9]*$ ]] || die "--mem-mb must be a whole number, got '$mem'"
 [ $((mem / nodes)) -ge 256 ] || die "--mem-mb $mem leaves less than 256 MiB per node"
 [ $((mem % nodes)) -eq 0 ] || die "--mem-mb $mem does not split evenly over $nodes nodes"
+[[ $cpu_model =~ ^[a-zA-Z0-9][a-zA-Z0-9_.,=+-]*$ ]] || die "--cpu must be a QEMU CPU model with its flags (like max,-erms), got '$cpu_model'"
 case $dist in flat|ring) ;; *) die "--dist must be flat or ring, got '$dist'" ;; esac
 for e in ${envs[@]+"${envs[@]}"}; do
   [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*=[^[:space:]]*$ ]] || die "--env '$e' is not KEY=VALUE without spaces"
@@ -125,7 +137,7 @@ for e in ${envs[@]+"${envs[@]}"}; do cmdline+=" $e"; done
 [ -n "$append" ] && cmdline+=" $append"
 
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine pc
-      -accel "tcg,thread=$tcg" -cpu max
+      -accel "tcg,thread=$tcg" -cpu "$cpu_model"
       -smp "$vcpus,sockets=$nodes,cores=$cpn,threads=1" -m "${mem}M"
       "${numa[@]}"
       -kernel "$kernel" -initrd "$initrd" -append "$cmdline"
@@ -135,7 +147,7 @@ logs=$repo/target/vm/logs
 mkdir -p "$logs"
 base=$logs/$name-${nodes}n$tag
 console=$base.console.log
-say "booting $nodes nodes x $cpn vCPUs, ${per} MiB per node, dist $dist, kernel $(cat "$kdir/release" 2>/dev/null || echo "$suite"), TCG $tcg, timeout ${timeout}s: $(basename "$scenario")"
+say "booting $nodes nodes x $cpn vCPUs, ${per} MiB per node, dist $dist, kernel $(cat "$kdir/release" 2>/dev/null || echo "$suite"), TCG $tcg, CPU $cpu_model, timeout ${timeout}s: $(basename "$scenario")"
 say "console: $console"
 printf '%q ' "${qemu[@]}" > "$base.qemu-cmdline"
 echo >> "$base.qemu-cmdline"

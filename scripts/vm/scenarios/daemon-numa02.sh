@@ -47,6 +47,9 @@ say "the daemon moved $moved pages of a resident $rss_pages"
 ended=$(grep '"move_pages"' /tmp/dec.jsonl | sed -n 's/.*"t_s":\([0-9.]*\).*"took_s":\([0-9.]*\).*/\1 \2/p' |
   awk '{ e = $1 + $2; if (e > m) m = e } END { printf "%.1f", m }')
 say "the daemon's move_pages calls: $(grep -c '"move_pages"' /tmp/dec.jsonl), the last ended at $ended s"
+if [ -n "$conv" ]; then
+  say "placed by the daemon's actions that ended at $(acted_by /tmp/dec.jsonl "$conv") s after it started (the last ended before the first placed poll)"
+fi
 if [ -n "$conv" ] && awk -v t="$conv" 'BEGIN { exit !(t <= 60) }'; then
   pass "placed within 60 s: sampled writes local and no node over its CPUs at ${conv} s after the daemon started"
 else

@@ -122,6 +122,20 @@ watch_placement() {
   true
 }
 
+# When the placement a poll found at T s was reached, at the finest the daemon's decision
+# log FILE tells: the end of its last decision or move that ended before T (a move still
+# running then was not needed for what the poll found; polls are seconds apart, and
+# scripts/sim_predicts_live.py compares this time with the twin's). A pass logs its moves
+# with the pass's time, one process's one after another and different processes' at
+# once, so a move ends at the pass's time plus its own and its process's earlier
+# `took_s` in that pass.
+acted_by() {
+  grep -E '"decision"|"move_pages"|"migrate_pages"' "$1" | sed -n 's/.*"t_s":\([0-9.]*\).*/\1 &/p' |
+    awk -v c="$2" '{ k = $1; if (match($0, /"pid":[0-9]+/)) k = k " " substr($0, RSTART, RLENGTH)
+        if (match($0, /"took_s":[0-9.]+/)) took[k] += substr($0, RSTART + 9, RLENGTH - 9)
+        e = $1 + took[k] } e < c && e > m { m = e } END { printf "%.1f", m }'
+}
+
 # A number of the daemon's last decision-log line in FILE (its stop line): KEY's value.
 stop_field() { tail -1 "$1" | sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p"; }
 
