@@ -22,8 +22,8 @@ live (kernel.numa_balancing=0: softdirty), at the daemon's and the policy's defa
 
 Usage: scripts/home_node_eval.py [--seeds N] [--everywhere] [--numabal PATH] [--out DIR]
 Wall time on 2 cores, release build: part 1 with 20 seeds about 25-60 minutes (kvm_guests
-about 15, specjbb about 30); --seeds 3 about 10; part 2 with 3 seeds about 8 minutes (each
-home-node run of pmbench takes about 30 s). pmbench runs its 600 s under every policy, so
+about 15, specjbb about 30); --seeds 3 about 10; part 2 with 3 seeds about 8 minutes, with
+20 about 53 (each home-node run of pmbench takes about 30 s). pmbench runs its 600 s under every policy, so
 its cost is the time per GiB it accessed. Exit status 1 if a figure fails.
 """
 import argparse
