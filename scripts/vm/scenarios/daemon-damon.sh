@@ -85,9 +85,7 @@ mig1=$(vmstat numa_pages_migrated)
 head -1 /tmp/dec.jsonl
 grep -c sensor_error /tmp/dec.jsonl | sed 's/^/sensor errors: /'
 tail -1 /tmp/dec.jsonl
-if [ -n "$conv" ]; then
-  say "placed by the daemon's actions that ended at $(acted_by /tmp/dec.jsonl "$conv") s after it started (the last ended before the first placed poll)"
-fi
+say_placed_by /tmp/dec.jsonl "$conv"
 if [ -n "$conv" ] && awk -v t="$conv" 'BEGIN { exit !(t <= 60) }'; then
   pass "placed within 60 s with the damon sensor: converged at ${conv} s after the daemon started"
 else

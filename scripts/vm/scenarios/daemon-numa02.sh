@@ -43,13 +43,9 @@ tail -1 /tmp/dec.jsonl
 grep -E '"decision"' /tmp/dec.jsonl | head -3 || true
 moved=$(sed -n 's/.*"moved":\([0-9]*\).*/\1/p' /tmp/dec.jsonl | awk '{ s += $1 } END { print s + 0 }')
 say "the daemon moved $moved pages of a resident $rss_pages"
-# When its moves ended, on the daemon's clock (from its start): a finer time than the polls.
-ended=$(grep '"move_pages"' /tmp/dec.jsonl | sed -n 's/.*"t_s":\([0-9.]*\).*"took_s":\([0-9.]*\).*/\1 \2/p' |
-  awk '{ e = $1 + $2; if (e > m) m = e } END { printf "%.1f", m }')
-say "the daemon's move_pages calls: $(grep -c '"move_pages"' /tmp/dec.jsonl), the last ended at $ended s"
-if [ -n "$conv" ]; then
-  say "placed by the daemon's actions that ended at $(acted_by /tmp/dec.jsonl "$conv") s after it started (the last ended before the first placed poll)"
-fi
+# When its last action ended, on the daemon's clock (from its start): a finer time than the polls.
+say "the daemon's move_pages calls: $(grep -c '"move_pages"' /tmp/dec.jsonl), its last action ended at $(acted_by /tmp/dec.jsonl 1e9) s"
+say_placed_by /tmp/dec.jsonl "$conv"
 if [ -n "$conv" ] && awk -v t="$conv" 'BEGIN { exit !(t <= 60) }'; then
   pass "placed within 60 s: sampled writes local and no node over its CPUs at ${conv} s after the daemon started"
 else

@@ -136,6 +136,13 @@ acted_by() {
         e = $1 + took[k] } e < c && e > m { m = e } END { printf "%.1f", m }'
 }
 
+# The line scripts/sim_predicts_live.py reads: when the placement the first placed poll
+# found at CONV s was reached (`acted_by` of the decision log FILE); nothing if never placed.
+say_placed_by() {
+  [ -n "$2" ] || return 0
+  say "placed by the daemon's actions that ended at $(acted_by "$1" "$2") s after it started (the last ended before the first placed poll)"
+}
+
 # A number of the daemon's last decision-log line in FILE (its stop line): KEY's value.
 stop_field() { tail -1 "$1" | sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p"; }
 
