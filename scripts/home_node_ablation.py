@@ -13,6 +13,9 @@ the same with one mechanism switched off (policy tunables, docs/home-node.md):
                         50, docs/home-node.md)
   first_sight=0         a thread that started since the last pass waits for its second
                         pass to be judged busy
+  second_look=0         a thread met first that started before the last pass (its process
+                        just became manageable) is judged a whole interval later, not a
+                        quarter
   shared_pct=50         not a mechanism but the classification's threshold as it was
                         before 2026-11-27: a process shares its memory when half its
                         chunks sampled twice were sampled by two threads (20 in the set)
@@ -69,6 +72,7 @@ VARIANTS = [
     ("sample_selectively=0", ["policy.sample_selectively=0"]),
     ("revise_split=0", ["policy.revise_split=0"]),
     ("first_sight=0", ["policy.first_sight=0"]),
+    ("second_look=0", ["policy.second_look=0"]),
     ("shared_pct=50", ["policy.shared_pct=50"]),
     ("sensor damon", ["daemon.sensor=damon"]),
 ]

@@ -66,6 +66,10 @@ pub struct Tunables {
     /// homed than CPUs while another has CPUs to spare (0: only when a busy thread has no
     /// node).
     pub reshare_split: u64,
+    /// A pass that met threads it could not judge (seen for the first time, having run
+    /// before the last pass) is followed by the next a quarter of `interval_ms` later
+    /// (0: a whole interval later).
+    pub second_look: u64,
 }
 
 impl Default for Tunables {
@@ -88,6 +92,7 @@ impl Default for Tunables {
             place_crowded: 1,
             spread_concentrated: 1,
             reshare_split: 1,
+            second_look: 1,
         }
     }
 }
@@ -111,6 +116,7 @@ pub const TUNABLES: &[&str] = &[
     "place_crowded",
     "spread_concentrated",
     "reshare_split",
+    "second_look",
 ];
 
 impl Tunables {
@@ -136,6 +142,7 @@ impl Tunables {
             ("place_crowded", t.place_crowded, 0, 1),
             ("spread_concentrated", t.spread_concentrated, 0, 1),
             ("reshare_split", t.reshare_split, 0, 1),
+            ("second_look", t.second_look, 0, 1),
         ])
         .map_err(|(k, msg)| InputError::new(&spec.label, format!("policy.{k}"), msg))?;
         if !t.chunk_kib.is_power_of_two() {
