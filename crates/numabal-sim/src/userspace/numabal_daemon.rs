@@ -8,13 +8,13 @@
 //!             nothing is managed; the next pass waits for the last call to return)
 //!    observe: /proc of every live process; keep RSS ≥ min_rss_mb; judge (narrowed cpuset
 //!             or affinity, explicit mempolicy) ─► managed; skip/exited lines
-//!    sensor:  perf watches on managed threads (world/perf.rs): hint and softdirty sample
-//!             page faults, pmu memory accesses; damon: a kdamond per wanted process
-//!             (world/damon.rs), its hot regions credited to the threads that ran;
-//!             drained samples ─► page nodes now
-//!             (world page lookup, as a move_pages query) ─► AccessSample
-//!             softdirty: clear_refs=4 of a process when the fault budget allows
+//!    sensor:  samples drained from the perf watches (world/perf.rs: hint and softdirty
+//!             sample page faults, pmu memory accesses) ─► page nodes now (world page
+//!             lookup, as a move_pages query) ─► AccessSample; damon: a kdamond per wanted
+//!             process (world/damon.rs), its hot regions credited to the threads that ran
 //!    policy.on_tick(managed threads and processes, nodes, idle, samples) ─► actions
+//!    sensor:  perf watches on the threads of the processes still wanted; softdirty:
+//!             clear_refs=4 of a process when the fault budget allows
 //!    act:     sched_setaffinity within the thread's own affinity; move_pages and
 //!             migrate_pages within Mems_allowed and the migrate_mb_s token bucket, queued
 //!             in the daemon's context at the kernel's cost (userspace/daemon.rs)
@@ -267,9 +267,8 @@ impl NumabalDaemon {
         self.managed_count = managed.len();
     }
 
-    /// Watch the managed threads, drain the samples since the last pass and give them
-    /// their pages' nodes; with softdirty, clear the bits the budget allows. Returns the
-    /// samples and the CPU time it took, ns.
+    /// Drain the samples since the last pass of the threads still wanted and give them
+    /// their pages' nodes. Returns the samples and the CPU time it took, ns.
     fn sample(
         &mut self,
         w: &mut World,
@@ -284,9 +283,7 @@ impl NumabalDaemon {
         }
         for t in 0..w.nr_threads() {
             let pid = w.thread(t).proc as u32 + 1;
-            if wanted.contains(&pid) && w.thread(t).state != TState::Done {
-                w.perf_watch(t);
-            } else {
+            if !wanted.contains(&pid) || w.thread(t).state == TState::Done {
                 w.perf_unwatch(t);
             }
         }
@@ -301,6 +298,22 @@ impl NumabalDaemon {
         let ns = raw.len() as f64 * w.machine().spec.costs.perf_sample_ns;
         self.raw = raw;
         (samples, ns)
+    }
+
+    /// After the pass's decisions, as the live daemon: watch the threads of the processes
+    /// the policy still wants sampled (hint, softdirty, pmu), and no others.
+    fn watch_wanted(&mut self, w: &mut World, wanted: &BTreeSet<u32>) {
+        if matches!(self.d.sensor, SensorKind::Maps | SensorKind::Damon) {
+            return;
+        }
+        for t in 0..w.nr_threads() {
+            let pid = w.thread(t).proc as u32 + 1;
+            if wanted.contains(&pid) && w.thread(t).state != TState::Done {
+                w.perf_watch(t);
+            } else {
+                w.perf_unwatch(t);
+            }
+        }
     }
 
     /// damon: monitor the wanted processes, read the last aggregation's hot regions and
@@ -518,6 +531,7 @@ impl UserSpace {
         let wanted: BTreeSet<u32> = (managed.iter().copied())
             .filter(|&p| self.policy.wants_samples(Pid(p)))
             .collect();
+        d.watch_wanted(w, &wanted);
         let clear_ns = d.clear_soft_dirty_bits(w, &managed, &wanted);
         d.charge_cpu(w, observe_ns + sample_ns + clear_ns);
         d.count_movers(w, &procs, &threads);
