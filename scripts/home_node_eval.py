@@ -21,10 +21,12 @@ Every run is numabal's own daemon as the simulator runs it, with the sensor it w
 live (kernel.numa_balancing=0: softdirty), at the daemon's and the policy's defaults.
 
 Usage: scripts/home_node_eval.py [--seeds N] [--everywhere] [--numabal PATH] [--out DIR]
+                                 [--rivals-from EARLIER_OUT]
 Wall time on 2 cores, release build: part 1 with 20 seeds about 25-60 minutes (kvm_guests
 about 15, specjbb about 30); --seeds 3 about 10; part 2 with 3 seeds about 8 minutes, with
-20 about 53 (each home-node run of pmbench takes about 30 s). pmbench runs its 600 s under every policy, so
-its cost is the time per GiB it accessed. Exit status 1 if a figure fails.
+20 about 53 (each home-node run of pmbench takes about 30 s); both parts with 20 seeds and
+--rivals-from about 23 minutes (specjbb's 15 of them). pmbench runs its 600 s under every
+policy, so its cost is the time per GiB it accessed. Exit status 1 if a figure fails.
 """
 import argparse
 import json
@@ -49,15 +51,41 @@ BIND_DEFINED = [
 RIVALS = ["autonuma", "autonuma-2012", "stable", "numad"]
 
 
-def compare(numabal, machine, workload, policies, seeds, out, sets=()):
+def compare(numabal, machine, workload, policies, seeds, out, sets=(), rivals=None):
+    """`numabal compare` of `policies` (its JSON kept in `out`, reused when present); with
+    `rivals` (a directory of an earlier run laid out as `out`), only home-node is run and
+    the other policies' runs are taken from the file of the same name there."""
     path = out / f"{machine}-{workload}.json"
     if not path.exists():
+        own = ["home-node"] if rivals else policies
+        # Written whole or not at all: a half-made file would be reused by the next run.
+        tmp = path.with_name(path.name + ".part")
         args = [numabal, "compare", "-m", machine, "-w", workload, "--policies",
-                ",".join(policies), "--seeds", str(seeds), "--quiet", "--json", str(path)]
+                ",".join(own), "--seeds", str(seeds), "--quiet", "--json", str(tmp)]
         for s in sets:
             args += ["--set", s]
         run(args)
+        if rivals:
+            with_rivals(tmp, rivals / path.name, policies)
+        tmp.rename(path)
     return json.loads(path.read_text())["policies"]
+
+
+def with_rivals(path, earlier, policies):
+    """Put the runs of every policy but home-node in `path` (a compare's JSON) from the
+    file `earlier`, which must hold them for the same seeds; stop (exit 2) if it does not."""
+    new = json.loads(path.read_text())
+    if not earlier.exists():
+        bad_rivals(f"--rivals-from has no {earlier}")
+    old = json.loads(earlier.read_text())
+    missing = [p for p in policies if p != "home-node" and p not in old["policies"]]
+    if old["seeds"] != new["seeds"] or missing:
+        bad_rivals(f"{earlier} does not hold the seeds {new['seeds']} of "
+                   f"{', '.join(missing) or 'every policy'}; run without --rivals-from")
+    new["policies"] = {p: (new if p == "home-node" else old)["policies"][p] for p in policies}
+    new["policy_order"] = list(policies)
+    new["rivals_from"] = str(earlier)
+    path.write_text(json.dumps(new))
 
 
 def run(args, env=None):
@@ -81,10 +109,11 @@ def verdict(ok, text, verdicts):
     print(f"{'PASS' if ok else 'FAIL'}: {text}")
 
 
-def part1(numabal, seeds, out, verdicts):
+def part1(numabal, seeds, out, verdicts, rivals=None):
     ratios = []
     for machine, w in BIND_DEFINED:
-        pol = compare(numabal, machine, w, ["bind", "autonuma", "home-node"], seeds, out)
+        pol = compare(numabal, machine, w, ["bind", "autonuma", "home-node"], seeds, out,
+                      rivals=rivals)
         b, h, a = (statistics.mean(runtimes(pol[k])) for k in ("bind", "home-node", "autonuma"))
         ratios.append(h / b)
         verdict(h / b <= 1.05, f"{w} on {machine}: home-node {h:.2f} s = {h / b:.3f}x bind "
@@ -139,21 +168,27 @@ def specjbb(numabal, seeds, out):
     return got
 
 
-def part2(numabal, seeds, out, verdicts):
+def part2(numabal, seeds, out, verdicts, rivals=None):
     pols = RIVALS + ["home-node"]
     # Apart from part 1's runs of the same workloads, which have other policies.
     out = out / "everywhere"
+    rivals = rivals / "everywhere" if rivals else None
     out.mkdir(parents=True, exist_ok=True)
     runs = {}
     for machine, w in BIND_DEFINED + [("rhel-8n", "pig")]:
-        runs[(machine, w)] = compare(numabal, machine, w, pols, seeds, out)
+        runs[(machine, w)] = compare(numabal, machine, w, pols, seeds, out, rivals=rivals)
     runs[("xeon-2n104", "pmbench")] = compare(numabal, "xeon-2n104", "pmbench", pols, seeds, out,
-                                              ["sim.max_time_s=600"])
+                                              ["sim.max_time_s=600"], rivals)
     for machine in ("stable-a", "stable-b"):
         path = out / f"hpc-{machine}.json"
         if not path.exists():
-            run([numabal, "suite", "hpc", "-m", machine, "--policies", ",".join(pols),
-                 "--seeds", str(seeds), "--quiet", "--json", str(path)])
+            own = ["home-node"] if rivals else pols
+            tmp = path.with_name(path.name + ".part")
+            run([numabal, "suite", "hpc", "-m", machine, "--policies", ",".join(own),
+                 "--seeds", str(seeds), "--quiet", "--json", str(tmp)])
+            if rivals:
+                suite_with_rivals(tmp, rivals / path.name, pols)
+            tmp.rename(path)
         for w, pol in json.loads(path.read_text())["workloads"].items():
             runs[(machine, w)] = pol["policies"]
     migrated = {p: 0 for p in pols}
@@ -196,20 +231,57 @@ def part2(numabal, seeds, out, verdicts):
             f"{cs:.4f}", verdicts)
 
 
+def bad_rivals(msg):
+    """--rivals-from cannot serve this run: say why, exit 2."""
+    print(f"home_node_eval: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def suite_with_rivals(path, earlier, policies):
+    """`with_rivals` for a suite's JSON, workload by workload (a workload missing from
+    `earlier` stops the run)."""
+    if not earlier.exists():
+        bad_rivals(f"--rivals-from has no {earlier}")
+    new, old = json.loads(path.read_text()), json.loads(earlier.read_text())
+    for w, run_w in new["workloads"].items():
+        o = old["workloads"].get(w)
+        have = (o or {}).get("policies", {})
+        missing = [p for p in policies if p != "home-node" and p not in have]
+        if o is None or o["seeds"] != run_w["seeds"] or missing:
+            bad_rivals(f"{earlier} does not hold {w} with the seeds {run_w['seeds']} of "
+                       "every policy; run without --rivals-from")
+        run_w["policies"] = {p: (run_w if p == "home-node" else o)["policies"][p]
+                             for p in policies}
+        run_w["policy_order"] = list(policies)
+    new["policy_order"] = list(policies)
+    new["rivals_from"] = str(earlier)
+    path.write_text(json.dumps(new))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--everywhere", action="store_true")
     ap.add_argument("--numabal", default=str(REPO / "target/release/numabal"))
     ap.add_argument("--out", help="keep the runs here (reused when present)")
+    ap.add_argument("--rivals-from", metavar="DIR",
+                    help="an earlier run's --out: run home-node only and take the other "
+                    "policies' runs of the compares and suites from there (for a change to "
+                    "home-node or the simulated daemon alone, which leaves theirs as they "
+                    "were; kvm_guests and specjbb are run whole)")
     a = ap.parse_args()
+    rivals = Path(a.rivals_from) if a.rivals_from else None
+    if rivals and not rivals.is_dir():
+        ap.error(f"--rivals-from {rivals}: no such directory")
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="home-node-eval."))
     out.mkdir(parents=True, exist_ok=True)
     print(f"runs in {out}, {a.seeds} seeds")
     verdicts = []
-    part1(a.numabal, a.seeds, out, verdicts)
+    if rivals:
+        print(f"the other policies' runs from {rivals}")
+    part1(a.numabal, a.seeds, out, verdicts, rivals)
     if a.everywhere:
-        part2(a.numabal, a.seeds, out, verdicts)
+        part2(a.numabal, a.seeds, out, verdicts, rivals)
     print(f"{sum(verdicts)} of {len(verdicts)} figures PASS")
     sys.exit(0 if all(verdicts) else 1)
 
