@@ -57,35 +57,57 @@ def compare(numabal, machine, workload, policies, seeds, out, sets=(), rivals=No
     the other policies' runs are taken from the file of the same name there."""
     path = out / f"{machine}-{workload}.json"
     if not path.exists():
-        own = ["home-node"] if rivals else policies
-        # Written whole or not at all: a half-made file would be reused by the next run.
-        tmp = path.with_name(path.name + ".part")
-        args = [numabal, "compare", "-m", machine, "-w", workload, "--policies",
-                ",".join(own), "--seeds", str(seeds), "--quiet", "--json", str(tmp)]
+        args = [numabal, "compare", "-m", machine, "-w", workload, "--seeds", str(seeds),
+                "--quiet"]
         for s in sets:
             args += ["--set", s]
-        run(args)
-        if rivals:
-            with_rivals(tmp, rivals / path.name, policies)
-        tmp.rename(path)
+        run_whole(path, args, policies, rivals)
     return json.loads(path.read_text())["policies"]
 
 
-def with_rivals(path, earlier, policies):
-    """Put the runs of every policy but home-node in `path` (a compare's JSON) from the
-    file `earlier`, which must hold them for the same seeds; stop (exit 2) if it does not."""
-    new = json.loads(path.read_text())
-    if not earlier.exists():
-        bad_rivals(f"--rivals-from has no {earlier}")
-    old = json.loads(earlier.read_text())
-    missing = [p for p in policies if p != "home-node" and p not in old["policies"]]
-    if old["seeds"] != new["seeds"] or missing:
-        bad_rivals(f"{earlier} does not hold the seeds {new['seeds']} of "
+def run_whole(path, args, policies, rivals):
+    """Run `args` (a compare or a suite, without its --policies and --json) into `path`,
+    written whole or not at all: a half-made file would be reused by the next run. With
+    `rivals`, home-node alone, and every other policy's runs from the file of the same
+    name in `rivals`, which must hold them for the same seeds (else exit 2)."""
+    old = None
+    if rivals:
+        earlier = rivals / path.name
+        if not earlier.exists():
+            bad_rivals(f"--rivals-from has no {earlier}")
+        old = json.loads(earlier.read_text())
+    tmp = path.with_name(path.name + ".part")
+    own = ["home-node"] if rivals else policies
+    run(args + ["--policies", ",".join(own), "--json", str(tmp)])
+    if rivals:
+        new = json.loads(tmp.read_text())
+        # A suite's file holds a compare's fields per workload.
+        if "workloads" in new:
+            for w, entry in new["workloads"].items():
+                take_rivals(entry, old["workloads"].get(w), policies, f"{earlier} ({w})")
+        else:
+            take_rivals(new, old, policies, str(earlier))
+        new["policy_order"] = list(policies)
+        new["rivals_from"] = str(earlier)
+        tmp.write_text(json.dumps(new))
+    tmp.rename(path)
+
+
+def take_rivals(new, old, policies, where):
+    """Give `new` (a compare's fields) every policy's runs but home-node's from `old`."""
+    have = (old or {}).get("policies", {})
+    missing = [p for p in policies if p != "home-node" and p not in have]
+    if old is None or old["seeds"] != new["seeds"] or missing:
+        bad_rivals(f"{where} does not hold the seeds {new['seeds']} of "
                    f"{', '.join(missing) or 'every policy'}; run without --rivals-from")
     new["policies"] = {p: (new if p == "home-node" else old)["policies"][p] for p in policies}
     new["policy_order"] = list(policies)
-    new["rivals_from"] = str(earlier)
-    path.write_text(json.dumps(new))
+
+
+def bad_rivals(msg):
+    """--rivals-from cannot serve this run: say why, exit 2."""
+    print(f"home_node_eval: {msg}", file=sys.stderr)
+    sys.exit(2)
 
 
 def run(args, env=None):
@@ -182,13 +204,8 @@ def part2(numabal, seeds, out, verdicts, rivals=None):
     for machine in ("stable-a", "stable-b"):
         path = out / f"hpc-{machine}.json"
         if not path.exists():
-            own = ["home-node"] if rivals else pols
-            tmp = path.with_name(path.name + ".part")
-            run([numabal, "suite", "hpc", "-m", machine, "--policies", ",".join(own),
-                 "--seeds", str(seeds), "--quiet", "--json", str(tmp)])
-            if rivals:
-                suite_with_rivals(tmp, rivals / path.name, pols)
-            tmp.rename(path)
+            args = [numabal, "suite", "hpc", "-m", machine, "--seeds", str(seeds), "--quiet"]
+            run_whole(path, args, pols, rivals)
         for w, pol in json.loads(path.read_text())["workloads"].items():
             runs[(machine, w)] = pol["policies"]
     migrated = {p: 0 for p in pols}
@@ -229,33 +246,6 @@ def part2(numabal, seeds, out, verdicts, rivals=None):
     ch, cs = statistics.mean(cv["home-node"]), statistics.mean(cv["stable"])
     verdict(ch <= cs, f"run-to-run CV, mean over the workloads: home-node {ch:.4f}, stable "
             f"{cs:.4f}", verdicts)
-
-
-def bad_rivals(msg):
-    """--rivals-from cannot serve this run: say why, exit 2."""
-    print(f"home_node_eval: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
-def suite_with_rivals(path, earlier, policies):
-    """`with_rivals` for a suite's JSON, workload by workload (a workload missing from
-    `earlier` stops the run)."""
-    if not earlier.exists():
-        bad_rivals(f"--rivals-from has no {earlier}")
-    new, old = json.loads(path.read_text()), json.loads(earlier.read_text())
-    for w, run_w in new["workloads"].items():
-        o = old["workloads"].get(w)
-        have = (o or {}).get("policies", {})
-        missing = [p for p in policies if p != "home-node" and p not in have]
-        if o is None or o["seeds"] != run_w["seeds"] or missing:
-            bad_rivals(f"{earlier} does not hold {w} with the seeds {run_w['seeds']} of "
-                       "every policy; run without --rivals-from")
-        run_w["policies"] = {p: (run_w if p == "home-node" else o)["policies"][p]
-                             for p in policies}
-        run_w["policy_order"] = list(policies)
-    new["policy_order"] = list(policies)
-    new["rivals_from"] = str(earlier)
-    path.write_text(json.dumps(new))
 
 
 def main():

@@ -9,7 +9,7 @@
 # --full adds the engine redesign's set: every policy on every calibration workload of
 # autonuma-2n24, kvm_guests on rhel-4n40, pmbench for 300 simulated s, and the hpc suite
 # with 2 seeds on stable-a.
-# Wall time: two release builds (about 5 minutes each on 2 cores), then about 3 minutes of
+# Wall time: two release builds (about 5 minutes each on 2 cores), then about 4 minutes of
 # runs (--full: about 15 more). Nothing is left behind but target/same-results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +34,10 @@ SCENARIOS=(
   "pmbench-120s|sim -m xeon-2n104 -w pmbench -p autonuma --set sim.max_time_s=120"
   "kvm_pinned-autonuma|sim -m xeon-2n104 -w kvm_pinned -p autonuma --set sim.max_time_s=60"
   "numa02-compare|compare -m tiny-2n4 -w numa02 --policies none,bind,autonuma,stable --seeds 3"
+  # numabal's own daemon as the simulator runs it: home-node (softdirty) and stable-daemon
+  # on the guest's preset (hint, beside the kernel model).
+  "numa01_numa02-home-node|sim -m autonuma-2n24 -w numa01_numa02 -p home-node --seed 4"
+  "numa01-like-stable-daemon|sim -m qemu-guest-4n8 -w numa01-like -p stable-daemon --set daemon.numa_balancing=1"
 )
 if [ "$FULL" = 1 ]; then
   for w in numa01 numa01_thread_alloc numa02 numa02_smt numa01_numa02; do

@@ -240,8 +240,10 @@ pub fn run(
         d.actions.clear();
         d.policy
             .on_tick(&d.machine, &snap.observation(now), &mut d.actions);
-        d.watch_wanted(&snap, &managed, &live_tids, now, log);
-        d.clear_soft_dirty_bits(&managed, now, log);
+        // What the policy still wants sampled after its decisions: watched, and cleared.
+        let wanted = d.wanted(&managed);
+        d.watch_wanted(&snap, &wanted, &live_tids, now, log);
+        d.clear_soft_dirty_bits(&managed, &wanted, now, log);
         d.record(&snap, now)?;
         steps.done("decide_s");
         d.act(&snap, now, log);
@@ -537,14 +539,8 @@ impl<'a> Daemon<'a> {
             .collect()
     }
 
-    /// The live threads (tids) of the processes the policy wants sampled.
-    fn to_watch(
-        &self,
-        snap: &Snapshot,
-        managed: &BTreeSet<u32>,
-        live: &BTreeSet<Tid>,
-    ) -> BTreeSet<u32> {
-        let wanted = self.wanted(managed);
+    /// The live threads (tids) of the `wanted` processes.
+    fn to_watch(snap: &Snapshot, wanted: &BTreeSet<u32>, live: &BTreeSet<Tid>) -> BTreeSet<u32> {
         (snap.threads.iter())
             .filter(|t| wanted.contains(&t.pid.0) && live.contains(&t.tid))
             .map(|t| t.tid.0)
@@ -562,12 +558,12 @@ impl<'a> Daemon<'a> {
         now: u64,
         log: &mut dyn FnMut(Value),
     ) {
+        let wanted = self.wanted(managed);
         if self.damon.is_some() {
-            let wanted = self.wanted(managed);
             self.sample_damon(snap, managed, &wanted, now, log);
             return;
         }
-        let watch = self.to_watch(snap, managed, live_tids);
+        let watch = Self::to_watch(snap, &wanted, live_tids);
         let Some(s) = self.sampler.as_mut() else {
             return;
         };
@@ -587,18 +583,15 @@ impl<'a> Daemon<'a> {
     fn watch_wanted(
         &mut self,
         snap: &Snapshot,
-        managed: &BTreeSet<u32>,
+        wanted: &BTreeSet<u32>,
         live_tids: &BTreeSet<Tid>,
         now: u64,
         log: &mut dyn FnMut(Value),
     ) {
-        if self.sampler.is_none() {
-            return;
-        }
-        let watch = self.to_watch(snap, managed, live_tids);
         let Some(s) = self.sampler.as_mut() else {
             return;
         };
+        let watch = Self::to_watch(snap, wanted, live_tids);
         s.retain(|tid| watch.contains(&tid));
         for t in snap.threads.iter().filter(|t| watch.contains(&t.tid.0)) {
             if let Err(e) = s.watch(t.pid.0, t.tid.0)
@@ -650,6 +643,7 @@ impl<'a> Daemon<'a> {
     fn clear_soft_dirty_bits(
         &mut self,
         managed: &BTreeSet<u32>,
+        wanted: &BTreeSet<u32>,
         now: u64,
         log: &mut dyn FnMut(Value),
     ) {
@@ -658,13 +652,11 @@ impl<'a> Daemon<'a> {
         }
         self.clears.retain(|p| managed.contains(&p));
         let root = &self.cfg.root;
-        for &pid in managed {
+        for &pid in wanted {
             // Unreadable (a fixture tree without the file): nothing known, as if small.
             let entries = || crate::procfs::present_entries(root, pid).unwrap_or(0);
             let s = &self.cfg.settings;
-            if !self.policy.wants_samples(Pid(pid))
-                || !self.clears.due(s, now, self.interval_min_ns, pid, entries)
-            {
+            if !self.clears.due(s, now, self.interval_min_ns, pid, entries) {
                 continue;
             }
             if let Err(e) = clear_soft_dirty(root, pid) {

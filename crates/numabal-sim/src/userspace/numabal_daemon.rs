@@ -267,8 +267,9 @@ impl NumabalDaemon {
         self.managed_count = managed.len();
     }
 
-    /// Drain the samples since the last pass of the threads still wanted and give them
-    /// their pages' nodes. Returns the samples and the CPU time it took, ns.
+    /// Drain the samples since the last pass and give them their pages' nodes (the watches
+    /// are those `watch_wanted` left at the last pass). Returns the samples and the CPU
+    /// time it took, ns.
     fn sample(
         &mut self,
         w: &mut World,
@@ -280,12 +281,6 @@ impl NumabalDaemon {
             SensorKind::Maps => return (Vec::new(), 0.0),
             SensorKind::Damon => return self.sample_damon(w, threads, managed, wanted),
             _ => {}
-        }
-        for t in 0..w.nr_threads() {
-            let pid = w.thread(t).proc as u32 + 1;
-            if !wanted.contains(&pid) || w.thread(t).state == TState::Done {
-                w.perf_unwatch(t);
-            }
         }
         let mut raw = std::mem::take(&mut self.raw);
         raw.clear();
