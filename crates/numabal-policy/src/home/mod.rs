@@ -22,8 +22,9 @@
 //!    act: sched_setaffinity to the home node's CPUs
 //!         whole: migrate_pages of what lies elsewhere (more than 1/16 of its memory)
 //!         split: move_pages of each chunk whose threads are all on another node; not
-//!         known private and its memory concentrated on a node: that node's pages spread
-//!         over its threads' nodes once (InterleaveProcessPages)
+//!         known private and its memory concentrated (concentrated_pct beyond its busy
+//!         threads' shares): each node's excess sent to the nodes below their share,
+//!         once (InterleaveProcessPages, turns weighted)
 //! ```
 //!
 //! What it cannot see: which thread touches memory it did not sample (the sensor's
@@ -44,6 +45,8 @@ use std::collections::{BTreeMap, BTreeSet};
 const PAGE: u64 = 4096;
 const MIB: u64 = 1 << 20;
 const NS_PER_S: u64 = 1_000_000_000;
+/// Turns in a balancing spread's list: each node's part of another's pages to 1/32.
+const BALANCE_TURNS: usize = 32;
 
 /// How a process uses its memory, as its samples show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -572,21 +575,19 @@ impl HomeNode {
             let Some(u) = self.units.get_mut(&p.pid) else {
                 continue;
             };
-            let mut on = vec![0u64; p.node_bytes.len()];
-            for t in self.threads.values().filter(|t| t.pid == p.pid && t.busy) {
-                if let Some(n) = t.home.filter(|&n| n < on.len()) {
-                    on[n] += 1;
-                }
-            }
-            u.concentrated = u.home == Some(Home::Split) && concentrated(p, &on);
+            let on = busy_on(&self.threads, p);
+            u.concentrated =
+                u.home == Some(Home::Split) && concentrated(p, &on, self.t.concentrated_pct);
         }
     }
 
     /// A split process not known to be private (not classified after `classify_wait_s`,
-    /// or sharing) whose memory is concentrated: the node holding most of it has its pages
-    /// spread over the nodes its busy threads are homed on, once (memory a main thread
-    /// first touched on one node, read by workers on every node: XSBench's tables, HPL's
-    /// matrix). Chunks it samples later are interleaved the same way (`to_interleave`).
+    /// or sharing) whose memory is concentrated: each node holding more than its busy
+    /// threads' share has its excess sent to the nodes holding less, once (memory a main
+    /// thread first touched on one node, read by workers on every node: XSBench's tables,
+    /// HPL's matrix; a graph built by whichever thread wrote first, read uniformly by all).
+    /// Every node's memory controller then serves its share of the accesses. Chunks it
+    /// samples later are interleaved over the nodes (`to_interleave`).
     fn spread(&mut self, obs: &Observation<'_>, out: &mut Vec<Action>) {
         for p in obs.processes {
             let Some(u) = self.units.get(&p.pid) else {
@@ -603,29 +604,30 @@ impl HomeNode {
             {
                 continue;
             }
-            let nodes: BTreeSet<usize> = (self.threads.values())
-                .filter(|t| t.pid == p.pid && t.busy)
-                .filter_map(|t| t.home)
-                .collect();
-            let Some(from) = (0..p.node_bytes.len()).max_by_key(|&n| (p.node_bytes[n], n)) else {
+            let on = busy_on(&self.threads, p);
+            let nodes: Vec<usize> = (0..on.len()).filter(|&n| on[n] > 0).collect();
+            let moves = balance_turns(&p.node_bytes, &excess(p, &on));
+            if moves.is_empty() {
                 continue;
-            };
-            let nodes: Vec<usize> = nodes.into_iter().collect();
+            }
             let u = self.units.get_mut(&p.pid).expect("listed");
             u.spread = true;
             u.nodes = nodes.clone();
             u.last_change_ns = obs.now_ns;
+            let from: Vec<usize> = moves.iter().map(|(n, _)| *n).collect();
             out.push(Action::Log {
                 pid: p.pid,
                 message: format!(
-                    "memory concentrated on node {from}: spread over nodes {nodes:?}, where its busy threads are"
+                    "memory concentrated on nodes {from:?}: spread to its busy threads' shares over nodes {nodes:?}"
                 ),
             });
-            out.push(Action::InterleaveProcessPages {
-                pid: p.pid,
-                from,
-                nodes,
-            });
+            for (from, nodes) in moves {
+                out.push(Action::InterleaveProcessPages {
+                    pid: p.pid,
+                    from,
+                    nodes,
+                });
+            }
         }
     }
 
@@ -800,21 +802,115 @@ fn gather(
     }
 }
 
-/// More than a quarter of process `p`'s memory lies beyond its busy threads' share of the
-/// nodes (`on[n]`: its busy threads homed on node `n`): a main thread first touched it on
-/// one node, and the workers run on several.
-fn concentrated(p: &ProcessObs, on: &[u64]) -> bool {
-    let threads: u64 = on.iter().sum();
-    if threads == 0 || p.rss_bytes == 0 {
-        return false;
+/// Process `p`'s busy threads homed on each node.
+fn busy_on(threads: &BTreeMap<Tid, Thread>, p: &ProcessObs) -> Vec<u64> {
+    let mut on = vec![0u64; p.node_bytes.len()];
+    for t in threads.values().filter(|t| t.pid == p.pid && t.busy) {
+        if let Some(n) = t.home.filter(|&n| n < on.len()) {
+            on[n] += 1;
+        }
     }
-    let beyond: u128 = (p.node_bytes.iter().zip(on))
-        .map(|(&b, &k)| {
-            let share = p.rss_bytes as u128 * k as u128 / threads as u128;
-            (b as u128).saturating_sub(share)
+    on
+}
+
+/// Process `p`'s memory on each node less its busy threads' share of it (`on[n]`: its busy
+/// threads homed on node `n`), bytes: positive where a node holds more than its share.
+/// Empty when no busy thread has a home.
+fn excess(p: &ProcessObs, on: &[u64]) -> Vec<i128> {
+    let threads: u64 = on.iter().sum();
+    if threads == 0 {
+        return Vec::new();
+    }
+    (p.node_bytes.iter().zip(on))
+        .map(|(&b, &k)| b as i128 - p.rss_bytes as i128 * k as i128 / threads as i128)
+        .collect()
+}
+
+/// More than `pct` percent of process `p`'s memory lies beyond its busy threads' share of
+/// the nodes (`on[n]`: its busy threads homed on node `n`): a main thread first touched it
+/// on one node, or the workers that first touched it ran unevenly, and the workers read it
+/// from every node. The node holding the excess serves that much more than its part of the
+/// accesses, and a memory-bound run takes about that much longer (graph500 on stable-b: 20
+/// s with its memory at its shares, 33 s with 15% of it beyond them, all but 2% on one
+/// node), while sending the excess away costs one copy of it. The default, 12 (about an
+/// eighth), leaves milder imbalances alone: a private process's threads' memory lies where
+/// they first touched it, unevenly (NPB UA's main thread's share is 25% over the others'),
+/// and sampling it to tell it from a sharer costs more than the imbalance.
+fn concentrated(p: &ProcessObs, on: &[u64], pct: u64) -> bool {
+    let beyond: i128 = excess(p, on).iter().filter(|&&e| e > 0).sum();
+    beyond * 100 > p.rss_bytes as i128 * pct as i128
+}
+
+/// Turns of 2 MiB address runs that bring each node's memory to its share (`bytes[n]` on
+/// node `n`, `excess[n]` above its share, negative below): for each node above its share,
+/// the nodes taking turns over its pages ([`Action::InterleaveProcessPages`]), itself for
+/// the share it keeps and each node below its share for its part of the excess, in
+/// [`BALANCE_TURNS`] turns (largest remainders). A node whose excess takes no turn keeps
+/// it.
+fn balance_turns(bytes: &[u64], excess: &[i128]) -> Vec<(usize, Vec<usize>)> {
+    let deficit: i128 = excess.iter().filter(|&&e| e < 0).map(|e| -e).sum();
+    let mut out = Vec::new();
+    for (from, &e) in excess.iter().enumerate().filter(|&(_, &e)| e > 0) {
+        let held = bytes[from] as i128;
+        let sent = e.min(deficit);
+        // In node order: an even split is the interleave over the nodes in order, as
+        // `to_interleave` places the chunks it samples later.
+        let weights: Vec<(usize, i128)> = (excess.iter().enumerate())
+            .filter(|&(n, &d)| n == from || d < 0)
+            .map(|(n, &d)| {
+                let part = if n == from {
+                    held - sent
+                } else {
+                    sent * -d / deficit
+                };
+                (n, part)
+            })
+            .collect();
+        let turns = weighted_turns(&weights, BALANCE_TURNS);
+        if turns.iter().all(|&n| n == from) {
+            continue;
+        }
+        out.push((from, turns));
+    }
+    out
+}
+
+/// `turns` nodes in proportion to their weights (largest remainders, ties to the first
+/// listed), the counts divided by their greatest common divisor (half a node's pages to
+/// another is the interleave `[a, b]`), each node's turns spaced evenly (smooth weighted
+/// round robin): runs of one node's turns together would leave some threads' slices of
+/// an array all local and others' all remote.
+fn weighted_turns(weights: &[(usize, i128)], turns: usize) -> Vec<usize> {
+    let total: i128 = weights.iter().map(|w| w.1.max(0)).sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    let exact: Vec<i128> = weights.iter().map(|w| w.1.max(0) * turns as i128).collect();
+    let mut counts: Vec<usize> = exact.iter().map(|x| (x / total) as usize).collect();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(exact[i] % total));
+    let left = turns - counts.iter().sum::<usize>();
+    for &i in order.iter().take(left) {
+        counts[i] += 1;
+    }
+    let gcd = counts.iter().fold(0, |a, &c| gcd(a, c)).max(1);
+    let counts: Vec<i64> = counts.iter().map(|&c| (c / gcd) as i64).collect();
+    let total: i64 = counts.iter().sum();
+    let mut current = vec![0i64; counts.len()];
+    (0..total)
+        .map(|_| {
+            for (c, &k) in current.iter_mut().zip(&counts) {
+                *c += k;
+            }
+            let i = (0..counts.len()).fold(0, |b, i| if current[i] > current[b] { i } else { b });
+            current[i] -= total;
+            weights[i].0
         })
-        .sum();
-    beyond * 4 > p.rss_bytes as u128
+        .collect()
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// The thread is known and idle ([`Thread::idle`]).
@@ -937,6 +1033,45 @@ mod tests {
     use numabal_model::Mask;
 
     const GIB: u64 = 1 << 30;
+
+    /// The balancing spread's turns: all of the memory on one of two nodes is the plain
+    /// interleave; graph500's 4352 MiB as its first touch left them on stable-b (1654,
+    /// 1173, 825, 700 MiB; 1088 each its share) sends node 0's excess, and node 1's, to
+    /// nodes 2 and 3 in proportion to what they lack; a node at its share sends nothing.
+    #[test]
+    fn a_concentrated_process_is_brought_to_its_busy_threads_shares() {
+        assert_eq!(balance_turns(&[4, 0], &[2, -2]), vec![(0, vec![0, 1])]);
+        let mib = |v: [i128; 4]| v.map(|x| x << 20);
+        let bytes = mib([1654, 1173, 825, 700]).map(|x| x as u64);
+        let turns = balance_turns(&bytes, &mib([566, 85, -263, -388]));
+        let count = |v: &[usize], n: usize| v.iter().filter(|&&x| x == n).count();
+        assert_eq!(turns.len(), 2, "{turns:?}");
+        let (from, t0) = &turns[0];
+        assert_eq!((*from, t0.len()), (0, 32));
+        // Node 0 keeps 1088 of 1654 (21.05 of 32 turns), sends 566: 229 to node 2 (4.42
+        // turns), 337 to node 3 (6.53 turns, the largest remainder: 7).
+        assert_eq!([0, 1, 2, 3].map(|n| count(t0, n)), [21, 0, 4, 7]);
+        // Spaced: 21 kept runs between 11 sent ones, never more than three in a row, never
+        // two sent in a row.
+        assert!(t0.windows(4).all(|w| w.iter().any(|&n| n != 0)), "{t0:?}");
+        assert!(t0.windows(2).all(|w| w[0] == 0 || w[1] == 0), "{t0:?}");
+        let (from, t1) = &turns[1];
+        assert_eq!(*from, 1);
+        // Node 1 keeps 1088 of 1173 (29.68 turns), sends 34 MiB to node 2 (0.94) and 51 to
+        // node 3 (1.38): 30, 1, 1.
+        assert_eq!([0, 1, 2, 3].map(|n| count(t1, n)), [0, 30, 1, 1]);
+        assert!(balance_turns(&[2, 2], &[0, 0]).is_empty());
+        // 651 MiB beyond the shares: 15% of 4352.
+        let p = process(1, 56, bytes.to_vec());
+        assert!(concentrated(&p, &[14, 14, 14, 14], 12));
+        assert!(!concentrated(&p, &[14, 14, 14, 14], 15));
+        // NPB UA's main thread's node 25% over its share, 6% of its memory beyond them.
+        let p = process(1, 32, mib([772, 580, 573, 548]).map(|x| x as u64).to_vec());
+        assert!(!concentrated(&p, &[8, 8, 8, 8], 12));
+        assert!(concentrated(&p, &[8, 8, 8, 8], 5));
+        // No busy thread homed: nothing to balance against.
+        assert!(!concentrated(&p, &[0, 0, 0, 0], 12));
+    }
 
     /// A host as the policy sees it: processes of busy threads, memory per node, samples.
     struct Host {

@@ -61,6 +61,9 @@ pub struct Tunables {
     /// A split process not known to be private whose memory lies concentrated on one node
     /// has that node's pages spread over its threads' nodes, once (0: left where they are).
     pub spread_concentrated: u64,
+    /// Memory is concentrated (`spread_concentrated`) when more than this percentage of it
+    /// lies beyond its busy threads' share of their nodes.
+    pub concentrated_pct: u64,
     /// Split processes are shared out again when one has fewer threads awake (that ran a
     /// tenth of the pass) than it was shared out with busy, or a node has more busy threads
     /// homed than CPUs while another has CPUs to spare (0: only when a busy thread has no
@@ -91,6 +94,7 @@ impl Default for Tunables {
             first_sight: 1,
             place_crowded: 1,
             spread_concentrated: 1,
+            concentrated_pct: 12,
             reshare_split: 1,
             second_look: 1,
         }
@@ -115,6 +119,7 @@ pub const TUNABLES: &[&str] = &[
     "first_sight",
     "place_crowded",
     "spread_concentrated",
+    "concentrated_pct",
     "reshare_split",
     "second_look",
 ];
@@ -141,6 +146,7 @@ impl Tunables {
             ("first_sight", t.first_sight, 0, 1),
             ("place_crowded", t.place_crowded, 0, 1),
             ("spread_concentrated", t.spread_concentrated, 0, 1),
+            ("concentrated_pct", t.concentrated_pct, 1, 100),
             ("reshare_split", t.reshare_split, 0, 1),
             ("second_look", t.second_look, 0, 1),
         ])

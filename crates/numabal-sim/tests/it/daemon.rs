@@ -611,7 +611,7 @@ fn a_process_whose_placed_main_thread_exits_stays_managed() {
         "{decisions:?}"
     );
     assert!(
-        decisions[2].ends_with("spread over nodes [0, 1, 2, 3], where its busy threads are"),
+        decisions[2].ends_with("spread to its busy threads' shares over nodes [0, 1, 2, 3]"),
         "{decisions:?}"
     );
     let spread = log.iter().find(|l| l.get("interleave_pages").is_some());
