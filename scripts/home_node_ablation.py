@@ -37,6 +37,8 @@ home-node with all of them on (bind is not defined there):
   place_crowded=0        on a crowded machine a process waits for its class or
                          classify_wait_s before it is placed
   spread_concentrated=0  memory a main thread first touched on one node is left there
+  concentrated_pct=25    memory is spread only when a quarter of it lies beyond its busy
+                         threads' shares (the threshold before 2026-11-29; 12 now)
   reshare_split=0        a split process is shared out again only when a busy thread has
                          no node (not when its main thread goes idle, or a node is over
                          its CPUs while another has some to spare)
@@ -82,6 +84,7 @@ HPC_VARIANTS = [
     ("home-node", []),
     ("place_crowded=0", ["policy.place_crowded=0"]),
     ("spread_concentrated=0", ["policy.spread_concentrated=0"]),
+    ("concentrated_pct=25", ["policy.concentrated_pct=25"]),
     ("reshare_split=0", ["policy.reshare_split=0"]),
     ("sample_selectively=0", ["policy.sample_selectively=0"]),
     ("softdirty_budget_pct=100", ["daemon.softdirty_budget_pct=100"]),
