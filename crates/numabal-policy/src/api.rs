@@ -133,15 +133,17 @@ pub enum Action {
         to: usize,
     },
     /// The process's pages on node `from` spread over `nodes`, 2 MiB of addresses at a
-    /// time in turn (a run whose turn is `from` stays): what `numactl --interleave` would
-    /// have placed, done after the fact. Live, `move_pages` of its own pages found in its
-    /// pagemap, as for `MigrateProcessPages`; synchronous in the caller the same way.
+    /// time in turn (run `i` of the address space to `nodes[i % nodes.len()]`; a run whose
+    /// turn is `from` stays): what `numactl --interleave` would have placed, done after
+    /// the fact. Live, `move_pages` of its own pages found in its pagemap, as for
+    /// `MigrateProcessPages`; synchronous in the caller the same way.
     InterleaveProcessPages {
         /// Process.
         pid: Pid,
         /// Source node.
         from: usize,
-        /// The nodes taking turns, in order.
+        /// The nodes taking turns, in order; a node listed k times takes k turns (a
+        /// weighted spread: `home-node` sends part of a node's pages and keeps the rest).
         nodes: Vec<usize>,
     },
     /// `move_pages(2)` of the pages at these addresses (page-aligned virtual addresses of
