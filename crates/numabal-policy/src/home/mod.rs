@@ -875,26 +875,11 @@ fn balance_turns(bytes: &[u64], excess: &[i128]) -> Vec<(usize, Vec<usize>)> {
     out
 }
 
-/// `turns` nodes in proportion to their weights (largest remainders, ties to the first
-/// listed), the counts divided by their greatest common divisor (half a node's pages to
-/// another is the interleave `[a, b]`), each node's turns spaced evenly (smooth weighted
-/// round robin): runs of one node's turns together would leave some threads' slices of
-/// an array all local and others' all remote.
+/// `turns` nodes in proportion to their weights, each node's turns spaced evenly (smooth
+/// weighted round robin, ties to the first listed): runs of one node's turns together
+/// would leave some threads' slices of an array all local and others' all remote.
 fn weighted_turns(weights: &[(usize, i128)], turns: usize) -> Vec<usize> {
-    let total: i128 = weights.iter().map(|w| w.1.max(0)).sum();
-    if total == 0 {
-        return Vec::new();
-    }
-    let exact: Vec<i128> = weights.iter().map(|w| w.1.max(0) * turns as i128).collect();
-    let mut counts: Vec<usize> = exact.iter().map(|x| (x / total) as usize).collect();
-    let mut order: Vec<usize> = (0..weights.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(exact[i] % total));
-    let left = turns - counts.iter().sum::<usize>();
-    for &i in order.iter().take(left) {
-        counts[i] += 1;
-    }
-    let gcd = counts.iter().fold(0, |a, &c| gcd(a, c)).max(1);
-    let counts: Vec<i64> = counts.iter().map(|&c| (c / gcd) as i64).collect();
+    let counts = apportion(weights, turns);
     let total: i64 = counts.iter().sum();
     let mut current = vec![0i64; counts.len()];
     (0..total)
@@ -907,6 +892,26 @@ fn weighted_turns(weights: &[(usize, i128)], turns: usize) -> Vec<usize> {
             weights[i].0
         })
         .collect()
+}
+
+/// `turns` shared out in proportion to the weights (largest remainders, ties to the first
+/// listed), divided by their greatest common divisor (half a node's pages to another is
+/// the interleave `[a, b]`). All zero when the weights are.
+fn apportion(weights: &[(usize, i128)], turns: usize) -> Vec<i64> {
+    let total: i128 = weights.iter().map(|w| w.1.max(0)).sum();
+    if total == 0 {
+        return vec![0; weights.len()];
+    }
+    let exact: Vec<i128> = weights.iter().map(|w| w.1.max(0) * turns as i128).collect();
+    let mut counts: Vec<usize> = exact.iter().map(|x| (x / total) as usize).collect();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(exact[i] % total));
+    let left = turns - counts.iter().sum::<usize>();
+    for &i in order.iter().take(left) {
+        counts[i] += 1;
+    }
+    let gcd = counts.iter().fold(0, |a, &c| gcd(a, c)).max(1);
+    counts.iter().map(|&c| (c / gcd) as i64).collect()
 }
 
 fn gcd(a: usize, b: usize) -> usize {
