@@ -28,7 +28,7 @@ fi
 suite=$(kernel_suite "$kernel")
 [ -n "$suite" ] || { echo "daemon-tests: --kernel must be one of $KERNEL_NAMES, got '$kernel'" >&2; exit 2; }
 tag=$(kernel_tag "$suite")
-all=(daemon-numa01 daemon-numa02 daemon-perfbench daemon-hint daemon-safety daemon-idle daemon-harm daemon-damon)
+all=(daemon-numa01 daemon-numa02 daemon-perfbench daemon-hint daemon-safety daemon-idle daemon-harm daemon-damon daemon-restart)
 [ $# -gt 0 ] && all=("$@")
 mkdir -p target/vm/scen target/vm/logs
 rc=0

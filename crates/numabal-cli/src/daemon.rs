@@ -18,6 +18,8 @@
 //! decision_log = "/var/log/numabal/decisions.jsonl"   # default: standard output
 //! metrics_port = 9893          # Prometheus text on 127.0.0.1; 0 or absent: off
 //! record = "/var/lib/numabal/recording.jsonl"
+//! state_file = "/run/numabal/state.json"   # every changed affinity, for a restart or
+//!                                          # `numabal daemon --restore` after a kill
 //! [safety]
 //! allow_names = []  deny_names = []  allow_uids = []  deny_uids = []  deny_cgroups = []
 //! manage_narrowed = false
@@ -88,6 +90,14 @@ pub struct DaemonArgs {
     /// Stop after this many passes (default: until SIGTERM or SIGINT).
     #[arg(long)]
     passes: Option<u64>,
+    /// Where every changed affinity is kept, so that a daemon started after this one was
+    /// killed, or `--restore`, gives them back (default: /run/numabal/state.json).
+    #[arg(long, value_name = "FILE")]
+    state_file: Option<PathBuf>,
+    /// Only give back what a daemon that did not stop cleanly left in the state file, then
+    /// exit (the systemd unit's ExecStopPost).
+    #[arg(long)]
+    restore: bool,
     /// Where the host's `/proc` and `/sys` are found (a fixture tree in tests).
     #[arg(long, default_value = "/")]
     root: PathBuf,
@@ -133,6 +143,7 @@ struct DaemonTable {
     decision_log: Option<PathBuf>,
     metrics_port: Option<u16>,
     record: Option<PathBuf>,
+    state_file: Option<PathBuf>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -283,6 +294,10 @@ fn settings(a: &DaemonArgs) -> Result<(Config, PolicySpec), Failure> {
         decision_log: a.decision_log.clone().or(d.decision_log.clone()),
         metrics_port: a.metrics_port.or(d.metrics_port).filter(|&p| p != 0),
         record: a.record.clone().or(d.record.clone()),
+        state_file: Some(
+            (a.state_file.clone().or(d.state_file.clone()))
+                .unwrap_or_else(|| numabal_live::state::DEFAULT_PATH.into()),
+        ),
         ..Config::default()
     };
     let s = &file.safety;
@@ -379,6 +394,31 @@ pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     };
+    if a.restore {
+        let path = cfg.state_file.clone().expect("settings give a path");
+        let mut restored = (0, 0);
+        numabal_live::daemon::restore_left(&path, &mut |v| {
+            let kept = ["left", "already", "error", "gone"]
+                .iter()
+                .any(|k| v.get(k).is_some());
+            restored.0 += (v["restore"].is_string() && !kept) as usize;
+            restored.1 += v.get("error").is_some() as usize;
+            log(v)
+        })?;
+        eprintln!(
+            "numabal daemon --restore: {} {} given back from {}, {} {}",
+            restored.0,
+            if restored.0 == 1 {
+                "affinity"
+            } else {
+                "affinities"
+            },
+            path.display(),
+            restored.1,
+            if restored.1 == 1 { "error" } else { "errors" }
+        );
+        return Ok(());
+    }
     let s = numabal_live::daemon::run(&cfg, policy, &stop, &mut log)?;
     eprintln!(
         "numabal daemon: {} {} in {:.1} s, {:.3} s of CPU ({:.2}% of one CPU), {} samples",

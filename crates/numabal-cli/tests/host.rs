@@ -133,6 +133,38 @@ fn daemon_refuses_an_interval_under_its_floor() {
     }
 }
 
+/// `numabal daemon --restore`: with nothing left it says so and succeeds; a file that is
+/// not a state file is refused in one line naming it, and left as it was.
+#[test]
+fn restore_says_what_it_gave_back_and_refuses_a_damaged_state_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("run/state.json");
+    let out = numabal()
+        .args(["daemon", "--restore", "--state-file"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("0 affinities given back from"), "{e}");
+    std::fs::write(&state, "{\"version\":1,").unwrap();
+    let json = dir.path().join("none.json");
+    bad(
+        &[
+            "daemon",
+            "--restore",
+            "--state-file",
+            &state.display().to_string(),
+        ],
+        &[
+            &format!("{}: not a numabal state file", state.display()),
+            "move it away to start",
+        ],
+        &json,
+    );
+    assert_eq!(std::fs::read_to_string(&state).unwrap(), "{\"version\":1,");
+}
+
 /// A fixture host of 2 nodes with one process, 145 `numa-mem`, 18 MiB.
 fn fixture_host(dir: &std::path::Path) -> String {
     numabal_live::procfs::fixture::guest_2n_with_process(

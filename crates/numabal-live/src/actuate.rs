@@ -31,6 +31,7 @@
 //! statuses are sorted by `NotMoved`: addresses without a page, pages other processes map
 //! (`-EACCES`, left alone) and busy pages are counted apart from failures.
 
+use crate::state::StateFile;
 use crate::{procfs, sys};
 use numabal_daemon::budget::within_budget;
 use numabal_daemon::log as line;
@@ -61,6 +62,8 @@ pub struct Actuator {
     /// Threads that move pages in this pass (`numabal_daemon::pacing::movers`).
     movers: usize,
     changed: BTreeMap<Tid, Changed>,
+    /// Where `changed` is kept for a daemon after this one (`None`: a dry run, or a test).
+    state: Option<StateFile>,
     /// Counters.
     pub counts: Counts,
 }
@@ -226,6 +229,11 @@ fn huge_page_at(pagemap: &mut std::fs::File, kpageflags: &mut std::fs::File, add
         && pfn != 0
         && pfn % n == (addr / 4096) % n
         && read_frame_flags(kpageflags, pfn - pfn % n).is_ok_and(|f| procfs::one_pmd_thp(&f))
+}
+
+/// A node's CPUs (none for a node the host does not have: the change is then refused).
+fn node_cpus_of(node_cpus: &[Mask], node: usize) -> Mask {
+    node_cpus.get(node).cloned().unwrap_or_default()
 }
 
 /// Of `pages` (`own_page_nodes`), the addresses on `node`, each with its base pages.
@@ -491,8 +499,21 @@ impl Actuator {
             rate: RateLimit::new(migrate_mb_s),
             movers: 1,
             changed: BTreeMap::new(),
+            state: None,
             counts: Counts::default(),
         }
+    }
+
+    /// Keep every change in `state` from now on: written ahead of each pass's changes and
+    /// after them, removed once a stop has restored them.
+    pub fn keep_state(&mut self, state: StateFile) {
+        self.state = Some(state);
+    }
+
+    /// Take `left` (what an earlier daemon changed, from its state file) as this actuator's
+    /// own, for [`Actuator::restore`] to give back.
+    pub fn adopt(&mut self, left: BTreeMap<Tid, Changed>) {
+        self.changed.extend(left);
     }
 
     /// A pass begins: `movers` threads move pages in it (at least one).
@@ -549,16 +570,23 @@ impl Actuator {
         let t_s = now_ns as f64 / 1e9;
         let mut lines: Vec<Option<Value>> = Vec::with_capacity(actions.len());
         let mut admitted = Vec::new();
+        let unkept = self.write_ahead(actions, &pid_of, node_cpus).err();
+        let changes = self.counts.affinity_changes;
         for a in actions {
             let slot = lines.len();
             let done = match a {
                 Action::Log { pid, message } => Ok(line::decision(t_s, *pid, message)),
+                Action::SetThreadAffinity { tid, .. } | Action::MoveThread { tid, .. }
+                    if unkept.is_some() =>
+                {
+                    let e = unkept.as_ref().expect("guarded");
+                    Ok(self.unkept(t_s, *tid, pid_of(*tid), e))
+                }
                 Action::SetThreadAffinity { tid, cpus } => {
                     Ok(self.set_affinity(t_s, *tid, cpus, pid_of(*tid)))
                 }
                 Action::MoveThread { tid, node } => {
-                    let cpus = node_cpus.get(*node).cloned().unwrap_or_default();
-                    Ok(self.set_affinity(t_s, *tid, &cpus, pid_of(*tid)))
+                    Ok(self.set_affinity(t_s, *tid, &node_cpus_of(node_cpus, *node), pid_of(*tid)))
                 }
                 Action::MovePages { pid, addrs, node } => {
                     self.admit_move_pages(now_ns, *pid, addrs, *node, target(*pid))
@@ -582,10 +610,79 @@ impl Actuator {
                 }
             }
         }
+        if self.counts.affinity_changes != changes {
+            // As the changes came out (a thread that exited or was refused is not kept).
+            if let Some(e) = self.write_state() {
+                lines.push(Some(e));
+            }
+        }
         for (slot, m) in make_moves(admitted, self.movers) {
             lines[slot] = Some(self.finish(m));
         }
         lines.into_iter().flatten().collect()
+    }
+
+    /// Write the state file with every affinity `actions` will set (with its thread's own),
+    /// before any is set: a daemon killed in the middle of them leaves them all known. An
+    /// error means none may be set.
+    fn write_ahead(
+        &mut self,
+        actions: &[Action],
+        pid_of: &impl Fn(Tid) -> Option<Pid>,
+        node_cpus: &[Mask],
+    ) -> std::io::Result<()> {
+        if self.state.is_none() || self.dry_run {
+            return Ok(());
+        }
+        let mut ahead = self.changed.clone();
+        for a in actions {
+            let (tid, cpus) = match a {
+                Action::SetThreadAffinity { tid, cpus } => (*tid, cpus.clone()),
+                Action::MoveThread { tid, node } => (*tid, node_cpus_of(node_cpus, *node)),
+                _ => continue,
+            };
+            let Some(pid) = pid_of(tid) else { continue };
+            let original = match ahead.get(&tid) {
+                Some(c) => c.original.clone(),
+                None => match sys::get_affinity(tid.0) {
+                    Ok(m) => line::own_affinity(&self.changed, pid, m),
+                    Err(_) => continue, // exited: set_affinity says so
+                },
+            };
+            let ours = cpus.and(&original);
+            if !ours.is_empty() {
+                let c = Changed {
+                    pid,
+                    original,
+                    ours,
+                };
+                ahead.insert(tid, c);
+            }
+        }
+        if ahead == self.changed {
+            return Ok(());
+        }
+        let state = self.state.as_mut().expect("checked above");
+        state.write(&ahead)
+    }
+
+    /// Write the state file as the changes are now; its log line if that failed.
+    fn write_state(&mut self) -> Option<Value> {
+        let state = self.state.as_mut()?;
+        let e = state.write(&self.changed).err()?;
+        self.counts.errors += 1;
+        Some(json!({"state_file": state.path().display().to_string(),
+            "error": format!("cannot write it: {e}")}))
+    }
+
+    /// An affinity not set because the state file could not be written ahead of it.
+    fn unkept(&mut self, t_s: f64, tid: Tid, pid: Option<Pid>, e: &std::io::Error) -> Value {
+        self.counts.errors += 1;
+        let mut v = line::affinity_of(t_s, tid.0, pid.map(|p| p.0));
+        v["refused"] = json!(format!(
+            "the state file cannot be written ({e}): what is not kept could not be restored"
+        ));
+        v
     }
 
     fn set_affinity(&mut self, t_s: f64, tid: Tid, cpus: &Mask, pid: Option<Pid>) -> Value {
@@ -805,6 +902,8 @@ impl Actuator {
         for (tid, c) in std::mem::take(&mut self.changed) {
             let mut v = line::restore(tid.0, c.pid, &c.original);
             match sys::get_affinity(tid.0) {
+                // Written ahead, and the daemon stopped before it set it.
+                Ok(now) if now == c.original => v["already"] = json!(true),
                 Ok(now) if now != c.ours => {
                     v["left"] = json!(format!("changed since by someone else to {now}"));
                 }
@@ -816,6 +915,13 @@ impl Actuator {
                 Err(e) => v = self.failed(v, "sched_getaffinity", &e),
             }
             log.push(v);
+        }
+        if let Some(state) = self.state.as_mut()
+            && let Err(e) = state.remove()
+        {
+            self.counts.errors += 1;
+            log.push(json!({"state_file": state.path().display().to_string(),
+                "error": format!("cannot remove it after the restore: {e}")}));
         }
         log
     }
@@ -924,6 +1030,51 @@ mod tests {
         );
         assert!(log[0]["gone"].is_string(), "{log:?}");
         assert_eq!(a.counts.gone, 1);
+    }
+
+    /// A daemon that stops without its restore (here dropped, as `kill -9` leaves it) has
+    /// written every change to its state file first: the next daemon's start gives it back
+    /// and removes the file. A change the state file cannot keep is not made.
+    #[test]
+    fn a_killed_daemons_changes_are_given_back_from_its_state_file() {
+        let _one_at_a_time = sys::AFFINITY_TESTS.lock();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("numabal/state.json");
+        let tid = Tid(sys::gettid());
+        let pid = Pid(std::process::id());
+        let before = sys::get_affinity(tid.0).unwrap();
+        let one = Mask::single(before.first().unwrap());
+        let set = |a: &mut Actuator| {
+            let action = Action::SetThreadAffinity {
+                tid,
+                cpus: one.clone(),
+            };
+            a.apply(&action, 0, |_| Some(pid), |_| None, &[])
+        };
+        let mut a = Actuator::new(false, 64.0);
+        a.keep_state(crate::state::StateFile::open(&path).unwrap().0);
+        let log = set(&mut a);
+        assert_eq!(sys::get_affinity(tid.0).unwrap(), one, "{log:?}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(&format!("\"tid\":{},", tid.0)), "{text}");
+        drop(a);
+        let mut lines = Vec::new();
+        let state = crate::daemon::restore_left(&path, &mut |v| lines.push(v)).unwrap();
+        assert_eq!(sys::get_affinity(tid.0).unwrap(), before, "{lines:?}");
+        assert_eq!(lines[0]["left_by"], pid.0, "{lines:?}");
+        assert_eq!(lines.last().unwrap()["restored_threads"], 1, "{lines:?}");
+        assert!(!path.exists());
+        // The state file cannot be replaced (a directory is in its place): nothing changes.
+        let mut a = Actuator::new(false, 64.0);
+        a.keep_state(state);
+        std::fs::create_dir_all(path.join("x")).unwrap();
+        let log = set(&mut a);
+        assert!(
+            log[0]["refused"].as_str().unwrap().contains("state file"),
+            "{log:?}"
+        );
+        assert_eq!(sys::get_affinity(tid.0).unwrap(), before);
+        assert_eq!(a.counts.affinity_changes, 0);
     }
 
     /// A thread started after the daemon narrowed its creator inherits the narrowed mask;

@@ -65,6 +65,9 @@ pub struct Config {
     pub root: PathBuf,
     /// The policy's tunables as the registry built them (the start line shows them).
     pub policy_tunables: Value,
+    /// Where every changed affinity is kept for a daemon after this one (`crate::state`);
+    /// `None`, or a dry run: nowhere.
+    pub state_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -79,6 +82,7 @@ impl Default for Config {
             passes: None,
             root: PathBuf::from("/"),
             policy_tunables: Value::Null,
+            state_file: None,
         }
     }
 }
@@ -407,6 +411,10 @@ impl<'a> Daemon<'a> {
                     format!("cannot set DAMON up: {e}"),
                 )
             })?;
+        let mut actuator = Actuator::new(cfg.dry_run, cfg.settings.migrate_mb_s);
+        if let Some(path) = cfg.state_file.as_ref().filter(|_| !cfg.dry_run) {
+            actuator.keep_state(restore_left(path, log)?);
+        }
         Ok(Daemon {
             cfg,
             policy,
@@ -427,7 +435,7 @@ impl<'a> Daemon<'a> {
             damon,
             ran: numabal_daemon::damon::Ran::default(),
             damon_samples: 0,
-            actuator: Actuator::new(cfg.dry_run, cfg.settings.migrate_mb_s),
+            actuator,
             roster: numabal_daemon::Roster::default(),
             watch_errors: BTreeSet::new(),
             clears: Default::default(),
@@ -799,6 +807,41 @@ impl<'a> Daemon<'a> {
         }));
         summary
     }
+}
+
+/// Lock the state file at `path` and give back what a daemon that did not stop cleanly
+/// left in it (`crate::state`), logging each thread as a stop does (`left_by`: that
+/// daemon's pid) and a line for the file; returns it, locked and empty, for this daemon.
+/// `numabal daemon --restore` is this alone.
+pub fn restore_left(
+    path: &Path,
+    log: &mut dyn FnMut(Value),
+) -> Result<crate::state::StateFile, LiveError> {
+    let (mut state, left) = crate::state::StateFile::open(path)?;
+    let Some(left) = left else {
+        return Ok(state);
+    };
+    let mut a = Actuator::new(false, f64::INFINITY);
+    let threads = left.changed.len();
+    a.adopt(left.changed);
+    for mut l in a.restore() {
+        l["left_by"] = json!(left.daemon_pid);
+        log(l);
+    }
+    let removed = state.remove().map_err(|e| {
+        err(
+            path,
+            format!("restored, but the file cannot be removed: {e}"),
+        )
+    });
+    let mut v = json!({"state_file": path.display().to_string(), "left_by": left.daemon_pid,
+        "restored_threads": threads, "gone_threads": left.gone,
+        "errors": a.counts.errors});
+    if let Some(why) = &left.void {
+        v["void"] = json!(why);
+    }
+    log(v);
+    removed.map(|()| state)
 }
 
 /// Create the `--record` file and write its header.

@@ -23,6 +23,7 @@ pub mod procfs;
 pub mod record;
 pub mod safety;
 pub mod sensor;
+pub mod state;
 pub mod sys;
 pub mod topology;
 

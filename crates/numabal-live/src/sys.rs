@@ -7,6 +7,8 @@
 //!  query_nodes                   move_pages(2) with nodes = NULL: where pages are, no move
 //!  move_pages_to                 move_pages(2) to one node, MPOL_MF_MOVE
 //!  process_cpu_ns                clock_gettime(CLOCK_PROCESS_CPUTIME_ID): this process's CPU
+//!  try_lock                      flock(2) LOCK_EX | LOCK_NB: the state file's lock, one
+//!                                daemon a host
 //!  AnonMap                       mmap(2) MAP_PRIVATE|MAP_ANONYMOUS, madvise(2) THP advice,
 //!                                mprotect(2) read-only and back (numa-costs, the guest's
 //!                                cost program)
@@ -137,6 +139,24 @@ pub fn process_cpu_ns() -> u64 {
         return 0;
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `flock(fd, LOCK_EX | LOCK_NB)` on `file`: `Ok(true)` when this open file now holds the
+/// lock (until it is closed), `Ok(false)` when another holds it.
+pub fn try_lock(file: &std::fs::File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock takes a file descriptor and flags only; `file` keeps the descriptor
+    // open across the call.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
 }
 
 /// This thread's id.
