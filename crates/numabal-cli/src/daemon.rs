@@ -359,19 +359,20 @@ pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
     let (mut cfg, spec) = settings(a)?;
     let built = build_live_policy(&spec, &a.sets)?;
     cfg.policy_tunables = built.tunables;
+    cfg.policy_name = spec.kind.clone();
     let policy = built.policy;
     let stop = Arc::new(AtomicBool::new(false));
-    // SIGTERM and SIGINT set `stop` and wake the daemon from its wait between passes
-    // (signal-hook's own thread, so nothing runs in a signal handler).
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-    ])
-    .map_err(|e| Failure::Internal(format!("cannot handle SIGTERM and SIGINT: {e}")))?;
-    let (flag, daemon_thread) = (stop.clone(), std::thread::current());
+    let hup = Arc::new(AtomicBool::new(false));
+    // SIGTERM and SIGINT set `stop`, SIGHUP `hup` (a reload), and wake the daemon from its
+    // wait between passes (signal-hook's own thread, so nothing runs in a signal handler).
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .map_err(|e| Failure::Internal(format!("cannot handle SIGTERM, SIGINT and SIGHUP: {e}")))?;
+    let (flag, hup_flag, daemon_thread) = (stop.clone(), hup.clone(), std::thread::current());
     std::thread::spawn(move || {
-        for _ in signals.forever() {
-            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        for sig in signals.forever() {
+            let f = if sig == SIGHUP { &hup_flag } else { &flag };
+            f.store(true, std::sync::atomic::Ordering::Relaxed);
             daemon_thread.unpark();
         }
     });
@@ -419,7 +420,19 @@ pub fn daemon(a: &DaemonArgs) -> Result<(), Failure> {
         );
         return Ok(());
     }
-    let s = numabal_live::daemon::run(&cfg, policy, &stop, &mut log)?;
+    // A reload reads the file and the command line again, as at the start.
+    let mut read = || -> Result<Config, String> {
+        let (mut c, spec) = settings(a).map_err(|f| f.message())?;
+        let built = build_live_policy(&spec, &a.sets).map_err(|f| f.message())?;
+        c.policy_tunables = built.tunables;
+        c.policy_name = spec.kind;
+        Ok(c)
+    };
+    let reload = numabal_live::daemon::Reload {
+        asked: &hup,
+        read: &mut read,
+    };
+    let s = numabal_live::daemon::run(&cfg, policy, &stop, Some(reload), &mut log)?;
     eprintln!(
         "numabal daemon: {} {} in {:.1} s, {:.3} s of CPU ({:.2}% of one CPU), {} samples",
         s.passes,

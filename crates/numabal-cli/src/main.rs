@@ -309,6 +309,16 @@ enum Failure {
     Failed(String),
 }
 
+impl Failure {
+    /// What it says, in one line.
+    fn message(&self) -> String {
+        match self {
+            Failure::Input(m) | Failure::Internal(m) | Failure::Failed(m) => m.clone(),
+            Failure::NotFound(lines) => lines.join("; "),
+        }
+    }
+}
+
 impl From<InputError> for Failure {
     fn from(e: InputError) -> Self {
         Failure::Input(e.to_string())

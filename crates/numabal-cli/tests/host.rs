@@ -165,6 +165,96 @@ fn restore_says_what_it_gave_back_and_refuses_a_damaged_state_file() {
     assert_eq!(std::fs::read_to_string(&state).unwrap(), "{\"version\":1,");
 }
 
+/// SIGHUP re-reads the configuration file: a valid change is applied and named, one that
+/// needs a restart is named as such and not applied; an invalid file keeps the running
+/// configuration and logs its error in one line; the daemon runs on to its SIGINT.
+#[test]
+fn sighup_reloads_the_configuration_and_keeps_it_when_the_file_is_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture_host(dir.path());
+    let cfg = dir.path().join("numabal.toml");
+    let log = dir.path().join("decisions.jsonl");
+    let config =
+        |body: &str| std::fs::write(&cfg, format!("[daemon]\nsensor = \"maps\"\n{body}")).unwrap();
+    config("migrate_mb_s = 100\n");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("numabal"))
+        .args([
+            "daemon",
+            "--dry-run",
+            "--interval-ms",
+            "50",
+            "--root",
+            &root,
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg("--decision-log")
+        .arg(&log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    let lines = || -> Vec<serde_json::Value> {
+        (std::fs::read_to_string(&log).unwrap_or_default().lines())
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    // The `n`th line `what` picks, once the log has it.
+    let wait_for = |what: &dyn Fn(&serde_json::Value) -> bool, n: usize| {
+        for _ in 0..200 {
+            if let Some(l) = lines().into_iter().filter(|l| what(l)).nth(n - 1) {
+                return l;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("no such line in {:?}", lines());
+    };
+    let hup = |n: usize| {
+        let ok = std::process::Command::new("kill")
+            .args(["-HUP", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        wait_for(&|l| l["reload"].is_string(), n)
+    };
+    wait_for(&|l| l["policy"].is_string(), 1);
+    config("migrate_mb_s = 50\npolicy = \"numad\"\n");
+    let applied = hup(1);
+    assert_eq!(applied["reload"], "applied", "{applied}");
+    assert_eq!(
+        applied["changed"],
+        serde_json::json!(["migrate_mb_s"]),
+        "{applied}"
+    );
+    assert_eq!(
+        applied["needs_restart"],
+        serde_json::json!(["policy"]),
+        "{applied}"
+    );
+    config("migrate_mb_s = -1\n");
+    let refused = hup(2);
+    assert_eq!(refused["reload"], "refused", "{refused} {:?}", lines());
+    let e = refused["error"].as_str().unwrap();
+    assert!(
+        e.starts_with(&format!("{}: daemon.migrate_mb_s", cfg.display())),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+    assert_eq!(refused["kept"], "the running configuration");
+    // Still running, and stops on SIGINT.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the daemon exited after a bad reload"
+    );
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(lines().last().unwrap()["stop"].is_object());
+}
+
 /// A fixture host of 2 nodes with one process, 145 `numa-mem`, 18 MiB.
 fn fixture_host(dir: &std::path::Path) -> String {
     numabal_live::procfs::fixture::guest_2n_with_process(

@@ -23,6 +23,13 @@ impl RateLimit {
         }
     }
 
+    /// `mb_s` MiB/s from now on; what is banked is kept, up to a second's worth of the new
+    /// rate (a debt stays a debt).
+    pub fn set_rate(&mut self, mb_s: f64) {
+        self.rate = mb_s * 1024.0 * 1024.0;
+        self.tokens = self.tokens.min(self.rate);
+    }
+
     fn refill(&mut self, now_ns: u64) {
         let dt = now_ns.saturating_sub(self.last_ns) as f64 / 1e9;
         self.last_ns = self.last_ns.max(now_ns);

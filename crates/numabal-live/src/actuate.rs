@@ -516,6 +516,11 @@ impl Actuator {
         self.changed.extend(left);
     }
 
+    /// The migration budget from now on, MiB/s (a reload).
+    pub fn set_migrate_mb_s(&mut self, mb_s: f64) {
+        self.rate.set_rate(mb_s);
+    }
+
     /// A pass begins: `movers` threads move pages in it (at least one).
     pub fn begin_pass(&mut self, movers: usize) {
         self.movers = movers.max(1);

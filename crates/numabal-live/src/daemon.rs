@@ -63,7 +63,9 @@ pub struct Config {
     pub passes: Option<u64>,
     /// Where `/proc` and `/sys` are.
     pub root: PathBuf,
-    /// The policy's tunables as the registry built them (the start line shows them).
+    /// The policy's name and its tunables as the registry built them (the start line
+    /// shows them; a reload compares them).
+    pub policy_name: String,
     pub policy_tunables: Value,
     /// Where every changed affinity is kept for a daemon after this one (`crate::state`);
     /// `None`, or a dry run: nowhere.
@@ -81,6 +83,7 @@ impl Default for Config {
             rules: Rules::default(),
             passes: None,
             root: PathBuf::from("/"),
+            policy_name: String::new(),
             policy_tunables: Value::Null,
             state_file: None,
         }
@@ -227,15 +230,16 @@ pub fn run(
     cfg: &Config,
     policy: Box<dyn Policy>,
     stop: &AtomicBool,
+    mut reload: Option<Reload<'_>>,
     log: &mut dyn FnMut(Value),
 ) -> Result<Summary, LiveError> {
-    let mut d = Daemon::start(cfg, policy, log)?;
+    let mut d = Daemon::start(cfg.clone(), policy, log)?;
     let mut kthreads = KernelThreads::default();
     while !stop.load(Ordering::Relaxed) {
         let now = d.start.elapsed().as_nanos() as u64;
         let mut steps = PassSteps::new(d.start, now);
-        let min_rss = cfg.settings.min_rss_mb * 1024 * 1024;
-        let (mut snap, procs) = observe_processes(&cfg.root, &d.topo, min_rss, &mut kthreads)?;
+        let min_rss = d.cfg.settings.min_rss_mb * 1024 * 1024;
+        let (mut snap, procs) = observe_processes(&d.cfg.root, &d.topo, min_rss, &mut kthreads)?;
         let managed = d.judge(&snap, &procs, now, log);
         let live_tids = d.keep_managed(&mut snap, &managed, now, log);
         steps.done("observe_s");
@@ -258,12 +262,20 @@ pub fn run(
         }
         d.pass += 1;
         d.publish_metrics();
-        if cfg.passes.is_some_and(|n| d.pass >= n) {
+        if d.cfg.passes.is_some_and(|n| d.pass >= n) {
             break;
         }
-        d.wait(now, stop);
+        d.wait(now, stop, reload.as_mut(), log);
     }
     Ok(d.stop(log))
+}
+
+/// A reload of the configuration (SIGHUP): `asked` is set by whoever caught the signal (and
+/// unparks the daemon's thread); `read` reads the configuration again, or says in one line
+/// why it cannot.
+pub struct Reload<'r> {
+    pub asked: &'r AtomicBool,
+    pub read: &'r mut dyn FnMut() -> Result<Config, String>,
 }
 
 /// Where a pass's time went, step by step (wall clock), for the log line of a pass that
@@ -311,8 +323,8 @@ impl PassSteps {
 
 /// The daemon between [`run`]'s steps: what it read of the host at start, its sensor,
 /// actuator and record, and what it remembers from pass to pass.
-struct Daemon<'a> {
-    cfg: &'a Config,
+struct Daemon {
+    cfg: Config,
     policy: Box<dyn Policy>,
     /// When [`run`] started.
     start: Instant,
@@ -353,14 +365,14 @@ struct Daemon<'a> {
     managed_count: usize,
 }
 
-impl<'a> Daemon<'a> {
+impl Daemon {
     /// Read the host, choose the sensor, start the metrics server, log the start, open the
     /// record.
     fn start(
-        cfg: &'a Config,
+        cfg: Config,
         policy: Box<dyn Policy>,
         log: &mut dyn FnMut(Value),
-    ) -> Result<Daemon<'a>, LiveError> {
+    ) -> Result<Daemon, LiveError> {
         // The summary's wall time and CPU time both count from here.
         let start = Instant::now();
         let cpu_at_start = own_cpu_s();
@@ -730,7 +742,13 @@ impl<'a> Daemon<'a> {
     }
 
     /// Park until the next pass is due or `stop` is set, draining the sensor's rings.
-    fn wait(&mut self, now: u64, stop: &AtomicBool) {
+    fn wait(
+        &mut self,
+        now: u64,
+        stop: &AtomicBool,
+        mut reload: Option<&mut Reload<'_>>,
+        log: &mut dyn FnMut(Value),
+    ) {
         // Wait for the next pass, asking the policy again: its interval may have changed.
         // While the sensor watches threads, wake every 100 ms to drain its rings (they never
         // overflow); otherwise sleep until the pass is due: an idle host costs no wake-ups.
@@ -746,7 +764,16 @@ impl<'a> Daemon<'a> {
             .then(|| self.idle_total().map(|idle| (now, idle)))
             .flatten();
         while !stop.load(Ordering::Relaxed) {
+            if let Some(r) = reload.as_mut()
+                && r.asked.swap(false, Ordering::Relaxed)
+            {
+                let read = (r.read)();
+                self.reload(read, log);
+            }
             let t = self.start.elapsed().as_nanos() as u64;
+            // A reload may have brought the pass forward (a shorter interval).
+            let next =
+                next.min(now + pass_gap_ns(&self.cfg.settings, &*self.policy, self.managed_count));
             if t >= next {
                 break;
             }
@@ -767,6 +794,40 @@ impl<'a> Daemon<'a> {
                 look = Some((t, now_idle));
             }
         }
+    }
+
+    /// Take what a reload read (SIGHUP): the settings that can change while running
+    /// (intervals, the migration budget, `min_rss_mb`, the soft-dirty fault budget and
+    /// cost, the `[safety]` rules) from now on; the others (policy and its tunables, sensor,
+    /// `sample_period`, dry run, the files, the port, the root) kept as they are and named
+    /// in the line as needing a restart. A configuration that cannot be read keeps the
+    /// running one whole; its error is the line.
+    fn reload(&mut self, read: Result<Config, String>, log: &mut dyn FnMut(Value)) {
+        let t_s = self.start.elapsed().as_secs_f64();
+        let new = match read {
+            Ok(c) => c,
+            Err(e) => {
+                log(json!({"t_s": t_s, "reload": "refused", "error": e,
+                    "kept": "the running configuration"}));
+                return;
+            }
+        };
+        let (applied, restart) = reload_changes(&self.cfg, &new);
+        let keep = self.cfg.settings.clone();
+        self.cfg.settings = numabal_daemon::DaemonSettings {
+            sensor: keep.sensor,
+            sample_period: keep.sample_period,
+            ..new.settings
+        };
+        self.cfg.rules = new.rules;
+        self.actuator
+            .set_migrate_mb_s(self.cfg.settings.migrate_mb_s);
+        self.interval_min_ns = interval_range_ns(&self.cfg.settings, &*self.policy).0;
+        let mut v = json!({"t_s": t_s, "reload": "applied", "changed": applied});
+        if !restart.is_empty() {
+            v["needs_restart"] = json!(restart);
+        }
+        log(v);
     }
 
     /// The CPUs' idle time summed, ns (`None` if `/proc/stat` cannot be read: the daemon
@@ -842,6 +903,40 @@ pub fn restore_left(
     }
     log(v);
     removed.map(|()| state)
+}
+
+/// The settings a reload from `old` to `new` changes that apply while running, and those
+/// that would need a restart (named as in the configuration file).
+fn reload_changes(old: &Config, new: &Config) -> (Vec<&'static str>, Vec<&'static str>) {
+    let (a, b) = (&old.settings, &new.settings);
+    let live = [
+        ("interval_ms", a.interval_ms != b.interval_ms),
+        ("idle_interval_ms", a.idle_interval_ms != b.idle_interval_ms),
+        ("migrate_mb_s", a.migrate_mb_s != b.migrate_mb_s),
+        ("min_rss_mb", a.min_rss_mb != b.min_rss_mb),
+        (
+            "softdirty_budget_pct",
+            a.softdirty_budget_pct != b.softdirty_budget_pct,
+        ),
+        ("fault_cost_ns", a.fault_cost_ns != b.fault_cost_ns),
+        ("safety", old.rules != new.rules),
+    ];
+    let restart = [
+        (
+            "policy",
+            old.policy_name != new.policy_name || old.policy_tunables != new.policy_tunables,
+        ),
+        ("sensor", a.sensor != b.sensor),
+        ("sample_period", a.sample_period != b.sample_period),
+        ("dry_run", old.dry_run != new.dry_run),
+        ("decision_log", old.decision_log != new.decision_log),
+        ("metrics_port", old.metrics_port != new.metrics_port),
+        ("record", old.record != new.record),
+        ("state_file", old.state_file != new.state_file),
+        ("root", old.root != new.root),
+    ];
+    let names = |l: &[(&'static str, bool)]| l.iter().filter(|x| x.1).map(|x| x.0).collect();
+    (names(&live), names(&restart))
 }
 
 /// Create the `--record` file and write its header.
