@@ -4,13 +4,16 @@
 # numa mem against the kernel's balancing, the hint sensor, the safety rules, idle CPU,
 # issue 18's numa02-like under home-node (daemon-numa02), "never harms a host" under home-node
 # (daemon-harm) and the damon sensor (daemon-damon: placed with it on 7.2, refused with the
-# reason and the softdirty fallback on 6.1).
+# reason and the softdirty fallback on 6.1); issue 19's faults: the daemon killed and
+# restored (daemon-restart), SIGHUP, cpuset and taskset narrowing, CPU hotplug and a full
+# node (daemon-faults).
 # Prints every scenario's output and a PASS/FAIL summary with the measured figures; exits 1
 # if any check failed.
 #
 # Usage: [DAEMON_POLICY=P] scripts/vm/daemon-tests.sh [--kernel K] [SCENARIO...]   (default:
 #        all; names without .sh; K: 6.1 (default), 6.12, 7.2 or a suite name, see run.sh;
-#        P: the policy daemon-perfbench's daemon runs, default the daemon's own)
+#        P: the policy daemon-perfbench's daemon runs, default the daemon's own; VM_TIMEOUT:
+#        seconds a guest may run, default 420, daemon-soak needs 2400)
 # Needs scripts/vm/setup.sh [--kernel K] and the release build (scripts/vm/test.sh does both
 # for the default kernel).
 set -euo pipefail
@@ -28,7 +31,7 @@ fi
 suite=$(kernel_suite "$kernel")
 [ -n "$suite" ] || { echo "daemon-tests: --kernel must be one of $KERNEL_NAMES, got '$kernel'" >&2; exit 2; }
 tag=$(kernel_tag "$suite")
-all=(daemon-numa01 daemon-numa02 daemon-perfbench daemon-hint daemon-safety daemon-idle daemon-harm daemon-damon daemon-restart)
+all=(daemon-numa01 daemon-numa02 daemon-perfbench daemon-hint daemon-safety daemon-idle daemon-harm daemon-damon daemon-restart daemon-faults)
 [ $# -gt 0 ] && all=("$@")
 mkdir -p target/vm/scen target/vm/logs
 rc=0
@@ -42,7 +45,7 @@ for s in "${all[@]}"; do
   printf '\n== %s (4 nodes x 2 CPUs, TCG, kernel %s)\n' "$s" "$(cat "target/vm/cache/kernel-$suite/release" 2>/dev/null || echo "$suite")"
   start=$(date +%s)
   r=0
-  scripts/vm/run.sh --nodes 4 --kernel "$kernel" --timeout 420 --env "DAEMON_POLICY=${DAEMON_POLICY:-}" \
+  scripts/vm/run.sh --nodes 4 --kernel "$kernel" --timeout "${VM_TIMEOUT:-420}" --env "DAEMON_POLICY=${DAEMON_POLICY:-}" --env "SOAK_S=${SOAK_S:-1800}" \
     --scenario "target/vm/scen/$s.sh" --log "$out" || r=$?
   cat "$out"
   wall=$(( $(date +%s) - start ))

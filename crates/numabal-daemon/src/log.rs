@@ -48,6 +48,9 @@ pub struct Counts {
     pub errors: u64,
     /// Threads and processes that were gone when acted on.
     pub gone: u64,
+    /// Moves a destination node refused pages of for want of memory (`ENOMEM`); the node
+    /// is then held back (the live daemon's back-off).
+    pub node_full: u64,
 }
 
 /// How the daemon starts: what it runs and why.
@@ -307,7 +310,8 @@ pub fn stop(s: &Stop) -> Value {
         "pages_deferred": c.pages_deferred, "pages_failed": c.pages_failed,
         "pages_absent": c.pages_absent, "pages_not_owned": c.pages_not_owned,
         "pages_busy": c.pages_busy,
-        "errors": c.errors, "gone": c.gone, "placement": s.placement,
+        "errors": c.errors, "gone": c.gone, "node_full": c.node_full,
+        "placement": s.placement,
     }})
 }
 

@@ -39,7 +39,7 @@ use numabal_daemon::pacing::{movers_for, movers_shares, process_movers};
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::Action;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Pages per `move_pages` call, at most: 256 MiB of base pages, so that a whole process's
 /// memory moves in one call. Each call that moves pages starts with `lru_cache_disable()`,
@@ -64,6 +64,10 @@ pub struct Actuator {
     changed: BTreeMap<Tid, Changed>,
     /// Where `changed` is kept for a daemon after this one (`None`: a dry run, or a test).
     state: Option<StateFile>,
+    /// Nodes that refused pages for want of memory, and when to ask them again.
+    full: BTreeMap<usize, FullNode>,
+    /// The pass's time, ns (what `finish` dates a refusal by).
+    now_ns: u64,
     /// Counters.
     pub counts: Counts,
 }
@@ -231,6 +235,31 @@ fn huge_page_at(pagemap: &mut std::fs::File, kpageflags: &mut std::fs::File, add
         && read_frame_flags(kpageflags, pfn - pfn % n).is_ok_and(|f| procfs::one_pmd_thp(&f))
 }
 
+/// A thread's affinity as the kernel keeps it: `Cpus_allowed_list` of `/proc/TID/status`,
+/// offline CPUs included. `sched_getaffinity` leaves offline CPUs out (it gives the mask
+/// within the active CPUs), so while a CPU is offline its answer differs from the mask the
+/// daemon set, and a hotplug would be taken for someone else's change. Falls back to
+/// `sched_getaffinity` when the file cannot be parsed; a thread that is gone gives
+/// `ESRCH`.
+pub fn affinity_now(tid: u32) -> std::io::Result<Mask> {
+    match std::fs::read_to_string(format!("/proc/{tid}/status")) {
+        Ok(text) => match procfs::cpus_allowed(&text) {
+            Some(m) => Ok(m),
+            None => sys::get_affinity(tid),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(std::io::Error::from_raw_os_error(libc::ESRCH))
+        }
+        Err(_) => sys::get_affinity(tid),
+    }
+}
+
+/// The CPUs online now (`/sys/devices/system/cpu/online`), if the file can be read.
+pub fn online_cpus() -> Option<Mask> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    Mask::parse_list(&text, None).ok()
+}
+
 /// A node's CPUs (none for a node the host does not have: the change is then refused).
 fn node_cpus_of(node_cpus: &[Mask], node: usize) -> Mask {
     node_cpus.get(node).cloned().unwrap_or_default()
@@ -320,6 +349,8 @@ struct Admitted {
     /// Bytes charged to the budget when it was admitted.
     charged: f64,
     not_moved: NotMoved,
+    /// Destination nodes that refused some of its pages with `ENOMEM`.
+    full: BTreeSet<usize>,
     outcome: Option<Outcome>,
 }
 
@@ -344,6 +375,70 @@ struct Outcome {
     moved: std::io::Result<u64>,
     took_s: Value,
     movers: usize,
+}
+
+/// `call` (a move to `node` recording its pages' statuses in `not_moved`), with `node`
+/// put in `full` when it refused pages or the call for want of memory (`ENOMEM`).
+fn refused_for_memory(
+    node: usize,
+    not_moved: &mut NotMoved,
+    full: &mut BTreeSet<usize>,
+    call: impl FnOnce(&mut NotMoved) -> std::io::Result<u64>,
+) -> std::io::Result<u64> {
+    let enomem = |nm: &NotMoved| nm.failed.get("ENOMEM").copied().unwrap_or(0);
+    let before = enomem(not_moved);
+    let r = call(not_moved);
+    if enomem(not_moved) > before
+        || r.as_ref()
+            .is_err_and(|e| e.raw_os_error() == Some(libc::ENOMEM))
+    {
+        full.insert(node);
+    }
+    r
+}
+
+/// A node that refused pages for want of memory: how many times in a row, and when it is
+/// asked again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FullNode {
+    refusals: u32,
+    retry_ns: u64,
+}
+
+/// The wait after a node's `refusals`-th refusal in a row: 5 s, doubled each time, at most
+/// a minute, so a node that stays full costs one failed attempt a minute, not one a pass.
+fn full_backoff_ns(refusals: u32) -> u64 {
+    let s = 5u64 << refusals.saturating_sub(1).min(4);
+    s.min(60) * 1_000_000_000
+}
+
+/// What a node can take, bytes: `MemFree` (`/sys/devices/system/node/nodeN/meminfo`) above
+/// the high watermarks of its zones (`/proc/zoneinfo`): the allocator refuses a page for
+/// this node once it would take the free pages under a watermark, and nothing of another
+/// process's anonymous memory is reclaimed without swap.
+fn node_room_bytes(node: usize) -> Option<u64> {
+    let text =
+        std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/meminfo")).ok()?;
+    let kb = text.lines().find_map(|l| {
+        let (_, rest) = l.split_once("MemFree:")?;
+        rest.split_whitespace().next()?.parse::<u64>().ok()
+    })?;
+    let zoneinfo = std::fs::read_to_string("/proc/zoneinfo").unwrap_or_default();
+    Some((kb * 1024).saturating_sub(high_watermarks(&zoneinfo, node) * 4096))
+}
+
+/// The `high` watermarks of `node`'s zones in a `/proc/zoneinfo` text, pages.
+pub(crate) fn high_watermarks(zoneinfo: &str, node: usize) -> u64 {
+    let mut in_node = false;
+    let mut pages = 0;
+    for l in zoneinfo.lines() {
+        if let Some(rest) = l.strip_prefix("Node ") {
+            in_node = rest.split(',').next().and_then(|n| n.trim().parse().ok()) == Some(node);
+        } else if in_node && let Some(v) = l.trim().strip_prefix("high ") {
+            pages += v.trim().parse::<u64>().unwrap_or(0);
+        }
+    }
+    pages
 }
 
 /// Make the pass's admitted moves (each with its line's slot): one process's in order,
@@ -387,7 +482,9 @@ fn process_moves(mut moves: Vec<(usize, Admitted)>, movers: usize) -> Vec<(usize
         let mm = m.mm;
         let (moved, used) = match &m.what {
             Move::Pages { addrs, node } => (
-                move_chunks(mm, addrs, *node, movers, &mut m.not_moved),
+                refused_for_memory(*node, &mut m.not_moved, &mut m.full, |nm| {
+                    move_chunks(mm, addrs, *node, movers, nm)
+                }),
                 movers_for(movers, pages_of(addrs)),
             ),
             Move::Process {
@@ -401,7 +498,11 @@ fn process_moves(mut moves: Vec<(usize, Admitted)>, movers: usize) -> Vec<(usize
                         let mut moved = Ok(0);
                         for (node, run) in turns(&on, *from, to) {
                             moved = moved.and_then(|done| {
-                                Ok(done + move_chunks(mm, &run, node, n, &mut m.not_moved)?)
+                                let nm = &mut m.not_moved;
+                                Ok(done
+                                    + refused_for_memory(node, nm, &mut m.full, |nm| {
+                                        move_chunks(mm, &run, node, n, nm)
+                                    })?)
                             });
                         }
                         // None of them is on `from` now, or it stayed for a reason the
@@ -500,6 +601,8 @@ impl Actuator {
             movers: 1,
             changed: BTreeMap::new(),
             state: None,
+            full: BTreeMap::new(),
+            now_ns: 0,
             counts: Counts::default(),
         }
     }
@@ -542,9 +645,14 @@ impl Actuator {
         self.changed.get(&tid).map(|c| &c.original)
     }
 
-    /// Forget the threads `keep` (given each thread and its process) does not keep.
-    pub fn forget(&mut self, keep: impl Fn(Tid, Pid) -> bool) {
+    /// Forget the threads `keep` (given each thread and its process) does not keep (and
+    /// the state file with them); the line of a state file that could not be written.
+    pub fn forget(&mut self, keep: impl Fn(Tid, Pid) -> bool) -> Option<Value> {
+        let before = self.changed.len();
         self.changed.retain(|&t, c| keep(t, c.pid));
+        (self.changed.len() != before && !self.dry_run)
+            .then(|| self.write_state())
+            .flatten()
     }
 
     /// Carry out one action of `pid_of`'s process at `now_ns`; returns the log lines.
@@ -573,6 +681,7 @@ impl Actuator {
         node_cpus: &[Mask],
     ) -> Vec<Value> {
         let t_s = now_ns as f64 / 1e9;
+        self.now_ns = now_ns;
         let mut lines: Vec<Option<Value>> = Vec::with_capacity(actions.len());
         let mut admitted = Vec::new();
         let unkept = self.write_ahead(actions, &pid_of, node_cpus).err();
@@ -649,7 +758,7 @@ impl Actuator {
             let Some(pid) = pid_of(tid) else { continue };
             let original = match ahead.get(&tid) {
                 Some(c) => c.original.clone(),
-                None => match sys::get_affinity(tid.0) {
+                None => match affinity_now(tid.0) {
                     Ok(m) => line::own_affinity(&self.changed, pid, m),
                     Err(_) => continue, // exited: set_affinity says so
                 },
@@ -698,7 +807,7 @@ impl Actuator {
         let original = match self.changed.get(&tid) {
             Some(c) => c.original.clone(),
             None if self.dry_run => cpus.clone(),
-            None => match sys::get_affinity(tid.0) {
+            None => match affinity_now(tid.0) {
                 Ok(m) => line::own_affinity(&self.changed, pid, m),
                 Err(e) => return self.failed(base, "sched_getaffinity", &e),
             },
@@ -708,6 +817,15 @@ impl Actuator {
                 Ok(m) => m,
                 Err(refused) => return refused,
             };
+        // The kernel refuses a mask of offline CPUs only (EINVAL); one with some online
+        // keeps the others for when they come back.
+        if let Some(online) = online_cpus()
+            && !want.intersects(&online)
+        {
+            let mut v = base;
+            v["refused"] = json!(format!("CPUs {want} are offline (online: {online})"));
+            return v;
+        }
         let mut v = line::affinity(t_s, tid.0, Some(pid.0), &want);
         if self.dry_run {
             v["dry_run"] = json!(true);
@@ -758,6 +876,9 @@ impl Actuator {
         if !line::admit(&mut self.counts, &mut v, "move_pages", node, mems) {
             return Ok(v);
         }
+        if self.held_back(now_ns, &[node], addrs.len() as u64 * 4096, &mut v) {
+            return Ok(v);
+        }
         // Only the process's private anonymous memory is asked for: a file's pages and
         // shared memory stay where they are, whoever maps them now.
         let mut not_moved = NotMoved::default();
@@ -802,6 +923,7 @@ impl Actuator {
             v,
             charged,
             not_moved,
+            full: BTreeSet::new(),
             outcome: None,
         }))
     }
@@ -826,6 +948,10 @@ impl Actuator {
         }
         let target = target.expect("admitted");
         let bytes = target.node_bytes.get(from).copied().unwrap_or(0);
+        let dest: Vec<usize> = to.iter().copied().filter(|&n| n != from).collect();
+        if self.held_back(now_ns, &dest, bytes / dest.len().max(1) as u64, &mut v) {
+            return Ok(v);
+        }
         if self.rate.pages(now_ns) == 0 {
             let pages = bytes / 4096;
             self.counts.pages_deferred += pages;
@@ -848,13 +974,69 @@ impl Actuator {
             v,
             charged: bytes as f64,
             not_moved: NotMoved::default(),
+            full: BTreeSet::new(),
             outcome: None,
         }))
+    }
+
+    /// Whether a move of `bytes` to each of `nodes` waits because one refused pages for
+    /// want of memory: until its back-off has passed (`full_backoff_ns`) and it has that
+    /// much free (when its `meminfo` can be read); the line says so.
+    fn held_back(&mut self, now_ns: u64, nodes: &[usize], bytes: u64, v: &mut Value) -> bool {
+        for &n in nodes {
+            let Some(f) = self.full.get(&n) else { continue };
+            let free = node_room_bytes(n);
+            if now_ns >= f.retry_ns && free.is_none_or(|b| b > bytes) {
+                continue;
+            }
+            v["held_back"] = json!(format!(
+                "node {n} refused pages for want of memory {} time(s) in a row; asked again \
+                 {} when it has room for {} MiB{}",
+                f.refusals,
+                if now_ns >= f.retry_ns {
+                    "now".to_string()
+                } else {
+                    format!("in {:.0} s", (f.retry_ns - now_ns) as f64 / 1e9)
+                },
+                bytes >> 20,
+                free.map_or(String::new(), |b| format!(
+                    " (room for {} MiB above its watermarks)",
+                    b >> 20
+                ))
+            ));
+            return true;
+        }
+        false
     }
 
     /// A made move's line, its pages counted and what did not move given back to the
     /// budget.
     fn finish(&mut self, m: Admitted) -> Value {
+        let dest: Vec<usize> = match &m.what {
+            Move::Pages { node, .. } => vec![*node],
+            Move::Process { from, to, .. } => to.iter().copied().filter(|n| n != from).collect(),
+        };
+        let full = m.full.clone();
+        let mut v = self.finish_move(m);
+        for n in dest {
+            if !full.contains(&n) {
+                self.full.remove(&n);
+                continue;
+            }
+            let f = self.full.entry(n).or_insert(FullNode {
+                refusals: 0,
+                retry_ns: 0,
+            });
+            f.refusals += 1;
+            f.retry_ns = self.now_ns + full_backoff_ns(f.refusals);
+            self.counts.node_full += 1;
+            v["node_full"] = json!({"node": n, "refusals": f.refusals,
+                "retry_after_s": full_backoff_ns(f.refusals) / 1_000_000_000});
+        }
+        v
+    }
+
+    fn finish_move(&mut self, m: Admitted) -> Value {
         let Admitted {
             pid,
             what,
@@ -906,7 +1088,7 @@ impl Actuator {
         let mut log = self.restore_inherited();
         for (tid, c) in std::mem::take(&mut self.changed) {
             let mut v = line::restore(tid.0, c.pid, &c.original);
-            match sys::get_affinity(tid.0) {
+            match affinity_now(tid.0) {
                 // Written ahead, and the daemon stopped before it set it.
                 Ok(now) if now == c.original => v["already"] = json!(true),
                 Ok(now) if now != c.ours => {
@@ -947,7 +1129,7 @@ impl Actuator {
                 .collect();
             tids.sort_unstable();
             for tid in tids {
-                let Ok(now) = sys::get_affinity(tid) else {
+                let Ok(now) = affinity_now(tid) else {
                     continue; // exited since the listing
                 };
                 let own = line::own_affinity(&self.changed, pid, now.clone());
@@ -984,6 +1166,50 @@ mod tests {
         ];
         assert_eq!(t, want);
         assert_eq!(turns(&addrs, 2, &[2]), vec![(2, addrs.clone())]);
+    }
+
+    /// A node that refused pages for want of memory is asked again 5 s later, then 10, 20,
+    /// 40 and every 60 s: four attempts in its first full minute, one a minute after; before
+    /// that a move to it is held back, with the reason on its line.
+    #[test]
+    fn a_full_node_is_held_back_with_a_growing_wait() {
+        let waits: Vec<u64> = (1..=7)
+            .map(|k| full_backoff_ns(k) / 1_000_000_000)
+            .collect();
+        assert_eq!(waits, [5, 10, 20, 40, 60, 60, 60]);
+        let mut a = Actuator::new(false, 64.0);
+        // A node without a meminfo file (none has this id): held back by time alone.
+        let node = 4095;
+        a.full.insert(
+            node,
+            FullNode {
+                refusals: 2,
+                retry_ns: 10_000_000_000,
+            },
+        );
+        let mut v = json!({});
+        assert!(a.held_back(9_000_000_000, &[0, node], 1 << 20, &mut v));
+        let why = v["held_back"].as_str().unwrap();
+        assert!(
+            why.starts_with("node 4095 refused pages for want of memory 2 time(s)"),
+            "{why}"
+        );
+        assert!(why.contains("asked again in 1 s"), "{why}");
+        let mut v = json!({});
+        assert!(!a.held_back(10_000_000_000, &[0, node], 1 << 20, &mut v));
+        assert_eq!(v, json!({}));
+    }
+
+    /// A node's room is its free memory above its zones' high watermarks.
+    #[test]
+    fn a_nodes_high_watermarks_are_summed_over_its_zones() {
+        let zi = "Node 0, zone      DMA\n  pages free     3000\n        min      10\n        \
+                  low      12\n        high     15\nNode 0, zone   Normal\n  pages free     \
+                  9000\n        high     400\n        spanned  100\nNode 2, zone   Normal\n  \
+                  pages free     100\n        high     700\n";
+        assert_eq!(high_watermarks(zi, 0), 415);
+        assert_eq!(high_watermarks(zi, 2), 700);
+        assert_eq!(high_watermarks(zi, 1), 0);
     }
 
     /// On this process's own thread: set, remembered with the original, restored.

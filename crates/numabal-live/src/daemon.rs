@@ -109,10 +109,29 @@ fn own_cpu_s() -> f64 {
 }
 
 /// The metrics text (Prometheus exposition format).
-fn metrics_text(a: &Actuator, pass: u64, managed: usize, samples: u64, cpu_s: f64) -> String {
+fn metrics_text(
+    a: &Actuator,
+    pass: u64,
+    managed: usize,
+    samples: u64,
+    cpu_s: f64,
+    pass_s: (f64, f64),
+) -> String {
     let c = &a.counts;
     let mut s = String::new();
     for (name, help, kind, v) in [
+        (
+            "numabal_pass_seconds",
+            "Wall time of the last pass, from reading /proc to the last action.",
+            "gauge",
+            pass_s.0,
+        ),
+        (
+            "numabal_pass_seconds_max",
+            "Wall time of the longest pass so far.",
+            "gauge",
+            pass_s.1,
+        ),
         (
             "numabal_passes_total",
             "Passes run.",
@@ -184,6 +203,12 @@ fn metrics_text(a: &Actuator, pass: u64, managed: usize, samples: u64, cpu_s: f6
             "Threads or processes gone when acted on.",
             "counter",
             c.gone as f64,
+        ),
+        (
+            "numabal_node_full_total",
+            "Moves a node refused pages of for want of memory (ENOMEM); it is then held back.",
+            "counter",
+            c.node_full as f64,
         ),
         (
             "numabal_cpu_seconds_total",
@@ -261,6 +286,8 @@ pub fn run(
             log(line);
         }
         d.pass += 1;
+        let took = (d.start.elapsed().as_nanos() as u64 - now) as f64 / 1e9;
+        d.pass_s = (took, d.pass_s.1.max(took));
         d.publish_metrics();
         if d.cfg.passes.is_some_and(|n| d.pass >= n) {
             break;
@@ -363,6 +390,8 @@ struct Daemon {
     process_cpus: numabal_daemon::pacing::ProcessCpus,
     pass: u64,
     managed_count: usize,
+    /// The last pass's wall time and the longest so far, s (metrics).
+    pass_s: (f64, f64),
 }
 
 impl Daemon {
@@ -457,6 +486,7 @@ impl Daemon {
             process_cpus: Default::default(),
             pass: 0,
             managed_count: 0,
+            pass_s: (0.0, 0.0),
         })
     }
 
@@ -475,12 +505,26 @@ impl Daemon {
         log: &mut dyn FnMut(Value),
     ) -> BTreeSet<u32> {
         let mut managed: BTreeSet<u32> = BTreeSet::new();
+        // A CPU taken offline narrows every cpuset with it: no process is narrowed by that.
+        // The root cpuset follows the online CPUs from a workqueue, a moment behind: a CPU
+        // counts while both say it is up.
+        let list = |path: &str| {
+            (std::fs::read_to_string(self.cfg.root.join(path)).ok())
+                .and_then(|t| Mask::parse_list(&t, None).ok())
+        };
+        let host_online = [
+            list("sys/devices/system/cpu/online"),
+            list("sys/fs/cgroup/cpuset.cpus.effective"),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(self.host_cpus.clone(), |m, up| m.and(&up));
         for p in &snap.processes {
             let pid = p.pid.0;
             if pid == std::process::id() {
                 continue;
             }
-            let v = self.verdict(pid, procs);
+            let v = self.verdict(pid, procs, &host_online);
             if v.is_ok() {
                 managed.insert(pid);
             }
@@ -491,8 +535,14 @@ impl Daemon {
         managed
     }
 
-    /// One process judged by the safety rules, or why it may not be managed.
-    fn verdict(&self, pid: u32, procs: &BTreeMap<u32, Process>) -> Result<(), String> {
+    /// One process judged by the safety rules, or why it may not be managed: its own
+    /// limits against the host's online CPUs (`host_online`), then each of its threads.
+    fn verdict(
+        &self,
+        pid: u32,
+        procs: &BTreeMap<u32, Process>,
+        host_online: &Mask,
+    ) -> Result<(), String> {
         match procs
             .get(&pid)
             .map(|p| (p, limits_of(&self.cfg.root, pid, &p.status)))
@@ -505,18 +555,59 @@ impl Daemon {
                 {
                     limits.cpus_allowed = orig.clone();
                 }
+                if let Some(cpuset) = &limits.cpuset_cpus {
+                    limits.cpus_allowed = limits.cpus_allowed.and(cpuset);
+                }
                 check(
                     proc_,
                     &limits,
-                    &self.host_cpus,
+                    host_online,
                     &self.host_nodes,
                     &self.cfg.rules,
                 )
-                .map_err(|s| s.to_string())
+                .map_err(|s| s.to_string())?;
+                self.threads_untouched(pid, proc_, host_online)
             }
             None => Err("gone while being read".to_string()),
             Some((_, Err(e))) => Err(format!("cannot be judged: {e}")),
         }
+    }
+
+    /// Whether someone else narrowed one of `p`'s threads (`taskset -p` of one thread, a
+    /// cpuset changed under a mask the daemon set): a thread whose mask is no longer the
+    /// daemon's, or, unless `manage_narrowed`, a thread the daemon did not change whose own
+    /// mask leaves out some of the host's online CPUs. Read from `task/TID/status`
+    /// (`Cpus_allowed_list` keeps offline CPUs, as the daemon's masks do).
+    fn threads_untouched(&self, pid: u32, p: &Process, host_online: &Mask) -> Result<(), String> {
+        let changed = self.actuator.changed();
+        for &(tid, ..) in &p.threads {
+            let status = self.cfg.root.join(format!("proc/{pid}/task/{tid}/status"));
+            let Some(now) = (std::fs::read_to_string(status).ok())
+                .and_then(|s| crate::procfs::cpus_allowed(&s))
+            else {
+                continue; // exited since it was listed
+            };
+            match changed.get(&Tid(tid)) {
+                Some(c) if c.ours != now => {
+                    return Err(format!(
+                        "thread {tid}'s CPUs were set to {now} by someone else (the daemon had \
+                         set {})",
+                        c.ours
+                    ));
+                }
+                None if !self.cfg.rules.manage_narrowed => {
+                    let own = line::own_affinity(changed, Pid(pid), now);
+                    if !host_online.is_subset(&own) {
+                        return Err(format!(
+                            "thread {tid}'s CPUs narrowed to {} (affinity)",
+                            own.and(host_online)
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// Keep only the managed processes and their threads in `snap`, log the managed ones
@@ -546,8 +637,11 @@ impl Daemon {
         let live_tids: BTreeSet<Tid> = snap.threads.iter().map(|t| t.tid).collect();
         // A managed process's leader that exited (a zombie while its threads run on) keeps
         // its entry: judge reads the process's affinity there, the mask the daemon set.
-        self.actuator
+        let forgot = (self.actuator)
             .forget(|t, pid| live_tids.contains(&t) || (t.0 == pid.0 && managed.contains(&pid.0)));
+        if let Some(l) = forgot {
+            log(l);
+        }
         self.managed_count = managed.len();
         live_tids
     }
@@ -737,6 +831,7 @@ impl Daemon {
                 self.managed_count,
                 samples,
                 self.cpu_s(),
+                self.pass_s,
             );
         }
     }

@@ -17,6 +17,8 @@
 pub mod actuate;
 pub mod daemon;
 pub mod damon;
+#[cfg(test)]
+mod fuzz;
 pub mod machine;
 pub mod observe;
 pub mod procfs;

@@ -76,7 +76,7 @@ pub fn read_cpu_idle(root: &Path, nr_cpus: usize) -> Result<Vec<u64>, LiveError>
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| err(&path, format!("cpu{id}: no idle field")))?;
         if id < nr_cpus {
-            idle[id] = ticks * NS_PER_TICK;
+            idle[id] = ticks.saturating_mul(NS_PER_TICK);
         }
     }
     Ok(idle)
@@ -118,9 +118,9 @@ fn process_obs(p: &Process, nr_nodes: usize) -> ProcessObs {
         pid: Pid(p.stat.pid),
         comm: p.name.clone(),
         num_threads: p.threads.len() as u32,
-        cpu_time_ns: p.stat.utime_stime_ticks * NS_PER_TICK,
+        cpu_time_ns: p.stat.utime_stime_ticks.saturating_mul(NS_PER_TICK),
         vsize_bytes: p.stat.vsize_bytes,
-        rss_bytes: p.stat.rss_pages * PAGE_BYTES,
+        rss_bytes: p.stat.rss_pages.saturating_mul(PAGE_BYTES),
         node_bytes,
         interleaved: p.maps.interleaved,
         mems_allowed: mems_allowed(&p.status, nr_nodes),
@@ -203,7 +203,7 @@ pub fn observe_processes(
             if s.is_kernel_thread() {
                 kthreads.pids.insert(pid);
             }
-            s.rss_pages > 0 && s.rss_pages * PAGE_BYTES >= min_rss_bytes
+            s.rss_pages > 0 && s.rss_pages.saturating_mul(PAGE_BYTES) >= min_rss_bytes
         };
         let Some(p) = read_process_if(root, pid, keep)? else {
             continue;
@@ -217,8 +217,8 @@ pub fn observe_processes(
                 pid: Pid(pid),
                 cpu: Some(cpu),
                 node: node_of(cpu),
-                cpu_time_ns: ticks * NS_PER_TICK,
-                age_ns: uptime_ns.map(|u| u.saturating_sub(start * NS_PER_TICK)),
+                cpu_time_ns: ticks.saturating_mul(NS_PER_TICK),
+                age_ns: uptime_ns.map(|u| u.saturating_sub(start.saturating_mul(NS_PER_TICK))),
             });
         }
         processes.push(process_obs(&p, nr_nodes));

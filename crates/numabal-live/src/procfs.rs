@@ -4,6 +4,7 @@
 //! ranges are private anonymous memory) and each thread's last CPU (`task/TID/stat` field 39).
 
 use crate::topology::{LiveError, err, read};
+use numabal_model::Mask;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -66,15 +67,15 @@ pub fn parse_stat(path: &Path, text: &str) -> Result<Stat, LiveError> {
             .ok_or_else(|| err(path, format!("has no field {n}")))
     };
     let num = |n: usize| -> Result<u64, LiveError> {
-        field(n)?
-            .parse()
-            .map_err(|_| err(path, format!("field {n} is not a number: {:?}", field(n))))
+        let f = field(n)?;
+        f.parse()
+            .map_err(|_| err(path, format!("field {n} is not a number: {f:?}")))
     };
     Ok(Stat {
         pid,
         comm,
         state: field(3)?.chars().next().unwrap_or('?'),
-        utime_stime_ticks: num(14)? + num(15)?,
+        utime_stime_ticks: num(14)?.saturating_add(num(15)?),
         num_threads: num(20)?,
         start_ticks: num(22)?,
         vsize_bytes: num(23)?,
@@ -118,7 +119,8 @@ pub fn parse_numa_maps(path: &Path, text: &str) -> Result<NumaMaps, LiveError> {
             }
         }
         for (n, p) in counts {
-            *m.node_bytes.entry(n).or_insert(0) += p * page_kb * 1024;
+            let b = m.node_bytes.entry(n).or_insert(0);
+            *b = b.saturating_add(p.saturating_mul(page_kb).saturating_mul(1024));
         }
     }
     Ok(m)
@@ -314,6 +316,15 @@ pub struct Process {
     /// Per thread: (tid, the CPU it last ran on, its `utime + stime` in clock ticks, when
     /// it started in clock ticks after boot).
     pub threads: Vec<(u32, usize, u64, u64)>,
+}
+
+/// `Cpus_allowed_list` of a `status` text: the task's affinity as the kernel keeps it,
+/// offline CPUs included.
+pub fn cpus_allowed(status: &str) -> Option<Mask> {
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    Mask::parse_list(list, None).ok()
 }
 
 /// Every pid under `root/proc`, in order.

@@ -21,6 +21,10 @@ pub struct Limits {
     pub mems_allowed: Mask,
     /// Its cgroup path (the v2 line `0::/...`, else the first line's path).
     pub cgroup: String,
+    /// Its cpuset's CPUs (`cpuset.cpus.effective` of its cgroup or the nearest ancestor
+    /// with one, cgroup v2), `None` where none is found. `Cpus_allowed_list` does not show a
+    /// cpuset narrowed around a mask the daemon set inside it.
+    pub cpuset_cpus: Option<Mask>,
 }
 
 /// Read a process's limits.
@@ -59,8 +63,25 @@ pub fn limits_of(root: &Path, pid: u32, status: &str) -> Result<Limits, LiveErro
         uid,
         cpus_allowed: list("Cpus_allowed_list:")?,
         mems_allowed: list("Mems_allowed_list:")?,
+        cpuset_cpus: cpuset_cpus(root, &cgroup),
         cgroup,
     })
+}
+
+/// `cpuset.cpus.effective` of `cgroup` under `sys/fs/cgroup`, or of its nearest ancestor
+/// that has the file (a cgroup without the cpuset controller has the CPUs of its parent's);
+/// the root's are the online CPUs.
+fn cpuset_cpus(root: &Path, cgroup: &str) -> Option<Mask> {
+    let base = root.join("sys/fs/cgroup");
+    let mut dir = std::path::PathBuf::from(cgroup.trim_start_matches('/'));
+    loop {
+        if let Ok(t) = std::fs::read_to_string(base.join(&dir).join("cpuset.cpus.effective")) {
+            return Mask::parse_list(&t, None).ok();
+        }
+        if !dir.pop() {
+            return None;
+        }
+    }
 }
 
 pub use numabal_daemon::judge::{Rules, Skip};
@@ -143,6 +164,15 @@ mod tests {
             ..Rules::default()
         };
         assert_eq!(check(&p, &l, &cpus, &nodes, &narrowed), Ok(()));
+        // A cpuset read from the cgroup's own file, its parent's when it has none.
+        let (d, _, _) = setup(FREE, MAPS);
+        let cg = d.path().join("sys/fs/cgroup/user.slice");
+        std::fs::create_dir_all(cg.join("app.scope")).unwrap();
+        std::fs::write(cg.join("cpuset.cpus.effective"), "2-3\n").unwrap();
+        assert_eq!(
+            read_limits(d.path(), 9).unwrap().cpuset_cpus,
+            Some(Mask::from_ids([2, 3]))
+        );
         // An mbind'ed mapping.
         let (_d, p, l) = setup(FREE, "7f00 bind:1 anon=1 N1=1 kernelpagesize_kB=4\n");
         assert_eq!(

@@ -224,7 +224,7 @@ fn read_left(path: &Path, boot_id: &str) -> Result<Option<Left>, LiveError> {
 
 /// A state file's text read against this boot, each thread's start time now from
 /// `started_now`; the error says what is wrong with the file.
-fn parse_left(
+pub(crate) fn parse_left(
     text: &str,
     boot_id: &str,
     started_now: impl Fn(Tid) -> Option<u64>,

@@ -135,7 +135,7 @@ fn meminfo_field(path: &Path, text: &str, field: &str) -> Result<u64, LiveError>
             let kb: u64 = v
                 .parse()
                 .map_err(|_| err(path, format!("{field}: not a number: {v:?}")))?;
-            return Ok(kb * 1024);
+            return Ok(kb.saturating_mul(1024));
         }
     }
     Err(err(path, format!("no {field} line")))

@@ -179,8 +179,10 @@ impl Mask {
                 None => Err("`all` is not allowed here".into()),
             };
         }
-        for item in s.split(',') {
-            let item = item.trim();
+        for raw in s.split(',') {
+            // Quoted in errors with control characters escaped: a message stays one line.
+            let item = raw.trim().escape_debug().to_string();
+            let raw = raw.trim();
             let parse = |t: &str| {
                 let v = t.trim().parse::<usize>().map_err(|_| {
                     format!("`{item}` is not a list item (expected N or N-M, e.g. 0-3,8)")
@@ -190,7 +192,7 @@ impl Mask {
                 }
                 Ok(v)
             };
-            if let Some((a, b)) = item.split_once('-') {
+            if let Some((a, b)) = raw.split_once('-') {
                 let (a, b) = (parse(a)?, parse(b)?);
                 if a > b {
                     return Err(format!("range `{item}` is reversed"));
@@ -202,7 +204,7 @@ impl Mask {
                     m.insert(i);
                 }
             } else {
-                m.insert(parse(item)?);
+                m.insert(parse(raw)?);
             }
         }
         Ok(m)
