@@ -834,12 +834,15 @@ impl Actuator {
         match sys::set_affinity(tid.0, &want) {
             Ok(()) => {
                 self.counts.affinity_changes += 1;
+                // What the kernel keeps: `want` within the task's cpuset, which leaves out
+                // a CPU offline at the time. It is what the thread reads as from now on.
+                let ours = affinity_now(tid.0).unwrap_or(want);
                 self.changed.insert(
                     tid,
                     Changed {
                         pid,
                         original,
-                        ours: want,
+                        ours,
                     },
                 );
                 v
@@ -1085,8 +1088,46 @@ impl Actuator {
     /// daemon set (started by a changed thread after the change, never changed
     /// themselves) their creator's own. Returns the log lines.
     pub fn restore(&mut self) -> Vec<Value> {
-        let mut log = self.restore_inherited();
-        for (tid, c) in std::mem::take(&mut self.changed) {
+        let all = std::mem::take(&mut self.changed);
+        let mut log = self.give_back(all);
+        if let Some(state) = self.state.as_mut()
+            && let Err(e) = state.remove()
+        {
+            self.counts.errors += 1;
+            log.push(json!({"state_file": state.path().display().to_string(),
+                "error": format!("cannot remove it after the restore: {e}")}));
+        }
+        log
+    }
+
+    /// Let go of processes the daemon no longer manages while they run (someone else
+    /// narrowed them, a reload's rules deny them, they fell under `min_rss_mb`): what it
+    /// changed and still holds is given back, as a stop would (a thread someone else set
+    /// since is left as they set it), and forgotten. Returns the log lines, each marked
+    /// `let_go`.
+    pub fn let_go(&mut self, pids: &BTreeSet<Pid>) -> Vec<Value> {
+        if pids.is_empty() {
+            return Vec::new();
+        }
+        let (gone, kept): (BTreeMap<Tid, Changed>, _) = std::mem::take(&mut self.changed)
+            .into_iter()
+            .partition(|(_, c)| pids.contains(&c.pid));
+        self.changed = kept;
+        let mut log = self.give_back(gone);
+        for v in &mut log {
+            v["let_go"] = json!(true);
+        }
+        if let Some(e) = self.write_state() {
+            log.push(e);
+        }
+        log
+    }
+
+    /// Give each of `changed` its own affinity back, unless someone else changed it since,
+    /// and the threads that inherited a mask set on one of them their creator's own.
+    fn give_back(&mut self, changed: BTreeMap<Tid, Changed>) -> Vec<Value> {
+        let mut log = self.restore_inherited(&changed);
+        for (tid, c) in changed {
             let mut v = line::restore(tid.0, c.pid, &c.original);
             match affinity_now(tid.0) {
                 // Written ahead, and the daemon stopped before it set it.
@@ -1103,21 +1144,14 @@ impl Actuator {
             }
             log.push(v);
         }
-        if let Some(state) = self.state.as_mut()
-            && let Err(e) = state.remove()
-        {
-            self.counts.errors += 1;
-            log.push(json!({"state_file": state.path().display().to_string(),
-                "error": format!("cannot remove it after the restore: {e}")}));
-        }
         log
     }
 
-    /// The threads of changed threads' processes that the daemon did not change but that
-    /// have a mask it set on one of them: `clone()` copied it. Each gets the own affinity
-    /// of the thread it inherited from (`numabal_daemon::log::own_affinity`).
-    fn restore_inherited(&mut self) -> Vec<Value> {
-        let pids: std::collections::BTreeSet<Pid> = self.changed.values().map(|c| c.pid).collect();
+    /// The threads of `changed`'s processes that the daemon did not change but that have a
+    /// mask it set on one of them: `clone()` copied it. Each gets the own affinity of the
+    /// thread it inherited from (`numabal_daemon::log::own_affinity`).
+    fn restore_inherited(&mut self, changed: &BTreeMap<Tid, Changed>) -> Vec<Value> {
+        let pids: BTreeSet<Pid> = changed.values().map(|c| c.pid).collect();
         let mut log = Vec::new();
         for pid in pids {
             let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", pid.0)) else {
@@ -1125,14 +1159,14 @@ impl Actuator {
             };
             let mut tids: Vec<u32> = tasks
                 .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .filter(|t| !self.changed.contains_key(&Tid(*t)))
+                .filter(|t| !changed.contains_key(&Tid(*t)))
                 .collect();
             tids.sort_unstable();
             for tid in tids {
                 let Ok(now) = affinity_now(tid) else {
                     continue; // exited since the listing
                 };
-                let own = line::own_affinity(&self.changed, pid, now.clone());
+                let own = line::own_affinity(changed, pid, now.clone());
                 if own == now {
                     continue;
                 }
@@ -1306,6 +1340,30 @@ mod tests {
         );
         assert_eq!(sys::get_affinity(tid.0).unwrap(), before);
         assert_eq!(a.counts.affinity_changes, 0);
+    }
+
+    /// A process the daemon stops managing while it runs is let go: what the daemon set on
+    /// it is given back at once, and forgotten (a stop then has nothing of it to restore).
+    #[test]
+    fn a_process_let_go_gets_its_affinities_back() {
+        let _one_at_a_time = sys::AFFINITY_TESTS.lock();
+        let tid = Tid(sys::gettid());
+        let pid = Pid(std::process::id());
+        let before = sys::get_affinity(tid.0).unwrap();
+        let one = Mask::single(before.first().unwrap());
+        let mut a = Actuator::new(false, 64.0);
+        let set = Action::SetThreadAffinity {
+            tid,
+            cpus: one.clone(),
+        };
+        a.apply(&set, 0, |_| Some(pid), |_| None, &[]);
+        assert_eq!(sys::get_affinity(tid.0).unwrap(), one);
+        assert!(a.let_go(&BTreeSet::from([Pid(pid.0 + 1)])).is_empty());
+        let log = a.let_go(&BTreeSet::from([pid]));
+        assert_eq!(sys::get_affinity(tid.0).unwrap(), before, "{log:?}");
+        assert_eq!(log.last().unwrap()["let_go"], true, "{log:?}");
+        assert!(a.changed().is_empty());
+        assert!(a.restore().is_empty());
     }
 
     /// A thread started after the daemon narrowed its creator inherits the narrowed mask;

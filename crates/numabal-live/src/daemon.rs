@@ -635,6 +635,15 @@ impl Daemon {
         snap.processes.retain(|p| managed.contains(&p.pid.0));
         snap.threads.retain(|t| managed.contains(&t.pid.0));
         let live_tids: BTreeSet<Tid> = snap.threads.iter().map(|t| t.tid).collect();
+        // Processes it changed that run on unmanaged (narrowed by someone else, denied by
+        // a reload, under min_rss_mb): what the daemon set and still holds is given back.
+        let dropped: BTreeSet<Pid> = (self.actuator.changed().values())
+            .map(|c| c.pid)
+            .filter(|p| !managed.contains(&p.0) && running(root, p.0))
+            .collect();
+        for l in self.actuator.let_go(&dropped) {
+            log(l);
+        }
         // A managed process's leader that exited (a zombie while its threads run on) keeps
         // its entry: judge reads the process's affinity there, the mask the daemon set.
         let forgot = (self.actuator)

@@ -320,6 +320,10 @@ pub fn run_process(prog: Prog, o: &Options, sharing: Sharing) -> Result<(), Stri
         },
     };
     let tid = numabal_live::sys::gettid();
+    // Its own mask as the kernel keeps it (a CPU offline now included), given back after
+    // the first touch: a program that set the online CPUs would narrow itself once an
+    // offline CPU came back.
+    let own = numabal_live::actuate::affinity_now(tid).unwrap_or_else(|_| all.clone());
     numabal_live::sys::set_affinity(tid, &node).map_err(|e| {
         format!(
             "cannot pin to node {}'s CPUs {}: {e}",
@@ -328,10 +332,10 @@ pub fn run_process(prog: Prog, o: &Options, sharing: Sharing) -> Result<(), Stri
         )
     })?;
     let words = alloc_touched(o.mb)?;
-    numabal_live::sys::set_affinity(tid, &all).map_err(|e| {
+    numabal_live::sys::set_affinity(tid, &own).map_err(|e| {
         format!(
             "cannot restore affinity to CPUs {}: {e}",
-            all.to_list_string()
+            own.to_list_string()
         )
     })?;
     let pid = std::process::id();
@@ -340,7 +344,7 @@ pub fn run_process(prog: Prog, o: &Options, sharing: Sharing) -> Result<(), Stri
         "{name} pid={pid} mb={} threads={threads} touched_on_node={} affinity={}",
         o.mb,
         o.node,
-        all.to_list_string()
+        own.to_list_string()
     );
     let passes = run_writers(&words, threads, sharing, o.seconds)?;
     let total: u64 = passes.iter().sum();

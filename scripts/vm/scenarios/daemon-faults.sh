@@ -7,6 +7,8 @@
 #  - CPU 3 offlined and onlined while the daemon manages threads on its node (K, first
 #    touched on node 1): no error from sched_setaffinity, no thread with an offline-only
 #    mask, K still managed, and after SIGTERM every affinity of K back (restore complete);
+#    M, started while CPU 3 is offline, placed then, dropped as narrowed once CPU 3 is back
+#    (its own mask, set then, leaves CPU 3 out) and given back what the daemon set on it;
 #  - a node filled by another process (F, in a denied cgroup) while the daemon moves a
 #    process's pages there (P, its threads pinned to node 2 by its own affinity, managed
 #    with manage_narrowed): the daemon's ENOMEM count, its back-off, and at most a few
@@ -83,9 +85,15 @@ say "$(sed -n "${atH:-1}p" /tmp/dec.jsonl)"
 say "== CPU 3 offline and online"
 say "K's workers before: $(for t in $(workers $K); do awk '/^Cpus_allowed_list:/ { printf "%s ", $2 }' /proc/$K/task/$t/status; done)"
 echo 0 > /sys/devices/system/cpu/cpu3/online
-sleep 8
+# M starts while CPU 3 is offline, first touched on node 1: placed there, its mask is kept
+# by the kernel without the offline CPU.
+numa01-like --procs 1 --threads 1 --mb 64 --seconds 400 --node 1 > /tmp/m.out 2>&1 &
+wait_lines /tmp/m.out 1 'mb='
+M=$(pids_in /tmp/m.out)
+sleep 12
+say "M $M (started with CPU 3 offline): $(grep -E "\"pid\":$M[,}]" /tmp/dec.jsonl | grep -c '"sched_setaffinity"') affinities set, workers $(for t in $(workers $M); do awk '/^Cpus_allowed_list:/ { printf "%s ", $2 }' /proc/$M/task/$t/status; done)"
 offline_only=""
-for p in $G $H $K; do
+for p in $G $H $K $M; do
   for t in /proc/$p/task/*; do
     m=$(awk '/^Cpus_allowed_list:/ { print $2 }' "$t/status")
     [ "$m" = 3 ] && offline_only="$offline_only ${t##*/}:$m"
@@ -121,12 +129,25 @@ errs=$(grep '"sched_setaffinity"' /tmp/dec.jsonl | grep -c '"error"' || true)
 grep -qE "\"pid\":$K[,}].*\"skip\"|\"skip\".*\"pid\":$K[,}]" /tmp/dec.jsonl &&
   fail "K dropped: $(grep -E "\"pid\":$K[,}].*\"skip\"|\"skip\".*\"pid\":$K[,}]" /tmp/dec.jsonl | head -1)" ||
   pass "K still managed through the hotplug"
+# M set its own mask while CPU 3 was offline (numa01-like gives itself back its mask after
+# the first touch), and the kernel keeps a mask within the online CPUs: once CPU 3 is back,
+# M is narrowed, dropped, and what the daemon set on its workers given back.
+nM=$(grep -E "\"pid\":$M[,}]" /tmp/dec.jsonl | grep '"sched_setaffinity"' | grep -vc '"error"\|"refused"' || true)
+skipM=$(grep -E "\"pid\":$M[,}].*\"skip\"|\"skip\".*\"pid\":$M[,}]" /tmp/dec.jsonl | head -1)
+say "M: $nM affinities set; $skipM"
+own=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/$M/status)
+mw=$(for t in $(workers $M); do awk '/^Cpus_allowed_list:/ { printf "%s ", $2 }' /proc/$M/task/$t/status; done)
+if [ "$nM" -ge 1 ] && echo "$skipM" | grep -q narrowed && [ "$mw" = "$(for t in $(workers $M); do printf '%s ' "$own"; done)" ]; then
+  pass "M placed while CPU 3 was offline ($nM masks set, no error), dropped as narrowed once it came back (its own mask $own), its workers given their own back ($mw)"
+else
+  fail "M: $nM masks set, skip: ${skipM:-none}, workers $mw, own $own"
+fi
 changedK=$(grep -E "\"pid\":$K[,}]" /tmp/dec.jsonl | grep -c '"sched_setaffinity"' || true)
 if affinity_restored "$K"; then pass "after SIGTERM K's $changedK changed affinities are back to $(online_cpus): restore complete"; else fail "K's affinities not restored"; fi
 [ "$changedK" -gt 0 ] || fail "the daemon never changed K's affinity"
 restore_errs=$(grep '"restore"' /tmp/dec.jsonl | grep -c '"error"\|"left"' || true)
 say "restore lines: $(grep -c '"restore"' /tmp/dec.jsonl), with an error or left: $restore_errs"
-kill $G $H $K 2>/dev/null || true
+kill $G $H $K $M 2>/dev/null || true
 sleep 1
 
 say "== a full node"

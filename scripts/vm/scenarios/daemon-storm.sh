@@ -2,9 +2,10 @@
 # `scripts/vm/daemon-tests.sh daemon-storm`). Two parts of 60 s each, the daemon (home-node,
 # softdirty, metrics on) beside two numa01-like processes it places:
 #  A. as many process starts a second as 8 shell loops of `/bin/true` make (the target is
-#     1000 a second; the rate reached is printed from /proc/stat's `processes`);
+#     1000 a second; the rate reached is printed from /proc/stat's `processes`), after 60 s
+#     without them (the baseline: what managing the two numa01-like costs);
 #  B. 500 long-lived small processes (a shell holding 1.5 MiB each), managed with
-#     `--min-rss-mb 1`.
+#     `--min-rss-mb 1`; first, what reading each /proc file of every process once costs.
 # For each: the daemon's CPU (utime + stime over the 60 s, % of one CPU) and its pass time
 # (the metrics' numabal_pass_seconds scraped every second: median and max), PASS when under
 # 5% of a CPU and 1 s a pass.
@@ -37,12 +38,18 @@ say "== A: process starts"
 numabal daemon -p home-node --sensor softdirty --metrics-port 9893 --decision-log /tmp/dec.jsonl > /tmp/daemon.out 2>&1 &
 D=$!
 sleep 10
+# The same 60 s without the storm first: what managing the two numa01-like costs.
+set -- $(measure)
+say "baseline (no storm): daemon CPU $1% of one CPU; pass time median $2 s, max $3 s; managed $4"
+base=$1
 f0=$(forks)
 for k in 1 2 3 4 5 6 7 8; do sh -c 'while :; do /bin/true; done' & eval "L$k=$!"; done
 r=$(measure)
 f1=$(forks)
 for k in 1 2 3 4 5 6 7 8; do eval "kill \$L$k"; done
 say "process starts: $(( (f1 - f0) / 60 )) a second over 60 s ($((f1 - f0)) in all)"
+set -- $r
+say "the storm's own cost: $(awk -v a="$1" -v b="$base" 'BEGIN { printf "%.2f", a - b }')% of one CPU over the baseline"
 judge "A (process starts)" "$r"
 kill -TERM $D; wait $D || true
 tail -1 /tmp/dec.jsonl
@@ -55,6 +62,10 @@ while [ $i -lt 500 ]; do
 done
 sleep 20
 say "500 holders started; MemFree $(awk '/MemFree/ { print int($2 / 1024) }' /proc/meminfo) MiB"
+# What one read of each file of every process costs here (cat, one process, no daemon).
+for f in stat status cmdline cgroup numa_maps task/*/stat task/*/status; do
+  t0=$(now_s); cat /proc/[0-9]*/$f > /dev/null 2>&1; say "reading /proc/*/$f of $(ls -d /proc/[0-9]* | wc -l) processes: $(elapsed "$t0") s"
+done
 numabal daemon -p home-node --sensor softdirty --min-rss-mb 1 --metrics-port 9893 --decision-log /tmp/dec2.jsonl > /tmp/daemon2.out 2>&1 &
 D=$!
 sleep 10
