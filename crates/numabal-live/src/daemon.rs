@@ -21,7 +21,7 @@
 //! ```
 
 use crate::actuate::{Actuator, Target};
-use crate::observe::{KernelThreads, Snapshot, observe_processes, read_cpu_idle};
+use crate::observe::{PassMemory, Snapshot, observe_processes, read_cpu_idle};
 use crate::record::{RECORD_VERSION, RecordHeader, RecordPass, write_line};
 use crate::safety::{Rules, check, limits_of};
 use crate::sensor::{FaultSampler, RawSample, SensorKind, clear_soft_dirty};
@@ -259,12 +259,12 @@ pub fn run(
     log: &mut dyn FnMut(Value),
 ) -> Result<Summary, LiveError> {
     let mut d = Daemon::start(cfg.clone(), policy, log)?;
-    let mut kthreads = KernelThreads::default();
+    let mut memory = PassMemory::default();
     while !stop.load(Ordering::Relaxed) {
         let now = d.start.elapsed().as_nanos() as u64;
         let mut steps = PassSteps::new(d.start, now);
         let min_rss = d.cfg.settings.min_rss_mb * 1024 * 1024;
-        let (mut snap, procs) = observe_processes(&d.cfg.root, &d.topo, min_rss, &mut kthreads)?;
+        let (mut snap, procs) = observe_processes(&d.cfg.root, &d.topo, min_rss, &mut memory)?;
         let managed = d.judge(&snap, &procs, now, log);
         let live_tids = d.keep_managed(&mut snap, &managed, now, log);
         steps.done("observe_s");
@@ -280,6 +280,14 @@ pub fn run(
         d.record(&snap, now)?;
         steps.done("decide_s");
         d.act(&snap, now, log);
+        for a in &d.actions {
+            if let Action::MovePages { pid, .. }
+            | Action::MigrateProcessPages { pid, .. }
+            | Action::InterleaveProcessPages { pid, .. } = a
+            {
+                memory.moved(pid.0);
+            }
+        }
         steps.done("act_s");
         let gap = pass_gap_ns(&d.cfg.settings, &*d.policy, d.managed_count);
         if let Some(line) = steps.slow_pass(gap) {

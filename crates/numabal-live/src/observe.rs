@@ -6,11 +6,11 @@
 //! every Linux architecture numabal targets (the kernel's ABI constant, not `CONFIG_HZ`);
 //! RSS is in pages of 4 KiB (x86-64, arm64 with 4K pages).
 
-use crate::procfs::{Process, pids, read_process_if};
+use crate::procfs::{Process, Stat, pids, read_process_with};
 use crate::topology::{LiveError, LiveTopology, err, read};
 use numabal_model::{Mask, Pid, Tid};
 use numabal_policy::{NodeObs, ProcessObs, ThreadObs};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Clock ticks per second of `/proc` times (`USER_HZ`).
@@ -134,32 +134,72 @@ fn process_obs(p: &Process, nr_nodes: usize) -> ProcessObs {
 
 /// Observe the host under `root`.
 pub fn observe(root: &Path, topo: &LiveTopology) -> Result<Snapshot, LiveError> {
-    Ok(observe_processes(root, topo, 0, &mut KernelThreads::default())?.0)
+    Ok(observe_processes(root, topo, 0, &mut PassMemory::default())?.0)
 }
 
-/// Kernel threads seen at earlier passes (`PF_KTHREAD`): their `stat` is not read again
-/// while their pid stays listed, as a kernel thread never becomes a process. An idle host
-/// has far more of them than processes (a hundred in the 8-CPU guest), and under TCG each
-/// `/proc` read is what the daemon's idle passes spend their time on. Forgotten every
-/// `REFRESH` passes, in case a pid was freed and taken again between two listings.
+/// What a pass over `/proc` remembers for the next ones, so that a host with many
+/// processes costs little when few of them run:
+///
+/// - kernel threads (`PF_KTHREAD`): their `stat` is not read again while their pid stays
+///   listed, as a kernel thread never becomes a process. An idle host has far more of them
+///   than processes (a hundred in the 8-CPU guest), and under TCG each `/proc` read is
+///   what the daemon's idle passes spend their time on;
+/// - processes that have not run since they were read in full (the same start time, CPU
+///   ticks and resident pages in `stat`): their `numa_maps` (the kernel walks the page
+///   tables for it), `cmdline` and threads are taken from that read, for up to
+///   `QUIET_REUSES` passes, then read again. A process's memory does not move while it
+///   does not run, but by another program's `move_pages`, the daemon's own (it calls
+///   [`PassMemory::moved`]) or reclaim and demotion, which the refresh catches.
+///
+/// Both are forgotten when the pid is no longer listed, and every `REFRESH` passes, in case
+/// a pid was freed and taken again between two listings.
 #[derive(Debug, Default)]
-pub struct KernelThreads {
-    pids: BTreeSet<u32>,
+pub struct PassMemory {
+    kthreads: BTreeSet<u32>,
     passes: u64,
+    quiet: BTreeMap<u32, Quiet>,
 }
 
-impl KernelThreads {
+/// A process as read in full, and how many passes have taken it since.
+#[derive(Debug)]
+struct Quiet {
+    process: Process,
+    reuses: u32,
+}
+
+impl PassMemory {
     const REFRESH: u64 = 64;
+    const QUIET_REUSES: u32 = 9;
 
     /// A new pass listed `pids`: forget the pids no longer listed (all of them every
     /// `REFRESH` passes).
     fn begin(&mut self, pids: &[u32]) {
         self.passes += 1;
         if self.passes.is_multiple_of(Self::REFRESH) {
-            self.pids.clear();
+            self.kthreads.clear();
+            self.quiet.clear();
         } else {
-            self.pids.retain(|p| pids.binary_search(p).is_ok());
+            self.kthreads.retain(|p| pids.binary_search(p).is_ok());
+            self.quiet.retain(|p, _| pids.binary_search(p).is_ok());
         }
+    }
+
+    /// The daemon moved some of `pid`'s pages: read its `numa_maps` again at the next pass.
+    pub fn moved(&mut self, pid: u32) {
+        self.quiet.remove(&pid);
+    }
+
+    /// `pid` as read at an earlier pass (in `quiet`), if it has not run since (`stat` now).
+    fn earlier_in(quiet: &mut BTreeMap<u32, Quiet>, pid: u32, stat: &Stat) -> Option<Process> {
+        let q = quiet.get_mut(&pid)?;
+        let was = &q.process.stat;
+        let same = (was.start_ticks, was.utime_stime_ticks, was.rss_pages)
+            == (stat.start_ticks, stat.utime_stime_ticks, stat.rss_pages);
+        if !same || q.reuses >= Self::QUIET_REUSES {
+            return None;
+        }
+        q.reuses += 1;
+        Some(q.process.clone())
     }
 }
 
@@ -170,7 +210,7 @@ pub fn observe_processes(
     root: &Path,
     topo: &LiveTopology,
     min_rss_bytes: u64,
-    kthreads: &mut KernelThreads,
+    memory: &mut PassMemory,
 ) -> Result<(Snapshot, std::collections::BTreeMap<u32, Process>), LiveError> {
     let nr_nodes = topo.nr_node_ids();
     let cpu_nodes = topo.cpu_nodes();
@@ -194,20 +234,35 @@ pub fn observe_processes(
     // Read before the threads' start times, so that none is later than it.
     let uptime_ns = read_uptime_ns(root);
     let listed = pids(root)?;
-    kthreads.begin(&listed);
+    memory.begin(&listed);
     for pid in listed {
-        if kthreads.pids.contains(&pid) {
+        if memory.kthreads.contains(&pid) {
             continue;
         }
+        let kthreads = &mut memory.kthreads;
         let keep = |s: &crate::procfs::Stat| {
             if s.is_kernel_thread() {
-                kthreads.pids.insert(pid);
+                kthreads.insert(pid);
             }
             s.rss_pages > 0 && s.rss_pages.saturating_mul(PAGE_BYTES) >= min_rss_bytes
         };
-        let Some(p) = read_process_if(root, pid, keep)? else {
+        let reused = std::cell::Cell::new(false);
+        let quiet = &mut memory.quiet;
+        let earlier = |s: &crate::procfs::Stat| {
+            let was = PassMemory::earlier_in(quiet, pid, s);
+            reused.set(was.is_some());
+            was
+        };
+        let Some(p) = read_process_with(root, pid, keep, earlier)? else {
             continue;
         };
+        if !reused.get() {
+            let q = Quiet {
+                process: p.clone(),
+                reuses: 0,
+            };
+            memory.quiet.insert(pid, q);
+        }
         if p.maps.node_bytes.values().all(|&b| b == 0) {
             continue; // kernel threads and processes without memory
         }
@@ -261,13 +316,13 @@ mod tests {
         )
         .unwrap();
         let topo = read_topology(dir.path()).unwrap();
-        let mut k = KernelThreads::default();
-        let pass = |k: &mut KernelThreads| {
+        let mut k = PassMemory::default();
+        let pass = |k: &mut PassMemory| {
             let (snap, _) = observe_processes(dir.path(), &topo, 0, k).unwrap();
             snap.processes.iter().map(|p| p.pid.0).collect::<Vec<u32>>()
         };
         assert!(pass(&mut k).is_empty());
-        assert!(k.pids.contains(&30));
+        assert!(k.kthreads.contains(&30));
         // Its stat is not read while pid 30 stays listed: a process given pid 30 between
         // two listings is seen only at the next refresh.
         pf::process(
@@ -278,17 +333,58 @@ mod tests {
             &[(30, 1)],
         );
         assert!(pass(&mut k).is_empty());
-        while k.passes % KernelThreads::REFRESH != KernelThreads::REFRESH - 1 {
+        while k.passes % PassMemory::REFRESH != PassMemory::REFRESH - 1 {
             assert!(pass(&mut k).is_empty());
         }
         assert_eq!(pass(&mut k), vec![30], "seen at the refresh");
         // A pid no longer listed is forgotten.
         std::fs::write(dir.path().join("proc/30/stat"), kthread(30)).unwrap();
         pass(&mut k);
-        assert!(k.pids.contains(&30));
+        assert!(k.kthreads.contains(&30));
         std::fs::remove_dir_all(dir.path().join("proc/30")).unwrap();
         pass(&mut k);
-        assert!(k.pids.is_empty());
+        assert!(k.kthreads.is_empty());
+    }
+
+    /// A process that has not run since its last full read keeps that read's memory per
+    /// node for up to `QUIET_REUSES` passes; it runs, or the daemon moved its pages, and
+    /// it is read again. Its `status` is read every pass.
+    #[test]
+    fn a_quiet_process_is_not_read_in_full_again() {
+        let dir = tempfile::tempdir().unwrap();
+        tf::guest_2n(dir.path());
+        let maps = |n0: u32| format!("7f00 default anon={n0} N0={n0} kernelpagesize_kB=4\n");
+        pf::process(dir.path(), 40, "app", &maps(100), &[(40, 0)]);
+        std::fs::write(dir.path().join("proc/stat"), "cpu  1 0 1 100 0 0 0 0 0 0\ncpu0 1 0 1 50 0 0 0 0 0 0\ncpu1 0 0 0 50 0 0 0 0 0 0\ncpu2 0 0 0 50 0 0 0 0 0 0\ncpu3 0 0 0 50 0 0 0 0 0 0\n").unwrap();
+        let topo = read_topology(dir.path()).unwrap();
+        let mut m = PassMemory::default();
+        let pass = |m: &mut PassMemory| {
+            let (_, read) = observe_processes(dir.path(), &topo, 0, m).unwrap();
+            let p = &read[&40];
+            (
+                p.maps.node_bytes.get(&0).copied().unwrap_or(0) / 4096,
+                p.name.clone(),
+            )
+        };
+        assert_eq!(pass(&mut m).0, 100);
+        // Moved by someone while it did not run: not seen until the refresh.
+        std::fs::write(dir.path().join("proc/40/numa_maps"), maps(7)).unwrap();
+        std::fs::write(dir.path().join("proc/40/status"), "Name:\trenamed\n").unwrap();
+        assert_eq!(pass(&mut m), (100, "renamed".to_string()));
+        for _ in 1..PassMemory::QUIET_REUSES {
+            assert_eq!(pass(&mut m).0, 100);
+        }
+        assert_eq!(pass(&mut m).0, 7, "read again after QUIET_REUSES passes");
+        // Moved by the daemon: read at the next pass.
+        std::fs::write(dir.path().join("proc/40/numa_maps"), maps(8)).unwrap();
+        assert_eq!(pass(&mut m).0, 7);
+        m.moved(40);
+        assert_eq!(pass(&mut m).0, 8);
+        // It ran (its CPU ticks changed): read again.
+        std::fs::write(dir.path().join("proc/40/numa_maps"), maps(9)).unwrap();
+        let stat = pf::stat_line(40, "app", 1, 1000, 0).replace(" 100 20 ", " 101 20 ");
+        std::fs::write(dir.path().join("proc/40/stat"), stat).unwrap();
+        assert_eq!(pass(&mut m).0, 9);
     }
 
     #[test]

@@ -351,7 +351,20 @@ pub fn read_process(root: &Path, pid: u32) -> Result<Option<Process>, LiveError>
 pub fn read_process_if(
     root: &Path,
     pid: u32,
+    keep: impl FnMut(&Stat) -> bool,
+) -> Result<Option<Process>, LiveError> {
+    read_process_with(root, pid, keep, |_| None)
+}
+
+/// [`read_process_if`], where `earlier`, given the `stat` just read, may hand back the
+/// process as read at an earlier pass: its `cmdline`, `numa_maps` and threads are taken
+/// from there, its `stat` and `status` are read (a cpuset or an affinity can change
+/// while the process does not run).
+pub fn read_process_with(
+    root: &Path,
+    pid: u32,
     mut keep: impl FnMut(&Stat) -> bool,
+    earlier: impl FnOnce(&Stat) -> Option<Process>,
 ) -> Result<Option<Process>, LiveError> {
     let dir: PathBuf = root.join(format!("proc/{pid}"));
     let gone = |e: &LiveError| !dir.exists() || e.message.contains("No such file");
@@ -369,6 +382,14 @@ pub fn read_process_if(
         .lines()
         .find_map(|l| l.strip_prefix("Name:").map(|n| n.trim().to_string()))
         .unwrap_or_else(|| stat.comm.clone());
+    if let Some(was) = earlier(&stat) {
+        return Ok(Some(Process {
+            stat,
+            name,
+            status,
+            ..was
+        }));
+    }
     let cmdline = read(&dir.join("cmdline"))
         .map(|t| {
             t.split('\0')

@@ -1,6 +1,7 @@
 # A long soak of `numabal daemon` (issue 19; not in the default list, about 32 min:
 # `VM_TIMEOUT=2400 scripts/vm/daemon-tests.sh daemon-soak`; SOAK_S seconds of churn, 1800
-# unless the environment says). The daemon (home-node, softdirty, metrics on) beside churn:
+# unless the environment says). The daemon (home-node, softdirty, `--min-rss-mb 16`, metrics
+# on) beside churn:
 # a set of numa01-like (2 processes x 2 threads, 48 MiB, 20 s) started every 10 s, so the
 # daemon places and moves new processes all the time, a short-lived process every 50 ms, and
 # its metrics scraped every second. Printed every minute: the daemon's RSS, open file
@@ -10,7 +11,7 @@
 # is a "gone" line, not an error).
 echo 0 > /proc/sys/kernel/numa_balancing
 SOAK_S=${SOAK_S:-1800}
-numabal daemon -p home-node --sensor softdirty --metrics-port 9893 --decision-log /tmp/dec.jsonl > /tmp/daemon.out 2>&1 &
+numabal daemon -p home-node --sensor softdirty --min-rss-mb 16 --metrics-port 9893 --decision-log /tmp/dec.jsonl > /tmp/daemon.out 2>&1 &
 D=$!
 sleep 5
 rss() { awk '/^VmRSS:/ { print $2 }' /proc/$D/status; }
