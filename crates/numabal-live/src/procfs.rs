@@ -145,7 +145,7 @@ pub fn entries_of_smaps_rollup(text: &str) -> Option<u64> {
     let pmd: u64 = ["AnonHugePages", "ShmemPmdMapped", "FilePmdMapped"]
         .iter()
         .filter_map(|n| kb(n))
-        .sum::<u64>()
+        .fold(0u64, u64::saturating_add)
         .min(rss);
     Some((rss - pmd) / 4 + pmd.div_ceil(2048))
 }
