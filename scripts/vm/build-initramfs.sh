@@ -39,7 +39,7 @@ mkdir -p "$out_dir"
 
 # --- what goes in ----------------------------------------------------------------------
 project_bins=()
-for b in numabal numa01-like numa02-like numa-costs twin-sample placement; do
+for b in numabal numa01-like numa02-like numa-costs twin-sample placement spawner; do
   p=$repo/target/release/$b
   [ -x "$p" ] || die "$p is missing: cargo build --release --locked -p numabal-cli -p numabal-testprogs"
   project_bins+=("$p")

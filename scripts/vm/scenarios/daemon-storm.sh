@@ -1,8 +1,9 @@
 # Process storms around `numabal daemon` (issue 19; not in the default list: run with
 # `scripts/vm/daemon-tests.sh daemon-storm`). Two parts of 60 s each, the daemon (home-node,
 # softdirty, metrics on) beside two numa01-like processes it places:
-#  A. as many process starts a second as 8 shell loops of `/bin/true` make (the target is
-#     1000 a second; the rate reached is printed from /proc/stat's `processes`), after 60 s
+#  A. as many process starts a second as `spawner` makes (8 threads, posix_spawn of
+#     /bin/true; the target is 1000 a second, the rate reached is printed from /proc/stat's
+#     `processes`), after 60 s
 #     without them (the baseline: what managing the two numa01-like costs);
 #  B. 500 long-lived small processes (a shell holding 1.5 MiB each), managed with
 #     `--min-rss-mb 1`; first, what reading each /proc file of every process once costs.
@@ -43,10 +44,11 @@ set -- $(measure)
 say "baseline (no storm): daemon CPU $1% of one CPU; pass time median $2 s, max $3 s; managed $4"
 base=$1
 f0=$(forks)
-for k in 1 2 3 4 5 6 7 8; do sh -c 'while :; do /bin/true; done' & eval "L$k=$!"; done
+spawner --threads 8 --seconds 62 > /tmp/spawn.out 2>&1 &
 r=$(measure)
 f1=$(forks)
-for k in 1 2 3 4 5 6 7 8; do eval "kill \$L$k"; done
+wait $! || true
+say "$(cat /tmp/spawn.out)"
 say "process starts: $(( (f1 - f0) / 60 )) a second over 60 s ($((f1 - f0)) in all)"
 set -- $r
 say "the storm's own cost: $(awk -v a="$1" -v b="$base" 'BEGIN { printf "%.2f", a - b }')% of one CPU over the baseline"
