@@ -163,6 +163,29 @@ fn restore_says_what_it_gave_back_and_refuses_a_damaged_state_file() {
         &json,
     );
     assert_eq!(std::fs::read_to_string(&state).unwrap(), "{\"version\":1,");
+    // A daemon that cannot keep its state refuses to start, before its first log line.
+    let root = fixture_host(dir.path());
+    let nowhere = format!("{}/state.json", state.display());
+    let out = numabal()
+        .args([
+            "daemon",
+            "--passes",
+            "1",
+            "--root",
+            &root,
+            "--state-file",
+            &nowhere,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains(&format!("{nowhere}: cannot keep the daemon's state here")),
+        "{e}"
+    );
 }
 
 /// SIGHUP re-reads the configuration file: a valid change is applied and named, one that

@@ -434,6 +434,11 @@ impl Daemon {
         let host_cpus = node_cpus.iter().fold(Mask::new(), |m, c| m.or(c));
         let host_nodes = Mask::from_ids(topo.nodes.iter().map(|n| n.id));
         let cpu_nodes = topo.cpu_nodes();
+        // Locked and read before anything is started or logged: a refusal writes nothing.
+        let opened = (cfg.state_file.as_deref())
+            .filter(|_| !cfg.dry_run)
+            .map(crate::state::StateFile::open)
+            .transpose()?;
         let metrics = Arc::new(Mutex::new(String::new()));
         let metrics_port = cfg
             .metrics_port
@@ -472,8 +477,8 @@ impl Daemon {
                 )
             })?;
         let mut actuator = Actuator::new(cfg.dry_run, cfg.settings.migrate_mb_s);
-        if let Some(path) = cfg.state_file.as_ref().filter(|_| !cfg.dry_run) {
-            actuator.keep_state(restore_left(path, log)?);
+        if let Some((state, left)) = opened {
+            actuator.keep_state(give_back_left(state, left, log)?);
         }
         Ok(Daemon {
             cfg,
@@ -1004,10 +1009,21 @@ pub fn restore_left(
     path: &Path,
     log: &mut dyn FnMut(Value),
 ) -> Result<crate::state::StateFile, LiveError> {
-    let (mut state, left) = crate::state::StateFile::open(path)?;
+    let (state, left) = crate::state::StateFile::open(path)?;
+    give_back_left(state, left, log)
+}
+
+/// The second half of [`restore_left`], for a state file already opened: the daemon opens
+/// it before its start line (a refusal then writes nothing), gives back after it.
+fn give_back_left(
+    mut state: crate::state::StateFile,
+    left: Option<crate::state::Left>,
+    log: &mut dyn FnMut(Value),
+) -> Result<crate::state::StateFile, LiveError> {
     let Some(left) = left else {
         return Ok(state);
     };
+    let path = state.path().to_path_buf();
     let mut a = Actuator::new(false, f64::INFINITY);
     let threads = left.changed.len();
     a.adopt(left.changed);
@@ -1017,7 +1033,7 @@ pub fn restore_left(
     }
     let removed = state.remove().map_err(|e| {
         err(
-            path,
+            &path,
             format!("restored, but the file cannot be removed: {e}"),
         )
     });
