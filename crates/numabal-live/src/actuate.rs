@@ -1186,6 +1186,18 @@ impl Actuator {
 mod tests {
     use super::*;
 
+    /// For a test that changes this thread's affinity: the lock that keeps such tests one
+    /// at a time, this thread, its process, its affinity now and its first CPU alone.
+    fn own_thread() -> (std::sync::MutexGuard<'static, ()>, Tid, Pid, Mask, Mask) {
+        let guard = sys::AFFINITY_TESTS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let tid = Tid(sys::gettid());
+        let before = sys::get_affinity(tid.0).unwrap();
+        let one = Mask::single(before.first().unwrap());
+        (guard, tid, Pid(std::process::id()), before, one)
+    }
+
     /// Nodes 0-3 take turns by 2 MiB run of addresses; the runs whose turn is the source
     /// stay; with one destination every page goes, whatever node it names.
     #[test]
@@ -1249,11 +1261,7 @@ mod tests {
     /// On this process's own thread: set, remembered with the original, restored.
     #[test]
     fn affinity_is_changed_within_the_threads_own_and_restored() {
-        let _one_at_a_time = sys::AFFINITY_TESTS.lock();
-        let tid = Tid(sys::gettid());
-        let pid = Pid(std::process::id());
-        let before = sys::get_affinity(tid.0).unwrap();
-        let one = Mask::single(before.first().unwrap());
+        let (_one_at_a_time, tid, pid, before, one) = own_thread();
         let mut a = Actuator::new(false, 64.0);
         let log = a.apply(
             &Action::SetThreadAffinity {
@@ -1302,13 +1310,9 @@ mod tests {
     /// and removes the file. A change the state file cannot keep is not made.
     #[test]
     fn a_killed_daemons_changes_are_given_back_from_its_state_file() {
-        let _one_at_a_time = sys::AFFINITY_TESTS.lock();
+        let (_one_at_a_time, tid, pid, before, one) = own_thread();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("numabal/state.json");
-        let tid = Tid(sys::gettid());
-        let pid = Pid(std::process::id());
-        let before = sys::get_affinity(tid.0).unwrap();
-        let one = Mask::single(before.first().unwrap());
         let set = |a: &mut Actuator| {
             let action = Action::SetThreadAffinity {
                 tid,
@@ -1346,11 +1350,7 @@ mod tests {
     /// it is given back at once, and forgotten (a stop then has nothing of it to restore).
     #[test]
     fn a_process_let_go_gets_its_affinities_back() {
-        let _one_at_a_time = sys::AFFINITY_TESTS.lock();
-        let tid = Tid(sys::gettid());
-        let pid = Pid(std::process::id());
-        let before = sys::get_affinity(tid.0).unwrap();
-        let one = Mask::single(before.first().unwrap());
+        let (_one_at_a_time, tid, pid, before, one) = own_thread();
         let mut a = Actuator::new(false, 64.0);
         let set = Action::SetThreadAffinity {
             tid,
