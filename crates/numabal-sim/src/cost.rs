@@ -52,6 +52,13 @@ pub struct CostModel {
     pub u_link: Vec<Vec<f64>>,
     /// Sweeps done by the last solve (for tests and benchmarks).
     pub last_sweeps: u32,
+    /// `latency(s, n)` at the current utilisations, row-major (`s * n + n`): every
+    /// thread's `ns_per_byte` reads it instead of evaluating the queueing terms again
+    /// (the same expression, so the same bits; refreshed whenever a utilisation changes).
+    loaded: Vec<f64>,
+    /// The solve's working buffers, kept between intervals (no allocation per interval).
+    users: Vec<Vec<(u32, f64, f64)>>,
+    s_t: Vec<f64>,
 }
 
 const U_MAX: f64 = 1.0 - 1e-9;
@@ -60,7 +67,7 @@ impl CostModel {
     /// From the machine's parameters.
     pub fn new(m: &numabal_model::Machine) -> Self {
         let n = m.nr_nodes();
-        CostModel {
+        let mut cm = CostModel {
             n,
             latency: m.latency_ns.clone(),
             ctrl_cap: m.nodes.iter().map(|x| x.controller_bytes_per_ns).collect(),
@@ -69,7 +76,21 @@ impl CostModel {
             u_ctrl: vec![0.0; n],
             u_link: vec![vec![0.0; n]; n],
             last_sweeps: 0,
-        }
+            loaded: Vec::new(),
+            users: vec![Vec::new(); n + n * n],
+            s_t: Vec::new(),
+        };
+        cm.refresh_loaded();
+        cm
+    }
+
+    /// Recompute `loaded` from the utilisations.
+    fn refresh_loaded(&mut self) {
+        let n = self.n;
+        let mut loaded = std::mem::take(&mut self.loaded);
+        loaded.clear();
+        loaded.extend((0..n * n).map(|i| self.latency(i / n, i % n)));
+        self.loaded = loaded;
     }
 
     #[inline]
@@ -89,10 +110,9 @@ impl CostModel {
 
     /// ns per byte for each memory node, for a thread with this demand.
     pub fn ns_per_byte(&self, d: &Demand, out: &mut [f64]) {
-        for (n, o) in out.iter_mut().enumerate().take(self.n) {
-            *o = d.core_ns_per_byte
-                + d.hit_ns_per_byte
-                + d.miss * self.latency(d.cpu_node, n) * d.per_latency;
+        let row = &self.loaded[d.cpu_node * self.n..(d.cpu_node + 1) * self.n];
+        for (o, &lat) in out.iter_mut().zip(row) {
+            *o = d.core_ns_per_byte + d.hit_ns_per_byte + d.miss * lat * d.per_latency;
         }
     }
 
@@ -103,25 +123,25 @@ impl CostModel {
             self.u_ctrl.iter_mut().for_each(|u| *u = 0.0);
             self.u_link.iter_mut().flatten().for_each(|u| *u = 0.0);
             self.last_sweeps = 0;
+            self.refresh_loaded();
             return;
         }
         // Per thread: current seconds-per-byte S_t.
-        let mut s_t: Vec<f64> = demands
-            .iter()
-            .map(|d| {
-                let mut s = d.core_ns_per_byte + d.hit_ns_per_byte;
-                for (m, &f) in d.mix.iter().enumerate() {
-                    if f > 0.0 {
-                        s += f * d.miss * self.latency(d.cpu_node, m) * d.per_latency;
-                    }
+        let mut s_t = std::mem::take(&mut self.s_t);
+        s_t.clear();
+        s_t.extend(demands.iter().map(|d| {
+            let mut s = d.core_ns_per_byte + d.hit_ns_per_byte;
+            for (m, &f) in d.mix.iter().enumerate() {
+                if f > 0.0 {
+                    s += f * d.miss * self.latency(d.cpu_node, m) * d.per_latency;
                 }
-                s
-            })
-            .collect();
+            }
+            s
+        }));
         // Users of each resource: (thread, a = share*miss*f, w = miss*f*per_latency).
         // Resource index: controller m -> m; link s->m -> n + s*n + m.
-        let nres = n + n * n;
-        let mut users: Vec<Vec<(u32, f64, f64)>> = vec![Vec::new(); nres];
+        let mut users = std::mem::take(&mut self.users);
+        users.iter_mut().for_each(Vec::clear);
         for (t, d) in demands.iter().enumerate() {
             for (m, &f) in d.mix.iter().enumerate() {
                 if f <= 0.0 || d.miss <= 0.0 {
@@ -206,6 +226,9 @@ impl CostModel {
             }
         }
         self.last_sweeps = sweeps;
+        self.users = users;
+        self.s_t = s_t;
+        self.refresh_loaded();
     }
 
     fn set_u(&mut self, r: usize, u: f64) {

@@ -4,6 +4,13 @@
 
 use super::*;
 use crate::memory::{CHUNK, PAGE_BYTES};
+use smallvec::{SmallVec, smallvec};
+
+/// Per-node values of one step, on the stack up to 64 nodes (a step allocating them made
+/// malloc a tenth of a run's time).
+pub(crate) type PerNode<T> = SmallVec<[T; 64]>;
+/// The ranges an access pattern touches: one or two inline, Zipf's dozens on the heap.
+pub(crate) type Ranges = SmallVec<[(u64, u64, f64); 2]>;
 
 impl World<'_> {
     /// Sequential sweep. Returns (CPU ns used, bytes accessed, phase done).
@@ -83,8 +90,7 @@ impl World<'_> {
             let c = page / CHUNK;
             let full = o.chunk_populated(c) == o.chunk_len(c);
             if !full && o.node_of(page).is_none() {
-                let phase_pol = a.mempolicy.clone();
-                let cost = self.first_touch(t, a.region, page, node, phase_pol.as_ref())?;
+                let cost = self.first_touch(t, a.region, page, node, a.mempolicy.as_ref())?;
                 self.charge_kernel(t, cost);
                 continue;
             }
@@ -180,7 +186,7 @@ impl World<'_> {
         let slice = self.threads[t].prog.slice;
         let obj = self.procs[self.threads[t].proc].regions[a.region].obj;
         let nn = self.machine.nr_nodes();
-        let mut mix = vec![0.0; nn];
+        let mut mix: PerNode<f64> = smallvec![0.0; nn];
         let (unpop_w, populated) = self.random_mix(obj, a.pattern, a, slice, &mut mix);
         // Timing assumes accesses to untouched pages are local (they are first-touched now,
         // usually on this node); where they really went is accounted below.
@@ -205,7 +211,7 @@ impl World<'_> {
         }
         // First touches: the expected number of untouched pages hit by bytes/64 accesses,
         // populated in address order (hot pages first for zipf/hot).
-        let mut placed = vec![0u64; nn];
+        let mut placed: PerNode<u64> = smallvec![0; nn];
         let unpop_pages = (slice.1 - slice.0) - populated;
         if unpop_pages > 0 && unpop_w > 0.0 {
             let lines = bytes / 64.0;
@@ -215,13 +221,12 @@ impl World<'_> {
             th.prog.pop_carry += expect;
             let mut n_new = th.prog.pop_carry.floor() as u64;
             th.prog.pop_carry -= n_new as f64;
-            let phase_pol = a.mempolicy.clone();
             while n_new > 0 {
                 let cur = self.threads[t].prog.pop_cursor;
                 let Some(p) = self.objects[obj].next_unpopulated(cur, slice.1) else {
                     break;
                 };
-                let cost = self.first_touch(t, a.region, p, node, phase_pol.as_ref())?;
+                let cost = self.first_touch(t, a.region, p, node, a.mempolicy.as_ref())?;
                 self.charge_kernel(t, cost);
                 self.threads[t].prog.pop_cursor = p + 1;
                 let o = &self.objects[obj];
@@ -377,7 +382,7 @@ impl World<'_> {
         mix: &mut [f64],
     ) -> (f64, u64) {
         let o = &self.objects[obj];
-        let mut h = vec![0u64; mix.len()];
+        let mut h: PerNode<u64> = smallvec![0; mix.len()];
         // Weight given to non-empty ranges, to normalise by (a hot part covering the whole
         // slice leaves the cold weight unused).
         let mut weight = 0.0;
@@ -429,18 +434,14 @@ impl World<'_> {
 /// The ranges of `slice` an access pattern touches, each with its share of the accesses.
 /// Zipf is approximated by one range per power of two of the page rank, weighted by the
 /// integral of `(x+1)^-s` over it.
-pub(crate) fn pattern_ranges_of(
-    pattern: Pattern,
-    a: &AccessRt,
-    slice: (u64, u64),
-) -> Vec<(u64, u64, f64)> {
+pub(crate) fn pattern_ranges_of(pattern: Pattern, a: &AccessRt, slice: (u64, u64)) -> Ranges {
     let (s, e) = slice;
     let len = (e - s).max(1);
     match pattern {
-        Pattern::Uniform | Pattern::Sweep => vec![(s, e, 1.0)],
+        Pattern::Uniform | Pattern::Sweep => smallvec![(s, e, 1.0)],
         Pattern::Hot => {
             let hot = ((len as f64 * a.hot_fraction).ceil() as u64).clamp(1, len);
-            vec![(s, s + hot, a.hot_weight), (s + hot, e, 1.0 - a.hot_weight)]
+            smallvec![(s, s + hot, a.hot_weight), (s + hot, e, 1.0 - a.hot_weight)]
         }
         Pattern::Zipf => {
             // Range k covers ranks [2^k - 1, 2^(k+1) - 1); weight ∝ sum of 1/(r+1)^s.
@@ -471,6 +472,6 @@ pub(crate) fn pattern_ranges_of(
 }
 
 /// The ranges a random-access phase touches (its own pattern).
-pub(crate) fn pattern_ranges(a: &AccessRt, slice: (u64, u64)) -> Vec<(u64, u64, f64)> {
+pub(crate) fn pattern_ranges(a: &AccessRt, slice: (u64, u64)) -> Ranges {
     pattern_ranges_of(a.pattern, a, slice)
 }

@@ -6,6 +6,20 @@ use crate::memory::PAGE_BYTES;
 use crate::sched::LbCtx;
 use numabal_model::workload::Pattern;
 
+/// `advance`'s working buffers, kept in the world between intervals.
+#[derive(Debug, Default)]
+pub(crate) struct StepBuffers {
+    /// (thread, CPU, share of the interval) of every running thread.
+    running: Vec<(usize, usize, f64)>,
+    busy_before: Vec<bool>,
+    demands: Vec<Demand>,
+    /// Index in `demands` of each running thread's demand.
+    dem_of: Vec<Option<usize>>,
+    smt_info: Vec<(f64, f64, f64)>,
+    /// Node-mix vectors of earlier intervals' demands, for reuse.
+    mixes: Vec<Vec<f64>>,
+}
+
 impl World<'_> {
     pub(crate) fn advance(
         &mut self,
@@ -20,8 +34,16 @@ impl World<'_> {
         // (simplification: the count at its start).
         let h = self.host_speed_at(t0, 0);
         self.host_speed = h;
+        let StepBuffers {
+            mut running,
+            mut busy_before,
+            mut demands,
+            mut dem_of,
+            mut smt_info,
+            mut mixes,
+        } = std::mem::take(&mut self.step);
         // Running threads and their shares.
-        let mut running: Vec<(usize, usize, f64)> = Vec::new();
+        running.clear();
         for c in 0..ncpu {
             let rq = self.sched.rq(c);
             let k = rq.len();
@@ -29,15 +51,17 @@ impl World<'_> {
                 running.push((t as usize, c, h / k as f64));
             }
         }
-        let busy_before: Vec<bool> = (0..ncpu).map(|c| !self.sched.rq(c).is_empty()).collect();
+        busy_before.clear();
+        busy_before.extend((0..ncpu).map(|c| !self.sched.rq(c).is_empty()));
         for (c, &busy) in busy_before.iter().enumerate() {
             self.cpu_free_from[c] = (!busy).then_some(t0);
         }
         self.interval_end = Some(t1);
-        // Demands.
-        let mut demands: Vec<Demand> = Vec::with_capacity(running.len());
-        let mut dem_of: Vec<Option<usize>> = vec![None; running.len()];
-        let mut smt_info: Vec<(f64, f64, f64)> = Vec::with_capacity(running.len());
+        // Demands (their node mixes in vectors kept from earlier intervals).
+        mixes.extend(demands.drain(..).map(|d: Demand| d.mix));
+        dem_of.clear();
+        dem_of.resize(running.len(), None);
+        smt_info.clear();
         for (ri, &(t, c, share)) in running.iter().enumerate() {
             let smt = self.smt_shares(c);
             smt_info.push(smt);
@@ -51,7 +75,9 @@ impl World<'_> {
                 continue;
             };
             let node = self.machine.cpus[c].node;
-            let mut mix = vec![0.0; nn];
+            let mut mix = mixes.pop().unwrap_or_default();
+            mix.clear();
+            mix.resize(nn, 0.0);
             let slice = if th.prog.started {
                 th.prog.slice
             } else {
@@ -150,6 +176,14 @@ impl World<'_> {
         }
         self.sched = sched;
         self.count_moves();
+        self.step = StepBuffers {
+            running,
+            busy_before,
+            demands,
+            dem_of,
+            smt_info,
+            mixes,
+        };
         Ok(())
     }
 

@@ -180,7 +180,7 @@ impl World<'_> {
                             (_, _, Some(s)) => Amount::Seconds(s),
                             _ => Amount::Bytes(0.0), // passes: resolved per thread from its slice
                         };
-                        PhaseRt::Access(AccessRt {
+                        PhaseRt::Access(std::rc::Rc::new(AccessRt {
                             region,
                             slice: a.slice,
                             pattern: a.pattern,
@@ -195,7 +195,7 @@ impl World<'_> {
                             mempolicy: resolve_policy(&a.mempolicy, n, self.random_node, label)?,
                             write: a.write,
                             run_on_node: a.run_on_node,
-                        })
+                        }))
                     }
                     PhaseSpec::Compute(c) => PhaseRt::Compute(c.seconds * NS, c.jitter),
                     PhaseSpec::Sleep(s) => PhaseRt::Sleep(s.seconds * NS, s.jitter),

@@ -90,7 +90,9 @@ pub(crate) struct AccessRt {
 
 #[derive(Debug, Clone)]
 pub(crate) enum PhaseRt {
-    Access(AccessRt),
+    /// Shared, so that a thread's step takes its phase without copying it (a memory
+    /// policy's node mask is on the heap).
+    Access(std::rc::Rc<AccessRt>),
     /// ns, jitter.
     Compute(f64, f64),
     /// ns, jitter.
@@ -286,6 +288,8 @@ pub struct World<'a> {
     thp_enabled: Thp,
     check: bool,
     scratch_hist: Vec<u64>,
+    /// `advance`'s working buffers, kept between intervals (no allocation per interval).
+    step: exec::StepBuffers,
     /// During `advance`: the interval's end.
     interval_end: Option<u64>,
     /// Threads that become runnable during the current interval.
@@ -552,6 +556,7 @@ impl<'a> World<'a> {
             thp_enabled: sc.sim.transparent_hugepage,
             check: sc.sim.check_invariants,
             scratch_hist: vec![0; m.nr_nodes()],
+            step: exec::StepBuffers::default(),
             interval_end: None,
             late: Vec::new(),
             cpu_free_from: vec![None; m.nr_cpus()],
