@@ -47,6 +47,9 @@ pub struct MemObject {
     nr_nodes: usize,
     node: Vec<u8>,
     hist: Vec<u16>,
+    /// Populated pages per chunk (the sum of its `hist` row, kept so that a step asking
+    /// whether a chunk is full reads one number, not one per node).
+    chunk_pop: Vec<u16>,
     huge: Vec<bool>,
     fen: Vec<Vec<u64>>,
     node_pages: Vec<u64>,
@@ -75,6 +78,7 @@ impl MemObject {
             nr_nodes,
             node: vec![NO_NODE; pages as usize],
             hist: vec![0; chunks * nr_nodes],
+            chunk_pop: vec![0; chunks],
             huge: vec![false; chunks],
             fen: vec![vec![0; chunks + 1]; nr_nodes],
             node_pages: vec![0; nr_nodes],
@@ -297,7 +301,7 @@ impl MemObject {
 
     /// Populated pages in chunk `c`.
     pub fn chunk_populated(&self, c: u64) -> u64 {
-        self.chunk_hist(c).iter().map(|&x| x as u64).sum()
+        self.chunk_pop[c as usize] as u64
     }
 
     /// Populated pages per node.
@@ -365,6 +369,7 @@ impl MemObject {
             self.fen_add(node, c, moved_in);
         }
         self.populated += added;
+        self.chunk_pop[c] += added as u16;
         self.generation += 1;
     }
 
@@ -445,26 +450,17 @@ impl MemObject {
             return;
         }
         let c = a / CHUNK;
-        let h = self.chunk_hist(c);
-        let len = self.chunk_len(c);
-        let mut only = None;
-        let mut total = 0u64;
-        for (n, &x) in h.iter().enumerate() {
-            if x > 0 {
-                total += x as u64;
-                only = if only.is_none() && x as u64 == len {
-                    Some(n)
-                } else {
-                    None
-                };
+        let pop = self.chunk_populated(c);
+        if pop == 0 {
+            return;
+        }
+        // A full chunk on one node: all its pages are where its page `a` is.
+        if pop == self.chunk_len(c) {
+            let n = self.node[a as usize] as usize;
+            if self.chunk_hist(c)[n] as u64 == pop {
+                out[n] += b - a;
+                return;
             }
-        }
-        if total == 0 {
-            return;
-        }
-        if let Some(n) = only {
-            out[n] += b - a;
-            return;
         }
         for p in a..b {
             let n = self.node[p as usize];
@@ -514,6 +510,13 @@ impl MemObject {
                     ));
                 }
                 node_pages[n] += counted;
+            }
+            if h.iter().sum::<u64>() != self.chunk_populated(c) {
+                return Err(format!(
+                    "chunk {c}: {} pages counted populated, its pages say {}",
+                    self.chunk_populated(c),
+                    h.iter().sum::<u64>()
+                ));
             }
             if self.huge[c as usize] && h.iter().filter(|&&x| x > 0).count() > 1 {
                 return Err(format!("THP chunk {c} is split over several nodes"));
