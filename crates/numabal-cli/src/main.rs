@@ -205,6 +205,10 @@ struct SimArgs {
     /// No progress on stderr.
     #[arg(long)]
     quiet: bool,
+    /// At the end, print on stderr what the simulator did: events handled, intervals
+    /// stepped, hinting faults, wall time and the rates per wall second (for benchmarks)
+    #[arg(long)]
+    engine_stats: bool,
 }
 
 #[derive(Args, Debug)]
@@ -526,9 +530,17 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
     })?;
     a.report.prepare(a.json.as_deref())?;
     let progress = progress::Progress::simulated("sim", a.quiet);
-    let r = numabal_sim::run_observed(&sc, Some(&|p| progress.simulated_to(p)));
+    let started = std::time::Instant::now();
+    let r = numabal_sim::run_counted(
+        numabal_sim::registry::standard(),
+        &sc,
+        Some(&|p| progress.simulated_to(p)),
+    );
     progress.finish();
-    let r = r?;
+    let (r, counts) = r?;
+    if a.engine_stats {
+        print_engine_stats(&r, counts, started.elapsed().as_secs_f64());
+    }
     if let Some(path) = &a.json {
         output::write_json_atomic(path, &r)?;
     }
@@ -538,6 +550,23 @@ fn sim(a: &SimArgs) -> Result<(), Failure> {
     }
     a.report.write(&report::Report::of_run(&r), "sim")?;
     Ok(())
+}
+
+/// One line on stderr: what the engine did, and per wall second.
+fn print_engine_stats(r: &numabal_sim::RunResult, c: numabal_sim::EngineCounts, wall_s: f64) {
+    let per = |x: f64| x / wall_s.max(1e-9);
+    let hint = r.metrics.numa_hint_faults as f64;
+    eprintln!(
+        "engine: {} events, {} steps, {hint} hinting faults, {:.3} s wall; per wall second: \
+         {:.1} simulated s, {:.0} events, {:.0} steps, {:.0} hinting faults",
+        c.events,
+        c.steps,
+        wall_s,
+        per(r.metrics.runtime_s),
+        per(c.events as f64),
+        per(c.steps as f64),
+        per(hint),
+    );
 }
 
 fn compare(a: &CompareArgs) -> Result<(), Failure> {

@@ -42,6 +42,18 @@ pub struct Sim<'a> {
     nominal_total_ns: f64,
     /// The policy's tunables as the run uses them (the result's `scenario.tunables`).
     tunables: serde_json::Value,
+    /// What the engine did (benchmarks; not part of the result).
+    counts: EngineCounts,
+}
+
+/// What the engine did in a run: the cost of a run is about `steps x running threads`
+/// plus the per-event and per-fault work (scripts/bench.sh prints these per wall second).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineCounts {
+    /// Events handled (starts, wakeups, ticks, samples, policy passes).
+    pub events: u64,
+    /// Intervals every running thread was advanced over (one per distinct event time).
+    pub steps: u64,
 }
 
 /// Run a scenario to completion.
@@ -64,6 +76,15 @@ pub fn run_in(
     sc: &Scenario,
     progress: Option<&(dyn Fn(RunProgress) + Sync)>,
 ) -> Result<RunResult, SimError> {
+    run_counted(registry, sc, progress).map(|(r, _)| r)
+}
+
+/// `run_in`, also returning what the engine did.
+pub fn run_counted(
+    registry: &Registry,
+    sc: &Scenario,
+    progress: Option<&(dyn Fn(RunProgress) + Sync)>,
+) -> Result<(RunResult, EngineCounts), SimError> {
     let built = registry.build_run(&sc.policy, sc.daemon.as_ref())?;
     let mut sim = Sim::with_user(sc, UserSpace::new(built.policy, built.daemon, &sc.machine));
     if let Some(k) = built.kernel {
@@ -72,7 +93,7 @@ pub fn run_in(
     sim.tunables = built.tunables;
     sim.progress = progress;
     sim.run()?;
-    Ok(sim.result())
+    Ok((sim.result(), sim.counts))
 }
 
 /// Run a scenario under a policy object (for policies not in the registry, e.g. tests).
@@ -98,6 +119,7 @@ impl<'a> Sim<'a> {
             progress: None,
             nominal_total_ns: 0.0,
             tunables: serde_json::Value::Null,
+            counts: EngineCounts::default(),
         }
     }
 
@@ -144,12 +166,14 @@ impl<'a> Sim<'a> {
             if t1 > t0 {
                 let (w, mut a) = self.split();
                 w.advance(&mut a, t0, t1)?;
+                self.counts.steps += 1;
                 t0 = t1;
             }
             self.world.set_now(t1);
             while self.world.next_event_time() == Some(t1) {
                 let ev = self.world.pop_event().expect("peeked");
                 self.handle(ev)?;
+                self.counts.events += 1;
             }
             self.world.count_moves();
         }

@@ -31,6 +31,8 @@ pub mod userspace;
 pub mod world;
 
 pub use compare::{CompareResult, compare, compare_observed};
-pub use engine::{RunProgress, SimError, run, run_in, run_observed, run_with};
+pub use engine::{
+    EngineCounts, RunProgress, SimError, run, run_counted, run_in, run_observed, run_with,
+};
 pub use result::RunResult;
 pub use suite::{SuiteResult, suite};

@@ -339,6 +339,8 @@ impl MemObject {
         let c = (page / CHUNK) as usize;
         debug_assert_eq!(c as u64, (page + count - 1) / CHUNK);
         let mut delta_old = [0i64; 64];
+        // Nodes pages left (a bit each): only those are visited below, not every node.
+        let mut left = 0u64;
         let mut added = 0u64;
         for p in page..page + count {
             let old = self.node[p as usize];
@@ -349,18 +351,19 @@ impl MemObject {
                 added += 1;
             } else {
                 delta_old[old as usize] -= 1;
+                left |= 1 << old;
             }
             self.node[p as usize] = node as u8;
         }
         let mut moved_in = added as i64;
-        for (o, &d) in delta_old.iter().enumerate().take(self.nr_nodes) {
-            if d != 0 {
-                self.hist[c * self.nr_nodes + o] =
-                    (self.hist[c * self.nr_nodes + o] as i64 + d) as u16;
-                self.node_pages[o] = (self.node_pages[o] as i64 + d) as u64;
-                self.fen_add(o, c, d);
-                moved_in -= d;
-            }
+        while left != 0 {
+            let o = left.trailing_zeros() as usize;
+            left &= left - 1;
+            let d = delta_old[o];
+            self.hist[c * self.nr_nodes + o] = (self.hist[c * self.nr_nodes + o] as i64 + d) as u16;
+            self.node_pages[o] = (self.node_pages[o] as i64 + d) as u64;
+            self.fen_add(o, c, d);
+            moved_in -= d;
         }
         if moved_in != 0 {
             self.hist[c * self.nr_nodes + node] =

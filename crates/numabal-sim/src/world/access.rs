@@ -6,9 +6,9 @@ use super::*;
 use crate::memory::{CHUNK, PAGE_BYTES};
 use smallvec::{SmallVec, smallvec};
 
-/// Per-node values of one step, on the stack up to 64 nodes (a step allocating them made
-/// malloc a tenth of a run's time).
-pub(crate) type PerNode<T> = SmallVec<[T; 64]>;
+/// Per-node values of one step, on the stack up to 8 nodes (a step allocating them made
+/// malloc a tenth of a run's time; more inline room costs its copying on small machines).
+pub(crate) type PerNode<T> = SmallVec<[T; 8]>;
 /// The ranges an access pattern touches: one or two inline, Zipf's dozens on the heap.
 pub(crate) type Ranges = SmallVec<[(u64, u64, f64); 2]>;
 

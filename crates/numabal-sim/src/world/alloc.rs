@@ -63,28 +63,22 @@ impl World<'_> {
         let allowed = &self.procs[self.threads[t].proc].cpuset_mems;
         let room = |n: usize| self.node_used[n] + nr <= self.node_cap[n];
         let fits = |n: usize| allowed.contains(n) && room(n);
-        let zonelist = |from: usize| self.machine.nodes_by_distance(from);
+        let zonelist = |from: usize| self.zonelists[from].iter().copied();
         match pol {
-            MemPolicy::Default => zonelist(cpu_node).into_iter().find(|&n| fits(n)),
+            MemPolicy::Default => zonelist(cpu_node).find(|&n| fits(n)),
             MemPolicy::Preferred(p) => {
                 if fits(*p) {
                     return Some(*p);
                 }
-                zonelist(*p).into_iter().find(|&n| fits(n))
+                zonelist(*p).find(|&n| fits(n))
             }
             MemPolicy::Bind(mask) => {
                 // cpuset mems always win: a bind set outside them is rebound to the cpuset,
                 // as the kernel does (set_mempolicy refuses such a set; cpuset changes
                 // rebind existing policies).
-                let inside = mask.and(allowed);
-                let set = if inside.is_empty() {
-                    allowed.clone()
-                } else {
-                    inside
-                };
+                let rebound = !mask.intersects(allowed);
                 zonelist(cpu_node)
-                    .into_iter()
-                    .find(|&n| set.contains(n) && room(n))
+                    .find(|&n| allowed.contains(n) && (rebound || mask.contains(n)) && room(n))
             }
             MemPolicy::Interleave(mask) => {
                 let set: Vec<usize> = mask
@@ -93,13 +87,13 @@ impl World<'_> {
                     .filter(|&n| n < self.machine.nr_nodes())
                     .collect();
                 if set.is_empty() {
-                    return zonelist(cpu_node).into_iter().find(|&n| fits(n));
+                    return zonelist(cpu_node).find(|&n| fits(n));
                 }
                 let target = set[(il_index % set.len() as u64) as usize];
                 if fits(target) {
                     return Some(target);
                 }
-                zonelist(target).into_iter().find(|&n| fits(n))
+                zonelist(target).find(|&n| fits(n))
             }
         }
     }

@@ -288,6 +288,9 @@ pub struct World<'a> {
     thp_enabled: Thp,
     check: bool,
     scratch_hist: Vec<u64>,
+    /// Each node's fallback order, nearest first (`Machine::nodes_by_distance`, sorted
+    /// once here: a first touch sorting them again per page was half of a 64-node run).
+    zonelists: Vec<Vec<usize>>,
     /// `advance`'s working buffers, kept between intervals (no allocation per interval).
     step: exec::StepBuffers,
     /// During `advance`: the interval's end.
@@ -556,6 +559,7 @@ impl<'a> World<'a> {
             thp_enabled: sc.sim.transparent_hugepage,
             check: sc.sim.check_invariants,
             scratch_hist: vec![0; m.nr_nodes()],
+            zonelists: (0..m.nr_nodes()).map(|n| m.nodes_by_distance(n)).collect(),
             step: exec::StepBuffers::default(),
             interval_end: None,
             late: Vec::new(),
