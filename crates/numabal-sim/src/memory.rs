@@ -425,6 +425,21 @@ impl MemObject {
         freed
     }
 
+    /// The node holding every page of the populated range `[a, b)` when that is known
+    /// at once: one page, or a range inside a full chunk whose pages are all on one node.
+    #[inline]
+    pub fn single_node(&self, a: u64, b: u64) -> Option<usize> {
+        if b == a + 1 {
+            return self.node_of(a);
+        }
+        let c = a / CHUNK;
+        if b > (c + 1) * CHUNK || self.chunk_populated(c) != self.chunk_len(c) {
+            return None;
+        }
+        let n = self.node[a as usize] as usize;
+        (self.chunk_hist(c)[n] as u64 == self.chunk_len(c)).then_some(n)
+    }
+
     /// Pages per node in `[a, b)`, added to `out`.
     pub fn range_hist(&self, a: u64, b: u64, out: &mut [u64]) {
         if a >= b {

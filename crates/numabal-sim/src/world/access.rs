@@ -126,17 +126,16 @@ impl World<'_> {
                     continue;
                 }
             }
-            let mut h = std::mem::take(&mut self.scratch_hist);
-            h.iter_mut().for_each(|x| *x = 0);
-            self.objects[obj].range_hist(page, range_end, &mut h);
+            // Pages of this range per node, nodes without any left out (they add +0.0 to
+            // the sums below, which changes no bits).
+            let counts = self.range_counts(obj, page, range_end);
             let offset_in_page = pos - ((page - s) as f64 * PAGE_BYTES);
             let range_bytes = (range_end - page) as f64 * PAGE_BYTES - offset_in_page;
             let npages = (range_end - page) as f64;
             // Bytes of this range per node (the first page is partly done).
-            let time: f64 = h
+            let time: f64 = counts
                 .iter()
-                .zip(tau)
-                .map(|(&c, &t)| c as f64 / npages * range_bytes * t)
+                .map(|&(n, c)| c as f64 / npages * range_bytes * tau[n])
                 .sum();
             let left = self.threads[t].prog.left;
             let room = budget - used;
@@ -148,12 +147,9 @@ impl World<'_> {
                 frac = room / time;
             }
             let take = range_bytes * frac;
-            for (n, &c) in h.iter().enumerate() {
-                if c > 0 {
-                    self.account(t, node, n, c as f64 / npages * take);
-                }
+            for &(n, c) in &counts {
+                self.account(t, node, n, c as f64 / npages * take);
             }
-            self.scratch_hist = h;
             used += time * frac;
             bytes_done += take;
             self.user_ns += time * frac;
@@ -169,6 +165,25 @@ impl World<'_> {
                 return Ok((budget, bytes_done, false));
             }
         }
+    }
+
+    /// (node, pages) of the populated range `[a, b)` of object `obj`, nodes in order and
+    /// only those holding some: one page or a chunk on one node without a pass over the
+    /// nodes (a first-touch sweep takes one step per page).
+    fn range_counts(&mut self, obj: usize, a: u64, b: u64) -> PerNode<(usize, u64)> {
+        let o = &self.objects[obj];
+        if let Some(n) = o.single_node(a, b) {
+            return smallvec![(n, b - a)];
+        }
+        let mut h = std::mem::take(&mut self.scratch_hist);
+        h.iter_mut().for_each(|x| *x = 0);
+        o.range_hist(a, b, &mut h);
+        let counts = (h.iter().enumerate())
+            .filter(|&(_, &c)| c > 0)
+            .map(|(n, &c)| (n, c))
+            .collect();
+        self.scratch_hist = h;
+        counts
     }
 
     /// Uniform / hot / zipf access. Returns (CPU ns used, bytes accessed, phase done).
