@@ -19,7 +19,8 @@ The memory dimension also fits the steady cost (60 s minus the first 30 s, the f
 touches being per-page work as in the kernel).
 
 Usage: scripts/bench_scale.py BIN [BASE_BIN]   (BASE_BIN: the same runs with a baseline,
-and the ratio of wall times, this / base). Wall time: about 15 minutes on one core (twice
+and the ratio of wall times, this / base); scripts/bench_scale.py --machine NODES GIB
+prints the machine file of NODES nodes of GIB each. Wall time: about 15 minutes on one core (twice
 that with a baseline).
 """
 
@@ -108,7 +109,11 @@ def fit(xs, ys):
 
 
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) == 4 and sys.argv[1] == "--machine":
+        # scripts/bench.sh's 64-node machine, from the same definition.
+        print(machine(int(sys.argv[2]), int(sys.argv[3])), end="")
+        return
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         sys.exit(__doc__)
     binary, base = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None)
     tmp = tempfile.mkdtemp(prefix="numabal-scale-")

@@ -7,10 +7,10 @@
 # Usage: scripts/same-results.sh [--full] [REV_A [REV_B]]   (REV_B "." = the working tree;
 # either may be the path of a numabal binary already built, to save its build)
 # --full adds the engine redesign's set: every policy on every calibration workload of
-# autonuma-2n24, kvm_guests on rhel-4n40, pmbench for 300 simulated s, and the hpc suite
-# with 2 seeds on stable-a.
+# autonuma-2n24, kvm_guests on rhel-4n40, pmbench for 300 simulated s, the hpc suite
+# with 2 seeds on stable-a, and pmbench's simulated hour under autonuma.
 # Wall time: two release builds (about 5 minutes each on 2 cores), then about 4 minutes of
-# runs (--full: about 15 more). Nothing is left behind but target/same-results/.
+# runs (--full: about 17 more). Nothing is left behind but target/same-results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FULL=0
@@ -50,6 +50,8 @@ if [ "$FULL" = 1 ]; then
     SCENARIOS+=("pmbench300-$p|sim -m xeon-2n104 -w pmbench -p $p --set sim.max_time_s=300")
   done
   SCENARIOS+=("hpc-suite|suite hpc -m stable-a --seeds 2 --jobs 2")
+  # The simulated hour of the speed work's benchmark (scripts/bench.sh).
+  SCENARIOS+=("pmbench-hour-autonuma|sim -m xeon-2n104 -w pmbench -p autonuma")
 fi
 
 build() {  # rev (or a numabal binary built before) -> path of its numabal binary

@@ -5,6 +5,7 @@ use super::*;
 use crate::memory::PAGE_BYTES;
 use crate::sched::LbCtx;
 use numabal_model::workload::Pattern;
+use std::rc::Rc;
 
 /// `advance`'s working buffers, kept in the world between intervals.
 #[derive(Debug, Default)]
@@ -62,6 +63,10 @@ impl World<'_> {
         dem_of.clear();
         dem_of.resize(running.len(), None);
         smt_info.clear();
+        // The last random pattern's mix: threads of one phase over one slice see the same
+        // pages in the same state (nothing changes while demands are gathered), so the
+        // mix is computed once for them (same inputs, same bits).
+        let mut last_mix: Option<((usize, u64, *const AccessRt, (u64, u64)), Vec<f64>, f64)> = None;
         for (ri, &(t, c, share)) in running.iter().enumerate() {
             let smt = self.smt_shares(c);
             smt_info.push(smt);
@@ -91,7 +96,18 @@ impl World<'_> {
                 let end = (start + window).min(slice.1);
                 self.random_mix(obj, Pattern::Uniform, a, (start.min(end), end), &mut mix)
             } else {
-                self.random_mix(obj, a.pattern, a, slice, &mut mix)
+                let key = (obj, self.objects[obj].generation, Rc::as_ptr(a), slice);
+                match &last_mix {
+                    Some((k, m, u)) if *k == key => {
+                        mix.copy_from_slice(m);
+                        (*u, 0)
+                    }
+                    _ => {
+                        let r = self.random_mix(obj, a.pattern, a, slice, &mut mix);
+                        last_mix = Some((key, mix.clone(), r.0));
+                        r
+                    }
+                }
             };
             mix[node] += unpop;
             let total: f64 = mix.iter().sum();
