@@ -480,8 +480,17 @@ impl MemObject {
                 return;
             }
         }
-        for p in a..b {
-            let n = self.node[p as usize];
+        let pages = &self.node[a as usize..b as usize];
+        if self.nr_nodes <= 8 {
+            // A count per node over the bytes: compares the compiler vectorises, where a
+            // byte-by-byte tally cannot be (a chunk split between nodes is counted at
+            // every step of a sweep through it).
+            for (n, o) in out.iter_mut().enumerate().take(self.nr_nodes) {
+                *o += pages.iter().filter(|&&x| x == n as u8).count() as u64;
+            }
+            return;
+        }
+        for &n in pages {
             if n != NO_NODE {
                 out[n as usize] += 1;
             }

@@ -32,8 +32,8 @@ pub(super) struct LbEnv {
     pub(super) dst_cpu: usize,
     pub(super) li: usize,
     pub(super) idle: CpuIdleType,
-    /// `dst_cpu`'s span at the level (a copy: balancing moves tasks while reading it).
-    pub(super) span: Span,
+    /// `dst_cpu`'s span at the level (shared: balancing moves tasks while reading it).
+    pub(super) span: std::rc::Rc<Span>,
     pub(super) kind: LevelKind,
     pub(super) imbalance_pct: u64,
     pub(super) numa: bool,
@@ -163,7 +163,8 @@ impl Sched {
         can_move: CanMove<'_>,
     ) -> (usize, bool) {
         let mut env = LbEnv::new(self, cpu, li, idle);
-        let groups = env.span.ring(cpu).into_iter().cloned().collect::<Vec<_>>();
+        let span = std::rc::Rc::clone(&env.span);
+        let groups = span.ring(cpu);
         if !self.should_we_balance(&env, &groups[0]) {
             if idle != CpuIdleType::NewlyIdle {
                 // Not this CPU's turn: like the kernel, count it as balanced at this level

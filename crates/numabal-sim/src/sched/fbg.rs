@@ -50,7 +50,7 @@ impl Sched {
 
     /// `update_sd_lb_stats` over `groups`, the span's groups in ring order from the local
     /// one (`groups[0]`).
-    fn update_sd_lb_stats(&self, env: &LbEnv, groups: &[Group]) -> SdLbStats {
+    fn update_sd_lb_stats(&self, env: &LbEnv, groups: &[&Group]) -> SdLbStats {
         let local = self.update_sg_lb_stats(env, &groups[0], true);
         let mut busiest: Option<(usize, Sgs)> = None;
         let mut total_load = local.load;
@@ -79,7 +79,7 @@ impl Sched {
     /// `find_busiest_group` (`sched_balance_find_src_group` since Linux 6.10): the index in
     /// `groups` of the group to pull from, with `env.migration_type` and `env.imbalance`
     /// set, or `None` when the level is balanced.
-    pub(super) fn find_busiest_group(&self, env: &mut LbEnv, groups: &[Group]) -> Option<usize> {
+    pub(super) fn find_busiest_group(&self, env: &mut LbEnv, groups: &[&Group]) -> Option<usize> {
         let sds = self.update_sd_lb_stats(env, groups);
         let (bgi, b) = sds.busiest?;
         let local = &sds.local;

@@ -55,12 +55,13 @@ pub(super) struct Level {
     pub(super) imbalance_pct: u64,
     pub(super) cache_nice_tries: u32,
     pub(super) balance_fork: bool,
-    pub(super) spans: Vec<Span>,
+    /// Shared: a balancing pass holds its span while it moves tasks (no copy per pass).
+    pub(super) spans: Vec<std::rc::Rc<Span>>,
     pub(super) span_of_cpu: Vec<usize>,
 }
 
 impl Level {
-    pub(super) fn span(&self, cpu: usize) -> &Span {
+    pub(super) fn span(&self, cpu: usize) -> &std::rc::Rc<Span> {
         &self.spans[self.span_of_cpu[cpu]]
     }
     pub(super) fn share_llc(&self) -> bool {
@@ -255,7 +256,7 @@ impl<'m> Topo<'m> {
             imbalance_pct,
             cache_nice_tries,
             balance_fork,
-            spans,
+            spans: spans.into_iter().map(std::rc::Rc::new).collect(),
             span_of_cpu: of,
         }
     }
@@ -379,7 +380,7 @@ impl Sched {
     pub fn disallow_numa_imbalance(&mut self) {
         for l in &mut self.levels {
             for s in &mut l.spans {
-                s.imb_numa_nr = 0;
+                std::rc::Rc::make_mut(s).imb_numa_nr = 0;
             }
         }
     }

@@ -406,9 +406,16 @@ impl World<'_> {
             if b0 <= a0 {
                 return 0.0;
             }
-            h.iter_mut().for_each(|x| *x = 0);
-            o.range_hist(a0, b0, &mut h);
-            let pop: u64 = h.iter().sum();
+            // A range on one node adds to that node's share only (the others would add
+            // +0.0, which changes nothing).
+            let single = o.single_node(a0, b0);
+            let pop: u64 = if single.is_some() {
+                b0 - a0
+            } else {
+                h.iter_mut().for_each(|x| *x = 0);
+                o.range_hist(a0, b0, &mut h);
+                h.iter().sum()
+            };
             // Counted for the whole slice, weighted or not.
             populated += pop;
             if w <= 0.0 {
@@ -416,8 +423,12 @@ impl World<'_> {
             }
             weight += w;
             let n = (b0 - a0) as f64;
-            for (i, &x) in h.iter().enumerate() {
-                mix[i] += w * x as f64 / n;
+            if let Some(i) = single {
+                mix[i] += w * pop as f64 / n;
+            } else {
+                for (i, &x) in h.iter().enumerate() {
+                    mix[i] += w * x as f64 / n;
+                }
             }
             w * (n - pop as f64) / n
         };

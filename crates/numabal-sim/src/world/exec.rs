@@ -112,7 +112,10 @@ impl World<'_> {
             mix[node] += unpop;
             let total: f64 = mix.iter().sum();
             if total > 0.0 {
-                mix.iter_mut().for_each(|x| *x /= total);
+                // 0 / total is 0: only the nodes with a share are divided.
+                mix.iter_mut()
+                    .filter(|x| **x != 0.0)
+                    .for_each(|x| *x /= total);
             } else {
                 mix[node] = 1.0;
             }
