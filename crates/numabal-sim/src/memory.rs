@@ -161,6 +161,26 @@ impl MemObject {
         true
     }
 
+    /// `set_prot` for a scan's walk through one chunk: the bit and the chunk's count now,
+    /// the superblock tree once for the chunk, by `prot_chunk_done(chunk, marked)` before
+    /// anything reads it (one tree update per chunk, not per page: same counts).
+    pub fn mark_prot(&mut self, page: u64) -> bool {
+        let (w, b) = ((page / 64) as usize, page % 64);
+        if self.prot[w] & (1 << b) != 0 {
+            return false;
+        }
+        self.prot[w] |= 1 << b;
+        self.prot_cnt[(page / CHUNK) as usize] += 1;
+        true
+    }
+
+    /// The end of a chunk's `mark_prot` calls: `marked` entries became protected in it.
+    pub fn prot_chunk_done(&mut self, chunk: u64, marked: u64) {
+        if marked > 0 {
+            self.prot_fen_add(chunk as usize / PROT_SB, marked as i64);
+        }
+    }
+
     /// Restore `page`'s mapping (the hinting fault's `pte_modify`).
     pub fn clear_prot(&mut self, page: u64) {
         let (w, b) = ((page / 64) as usize, page % 64);

@@ -309,12 +309,13 @@ impl StableNumaKernel {
                 page = cend;
                 continue;
             }
+            let mut marked = 0;
             while page < cend && visited < budget {
                 if o.node_of(page).is_some() {
                     visited += 1;
                     if st.core.should_unmap(&recs[page as usize], seq, page) {
-                        if o.set_prot(page) {
-                            updated += 1;
+                        if o.mark_prot(page) {
+                            marked += 1;
                         }
                     } else {
                         bypassed += 1;
@@ -322,6 +323,8 @@ impl StableNumaKernel {
                 }
                 page += 1;
             }
+            o.prot_chunk_done(c, marked);
+            updated += marked;
         }
         w.vmstat().numa_pte_updates += updated;
         let st = &mut *self;

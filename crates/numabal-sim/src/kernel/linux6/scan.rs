@@ -370,14 +370,17 @@ impl Linux6 {
                 p = cend;
                 continue;
             }
+            let mut marked = 0;
             for q in p..cend {
                 if let Some(n) = o.node_of(q) {
                     visited += 1;
-                    if skip_node != Some(n) && o.set_prot(q) {
-                        changed += 1;
+                    if skip_node != Some(n) && o.mark_prot(q) {
+                        marked += 1;
                     }
                 }
             }
+            o.prot_chunk_done(c, marked);
+            changed += marked;
             p = cend;
         }
         (changed, huge, visited)
