@@ -165,7 +165,7 @@ impl Sched {
         let mut env = LbEnv::new(self, cpu, li, idle);
         let span = std::rc::Rc::clone(&env.span);
         let groups = span.ring(cpu);
-        if !self.should_we_balance(&env, &groups[0]) {
+        if !self.should_we_balance(&env, groups[0]) {
             if idle != CpuIdleType::NewlyIdle {
                 // Not this CPU's turn: like the kernel, count it as balanced at this level
                 // and stop climbing.
@@ -177,7 +177,7 @@ impl Sched {
             self.balanced(cpu, li, idle);
             return (0, true);
         };
-        let Some(src) = self.find_busiest_queue(&env, &groups[bgi]) else {
+        let Some(src) = self.find_busiest_queue(&env, groups[bgi]) else {
             self.balanced(cpu, li, idle);
             return (0, true);
         };

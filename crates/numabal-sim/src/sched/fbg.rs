@@ -51,7 +51,7 @@ impl Sched {
     /// `update_sd_lb_stats` over `groups`, the span's groups in ring order from the local
     /// one (`groups[0]`).
     fn update_sd_lb_stats(&self, env: &LbEnv, groups: &[&Group]) -> SdLbStats {
-        let local = self.update_sg_lb_stats(env, &groups[0], true);
+        let local = self.update_sg_lb_stats(env, groups[0], true);
         let mut busiest: Option<(usize, Sgs)> = None;
         let mut total_load = local.load;
         let mut total_cap = local.capacity;

@@ -7,6 +7,10 @@ use crate::sched::LbCtx;
 use numabal_model::workload::Pattern;
 use std::rc::Rc;
 
+/// What a random pattern's node mix depends on: the object and its generation, the phase
+/// (its pattern's parameters) and the slice.
+type MixKey = (usize, u64, *const AccessRt, (u64, u64));
+
 /// `advance`'s working buffers, kept in the world between intervals.
 #[derive(Debug, Default)]
 pub(crate) struct StepBuffers {
@@ -66,7 +70,7 @@ impl World<'_> {
         // The last random pattern's mix: threads of one phase over one slice see the same
         // pages in the same state (nothing changes while demands are gathered), so the
         // mix is computed once for them (same inputs, same bits).
-        let mut last_mix: Option<((usize, u64, *const AccessRt, (u64, u64)), Vec<f64>, f64)> = None;
+        let mut last_mix: Option<(MixKey, Vec<f64>, f64)> = None;
         for (ri, &(t, c, share)) in running.iter().enumerate() {
             let smt = self.smt_shares(c);
             smt_info.push(smt);
