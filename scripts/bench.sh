@@ -13,10 +13,11 @@
 # Usage: scripts/bench.sh [RUNS]
 #        BASE=/path/to/numabal scripts/bench.sh [RUNS]: every row also with a baseline
 #        binary (e.g. built at an earlier commit), runs alternating between the two, and the
-#        ratio of median wall times (this tree / baseline; below 1 is faster).
+#        ratio of median wall times (this tree / baseline; below 1 is faster); the
+#        --jobs 1 and 1 TiB rows run this tree only.
 #        scripts/bench.sh --scale: the scaling table and its log-log fits
 #        (scripts/bench_scale.py; BASE too).
-# Prints a table; nothing is asserted. Wall time: about 20 minutes on 2 cores (40 with
+# Prints a table; nothing is asserted. Wall time: about 20 minutes on 2 cores (30 with
 # BASE); --scale about 15 (30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,15 +41,18 @@ one() {  # binary out-prefix cores numabal-args... -> appends "wall kb" to out-p
   cat "$tmp/t" >> "$out.t"
 }
 
-# name runs cores sim-seconds(0: from the JSON) numabal-args... : one row.
+# name runs cores sim-seconds(0: from the JSON) numabal-args... : one row (NOBASE=1: this
+# tree only).
 row() {
   local name=$1 n=$2 cores=$3 sim=$4; shift 4
+  local base=$BASE
+  [ "${NOBASE:-0}" = 0 ] || base=
   rm -f "$tmp"/a.* "$tmp"/b.* "$tmp/run.json"
   for _ in $(seq 1 "$n"); do
     one "$BIN" "$tmp/a" "$cores" "$@"
-    [ -z "$BASE" ] || one "$BASE" "$tmp/b" "$cores" "$@"
+    [ -z "$base" ] || one "$base" "$tmp/b" "$cores" "$@"
   done
-  python3 - "$name" "$tmp" "$BASE" "$sim" <<'PY'
+  python3 - "$name" "$tmp" "$base" "$sim" <<'PY'
 import json, os, sys, statistics
 name, d, base, sim = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 def load(k):
@@ -82,13 +86,13 @@ done
 cmp=(compare -m autonuma-2n24 -w numa01 --policies none,bind,autonuma,stable --seeds 20 --quiet)
 row "compare numa01 x 4 policies x 20 seeds, 2 cores (< 60 s)" "$RUNS" 0,1 0 "${cmp[@]}"
 cp "$tmp/a.t" "$tmp/jobs2.t"
-row "  the same, --jobs 1" "$RUNS" 0,1 0 "${cmp[@]}" --jobs 1
+NOBASE=1 row "  the same, --jobs 1" "$RUNS" 0,1 0 "${cmp[@]}" --jobs 1
 python3 - "$tmp" <<'PY'
 import statistics, sys
 d = sys.argv[1]
 med = lambda f: statistics.median(float(l.split()[0]) for l in open(f"{d}/{f}"))
 print(f"{'  compare on 2 cores against --jobs 1 (>= 1.8x)':<58} {med('a.t') / med('jobs2.t'):>8.2f}x")
 PY
-row "1 TiB, 768 GiB pmbench-like hour / autonuma (<= 4 GiB)" 1 0 0 \
+NOBASE=1 row "1 TiB, 768 GiB pmbench-like hour / autonuma (<= 4 GiB)" 1 0 0 \
   sim -m xeon-2n104 -w pmbench -p autonuma --quiet --json "$tmp/run.json" \
   --set machine.topology.memory_per_node=512GiB --set workload.process.0.region.0.size=768GiB
