@@ -62,72 +62,14 @@ impl World<'_> {
             self.cpu_free_from[c] = (!busy).then_some(t0);
         }
         self.interval_end = Some(t1);
-        // Demands (their node mixes in vectors kept from earlier intervals).
-        mixes.extend(demands.drain(..).map(|d: Demand| d.mix));
-        dem_of.clear();
-        dem_of.resize(running.len(), None);
-        smt_info.clear();
-        // The last random pattern's mix: threads of one phase over one slice see the same
-        // pages in the same state (nothing changes while demands are gathered), so the
-        // mix is computed once for them (same inputs, same bits).
-        let mut last_mix: Option<(MixKey, Vec<f64>, f64)> = None;
-        for (ri, &(t, c, share)) in running.iter().enumerate() {
-            let smt = self.smt_shares(c);
-            smt_info.push(smt);
-            let th = &self.threads[t];
-            let PhaseRt::Access(a) =
-                (match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
-                    Some(p) => p,
-                    None => continue,
-                })
-            else {
-                continue;
-            };
-            let node = self.machine.cpus[c].node;
-            let mut mix = mixes.pop().unwrap_or_default();
-            mix.clear();
-            mix.resize(nn, 0.0);
-            let slice = if th.prog.started {
-                th.prog.slice
-            } else {
-                self.slice_of(t, a)
-            };
-            let obj = self.procs[th.proc].regions[a.region].obj;
-            let (unpop, _) = if a.pattern == Pattern::Sweep {
-                // The pages just ahead of the sweep, as many as it touched last interval.
-                let window = (th.window_bytes.max(256.0 * 1024.0) / PAGE_BYTES).ceil() as u64;
-                let start = slice.0 + (th.prog.pos / PAGE_BYTES) as u64;
-                let end = (start + window).min(slice.1);
-                self.random_mix(obj, Pattern::Uniform, a, (start.min(end), end), &mut mix)
-            } else {
-                let key = (obj, self.objects[obj].generation, Rc::as_ptr(a), slice);
-                match &last_mix {
-                    Some((k, m, u)) if *k == key => {
-                        mix.copy_from_slice(m);
-                        (*u, 0)
-                    }
-                    _ => {
-                        let r = self.random_mix(obj, a.pattern, a, slice, &mut mix);
-                        last_mix = Some((key, mix.clone(), r.0));
-                        r
-                    }
-                }
-            };
-            mix[node] += unpop;
-            let total: f64 = mix.iter().sum();
-            if total > 0.0 {
-                // 0 / total is 0: only the nodes with a share are divided.
-                mix.iter_mut()
-                    .filter(|x| **x != 0.0)
-                    .for_each(|x| *x /= total);
-            } else {
-                mix[node] = 1.0;
-            }
-            // Kernel work owed at the start of the interval is time without memory traffic.
-            let debt_frac = (th.debt_ns / (share * dt)).min(1.0);
-            dem_of[ri] = Some(demands.len());
-            demands.push(self.demand(c, a, smt, share * (1.0 - debt_frac), mix));
-        }
+        self.gather_demands(
+            &running,
+            dt,
+            &mut demands,
+            &mut dem_of,
+            &mut smt_info,
+            &mut mixes,
+        );
         self.cost.solve(&demands);
         // Run every thread for its share of the interval.
         let mut tau = vec![0.0; nn];
@@ -208,6 +150,86 @@ impl World<'_> {
             mixes,
         };
         Ok(())
+    }
+
+    /// What every running thread asks of the memory system this interval (`demands`, and
+    /// for each running thread the index of its demand and its core's SMT state), the
+    /// demands' node mixes in vectors kept from earlier intervals.
+    fn gather_demands(
+        &self,
+        running: &[(usize, usize, f64)],
+        dt: f64,
+        demands: &mut Vec<Demand>,
+        dem_of: &mut Vec<Option<usize>>,
+        smt_info: &mut Vec<(f64, f64, f64)>,
+        mixes: &mut Vec<Vec<f64>>,
+    ) {
+        let nn = self.machine.nr_nodes();
+        mixes.extend(demands.drain(..).map(|d: Demand| d.mix));
+        dem_of.clear();
+        dem_of.resize(running.len(), None);
+        smt_info.clear();
+        // The last random pattern's mix: threads of one phase over one slice see the same
+        // pages in the same state (nothing changes while demands are gathered), so the
+        // mix is computed once for them (same inputs, same bits).
+        let mut last_mix: Option<(MixKey, Vec<f64>, f64)> = None;
+        for (ri, &(t, c, share)) in running.iter().enumerate() {
+            let smt = self.smt_shares(c);
+            smt_info.push(smt);
+            let th = &self.threads[t];
+            let PhaseRt::Access(a) =
+                (match self.procs[th.proc].groups[th.group].phases.get(th.phase) {
+                    Some(p) => p,
+                    None => continue,
+                })
+            else {
+                continue;
+            };
+            let node = self.machine.cpus[c].node;
+            let mut mix = mixes.pop().unwrap_or_default();
+            mix.clear();
+            mix.resize(nn, 0.0);
+            let slice = if th.prog.started {
+                th.prog.slice
+            } else {
+                self.slice_of(t, a)
+            };
+            let obj = self.procs[th.proc].regions[a.region].obj;
+            let (unpop, _) = if a.pattern == Pattern::Sweep {
+                // The pages just ahead of the sweep, as many as it touched last interval.
+                let window = (th.window_bytes.max(256.0 * 1024.0) / PAGE_BYTES).ceil() as u64;
+                let start = slice.0 + (th.prog.pos / PAGE_BYTES) as u64;
+                let end = (start + window).min(slice.1);
+                self.random_mix(obj, Pattern::Uniform, a, (start.min(end), end), &mut mix)
+            } else {
+                let key = (obj, self.objects[obj].generation, Rc::as_ptr(a), slice);
+                match &last_mix {
+                    Some((k, m, u)) if *k == key => {
+                        mix.copy_from_slice(m);
+                        (*u, 0)
+                    }
+                    _ => {
+                        let r = self.random_mix(obj, a.pattern, a, slice, &mut mix);
+                        last_mix = Some((key, mix.clone(), r.0));
+                        r
+                    }
+                }
+            };
+            mix[node] += unpop;
+            let total: f64 = mix.iter().sum();
+            if total > 0.0 {
+                // 0 / total is 0: only the nodes with a share are divided.
+                mix.iter_mut()
+                    .filter(|x| **x != 0.0)
+                    .for_each(|x| *x /= total);
+            } else {
+                mix[node] = 1.0;
+            }
+            // Kernel work owed at the start of the interval is time without memory traffic.
+            let debt_frac = (th.debt_ns / (share * dt)).min(1.0);
+            dem_of[ri] = Some(demands.len());
+            demands.push(self.demand(c, a, smt, share * (1.0 - debt_frac), mix));
+        }
     }
 
     /// Run thread `t` on CPU `c` for `share * dt` ns of CPU time from `t0`.
