@@ -114,7 +114,8 @@ def main():
         print(machine(int(sys.argv[2]), int(sys.argv[3])), end="")
         return
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
-        sys.exit(__doc__)
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
     binary, base = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None)
     tmp = tempfile.mkdtemp(prefix="numabal-scale-")
     files = {}
