@@ -37,7 +37,11 @@ python3 scripts/bench_scale.py --machine 64 16 > "$tmp/scale-64n.toml"
 
 one() {  # binary out-prefix cores numabal-args... -> appends "wall kb" to out-prefix.t
   local bin=$1 out=$2 cores=$3; shift 3
-  $TIME -f '%e %M' -o "$tmp/t" taskset -c "$cores" "$bin" "$@" >/dev/null 2>&1
+  if ! $TIME -f '%e %M' -o "$tmp/t" taskset -c "$cores" "$bin" "$@" >/dev/null 2>"$tmp/err"; then
+    echo "bench.sh: $bin $* failed:" >&2
+    cat "$tmp/err" >&2
+    exit 1
+  fi
   cat "$tmp/t" >> "$out.t"
 }
 

@@ -151,14 +151,9 @@ impl MemObject {
 
     /// Make `page` PROT_NONE; false if it already was.
     pub fn set_prot(&mut self, page: u64) -> bool {
-        let (w, b) = ((page / 64) as usize, page % 64);
-        if self.prot[w] & (1 << b) != 0 {
-            return false;
-        }
-        self.prot[w] |= 1 << b;
-        self.prot_cnt[(page / CHUNK) as usize] += 1;
-        self.prot_fen_add((page / CHUNK) as usize / PROT_SB, 1);
-        true
+        let marked = self.mark_prot(page);
+        self.prot_chunk_done(page / CHUNK, marked as u64);
+        marked
     }
 
     /// `set_prot` for a scan's walk through one chunk: the bit and the chunk's count now,
@@ -487,18 +482,12 @@ impl MemObject {
         if a >= b {
             return;
         }
-        let c = a / CHUNK;
-        let pop = self.chunk_populated(c);
-        if pop == 0 {
+        if self.chunk_populated(a / CHUNK) == 0 {
             return;
         }
-        // A full chunk on one node: all its pages are where its page `a` is.
-        if pop == self.chunk_len(c) {
-            let n = self.node[a as usize] as usize;
-            if self.chunk_hist(c)[n] as u64 == pop {
-                out[n] += b - a;
-                return;
-            }
+        if let Some(n) = self.single_node(a, b) {
+            out[n] += b - a;
+            return;
         }
         let pages = &self.node[a as usize..b as usize];
         if self.nr_nodes <= 8 {
