@@ -197,12 +197,17 @@ fn probe(dir: &Path) -> std::io::Result<()> {
 /// Write JSON to `path` through a temporary file in the same directory, so a failed run
 /// never leaves a partial file.
 pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Failure> {
-    let label = path.display().to_string();
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Failure::Internal(format!("{label}: {e}")))?;
-    let mut text = inline_scalar_arrays(&text);
-    text.push('\n');
+    let text =
+        json_text(value).map_err(|e| Failure::Internal(format!("{}: {e}", path.display())))?;
     write_atomic(path, text.as_bytes())
+}
+
+/// A result as the `--json` file holds it: pretty, arrays of numbers on one line, a final
+/// line break.
+pub fn json_text<T: serde::Serialize>(value: &T) -> Result<String, serde_json::Error> {
+    let mut text = inline_scalar_arrays(&serde_json::to_string_pretty(value)?);
+    text.push('\n');
+    Ok(text)
 }
 
 /// serde_json's pretty layout with every array of plain numbers (or nulls, booleans) on

@@ -8,10 +8,38 @@
 //! line with status 1. The daemon is the one command that must not stop without cleaning
 //! up: its decision log treats a closed pipe as a stop request instead (`daemon.rs`).
 
+use std::cell::RefCell;
 use std::io::Write;
+
+thread_local! {
+    /// Text written while [`capture`] runs on this thread, instead of standard output.
+    static CAPTURED: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// What `f` prints, as text (the library's callers, the Python package, get a command's
+/// tables without a terminal). Printing is done on the calling thread, so a capture
+/// sees all of it.
+pub fn capture(f: impl FnOnce()) -> String {
+    let before = CAPTURED.with(|c| c.borrow_mut().replace(String::new()));
+    f();
+    CAPTURED
+        .with(|c| std::mem::replace(&mut *c.borrow_mut(), before))
+        .unwrap_or_default()
+}
 
 /// Write to standard output, or end the process as described above.
 pub fn write(args: std::fmt::Arguments<'_>) {
+    let taken = CAPTURED.with(|c| match c.borrow_mut().as_mut() {
+        Some(s) => {
+            use std::fmt::Write as _;
+            let _ = s.write_fmt(args);
+            true
+        }
+        None => false,
+    });
+    if taken {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
         gone(&e);

@@ -13,6 +13,18 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
+    let r = suite_result(a)?;
+    if let Some(path) = &a.json {
+        output::write_json_atomic(path, &r)?;
+    }
+    output::print_suite(&r);
+    a.report
+        .write(&crate::report::Report::of_suite(&r), "suite")?;
+    Ok(())
+}
+
+/// The suite's runs, every input checked first (where the results go too).
+pub fn suite_result(a: &SuiteArgs) -> Result<numabal_sim::SuiteResult, Failure> {
     if let Some(n) = a.seeds
         && (n == 0 || n > MAX_SEEDS)
     {
@@ -123,14 +135,7 @@ pub fn suite(a: &SuiteArgs) -> Result<(), Failure> {
         &|w, r| progress.done(w, r),
     );
     progress.bar.finish_and_clear();
-    let r = r?;
-    if let Some(path) = &a.json {
-        output::write_json_atomic(path, &r)?;
-    }
-    output::print_suite(&r);
-    a.report
-        .write(&crate::report::Report::of_suite(&r), "suite")?;
-    Ok(())
+    Ok(r?)
 }
 
 /// Progress on stderr: a bar on a terminal, else one line per finished workload.

@@ -34,12 +34,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Default)]
 pub struct SweepArgs {
     /// The grid as a TOML file (machines, workloads, policies, seeds, first_seed, set,
     /// [vary]); flags add to it.
     #[arg(long, value_name = "FILE")]
-    grid: Option<PathBuf>,
+    pub(crate) grid: Option<PathBuf>,
     /// Machines (repeatable).
     #[arg(long, short = 'm')]
     machine: Vec<String>,
@@ -72,19 +72,19 @@ pub struct SweepArgs {
     sets: Vec<String>,
     /// The results: one JSON line per finished run; an existing file is resumed.
     #[arg(long, short = 'o', value_name = "FILE")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Also write every result in the file as CSV (one row per run, sorted by run).
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
     /// Worker threads (default: every core).
     #[arg(long)]
-    jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// Stop after this many new runs (the rest is left for a resumed sweep).
     #[arg(long)]
-    max_runs: Option<usize>,
+    pub(crate) max_runs: Option<usize>,
     /// No progress on stderr.
     #[arg(long)]
-    quiet: bool,
+    pub(crate) quiet: bool,
     /// The report of every result in the file (`numabal report` of it).
     #[command(flatten)]
     report: crate::ReportOut,
@@ -280,12 +280,25 @@ fn combinations(
 }
 
 /// The grid from the file and the flags.
-fn grid(a: &SweepArgs) -> Result<Grid, Failure> {
-    let g = match &a.grid {
-        Some(p) => crate::fsresolver::toml_file(p)?,
-        None => GridFile::default(),
+/// A grid given as a table instead of a file (the Python package's dict or TOML text):
+/// its errors name `label` where they would name the file.
+pub(crate) struct GivenGrid {
+    pub(crate) label: String,
+    pub(crate) table: toml::Table,
+}
+
+fn grid(a: &SweepArgs, given: Option<GivenGrid>) -> Result<Grid, Failure> {
+    let (g, label) = match (given, &a.grid) {
+        (Some(g), _) => (
+            numabal_model::scenario::from_table(&g.label, g.table)?,
+            Some(g.label),
+        ),
+        (None, Some(p)) => (
+            crate::fsresolver::toml_file(p)?,
+            Some(p.display().to_string()),
+        ),
+        (None, None) => (GridFile::default(), None),
     };
-    let label = a.grid.as_ref().map(|p| p.display().to_string());
     let file = label.as_deref();
     let entries = [
         entries(
@@ -397,7 +410,7 @@ fn result_key(line: &str) -> Option<String> {
 /// The keys already in the results file. A last line cut short (an interrupted write: the
 /// start of one of our lines) is dropped from the file; anything else that is not our JSON
 /// lines (another file given by mistake, binary data) is refused and left untouched.
-fn resume(path: &Path) -> Result<BTreeSet<String>, Failure> {
+pub(crate) fn resume(path: &Path) -> Result<BTreeSet<String>, Failure> {
     let not_ours = |why: String| {
         input(format!(
             "{}: {why} (allowed: the JSON lines numabal sweep writes, or a new file)",
@@ -439,20 +452,70 @@ fn resume(path: &Path) -> Result<BTreeSet<String>, Failure> {
     Ok(keys)
 }
 
+/// A grid with every run's scenario built (and so checked): what a sweep runs, whoever
+/// runs it (this command, the Python package's executors).
+pub(crate) struct Plan {
+    grid: Grid,
+    built: BTreeMap<String, Scenario>,
+}
+
+impl Plan {
+    /// The grid of `a` (its file, or `given`), every scenario built before any run: bad
+    /// input fails first. A run sets its seed on its point's scenario, as `numabal
+    /// compare` does.
+    pub(crate) fn new(a: &SweepArgs, given: Option<GivenGrid>) -> Result<Plan, Failure> {
+        let grid = grid(a, given)?;
+        let mut built: BTreeMap<String, Scenario> = BTreeMap::new();
+        for p in &grid.points {
+            if let std::collections::btree_map::Entry::Vacant(e) = built.entry(p.base_key()) {
+                e.insert(scenario(p, &grid)?);
+            }
+        }
+        Ok(Plan { grid, built })
+    }
+
+    /// Every run's key, in the grid's order.
+    pub(crate) fn keys(&self) -> Vec<String> {
+        self.grid.points.iter().map(Point::key).collect()
+    }
+
+    /// Run `i` of the grid: its line of the results file (no line break).
+    pub(crate) fn run_line(&self, i: usize) -> Result<String, Failure> {
+        let p = self.grid.points.get(i).ok_or_else(|| {
+            input(format!(
+                "run {i}: not in the grid (allowed: 0 to {})",
+                self.grid.points.len().saturating_sub(1)
+            ))
+        })?;
+        self.line(p)
+    }
+
+    fn line(&self, p: &Point) -> Result<String, Failure> {
+        let mut sc = self.built[&p.base_key()].clone();
+        sc.sim.seed = p.seed;
+        let r = numabal_sim::run(&sc)?;
+        Ok(json!({
+            "key": p.key(), "machine": p.machine, "workload": p.workload, "policy": p.policy,
+            "vary": p.vary.iter().cloned().collect::<BTreeMap<String, String>>(),
+            "seed": p.seed, "finished": r.finished, "metrics": r.metrics,
+            "stalls": r.stalls, "ping_pong": r.ping_pong, "tunables": r.scenario.tunables,
+            "numabal_version": env!("CARGO_PKG_VERSION"),
+        })
+        .to_string())
+    }
+}
+
 pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
+    sweep_grid(a, None)
+}
+
+/// `numabal sweep` of `a`'s grid, or of `given` (the Python package's local executor).
+pub(crate) fn sweep_grid(a: &SweepArgs, given: Option<GivenGrid>) -> Result<(), Failure> {
     if a.jobs == Some(0) {
         return Err(input("--jobs: must be at least 1"));
     }
-    let g = grid(a)?;
-    let points = &g.points;
-    // One scenario per grid point, built (and so checked) before any run: bad input fails
-    // first. A run sets its seed on it, as `numabal compare` does.
-    let mut built: BTreeMap<String, Scenario> = BTreeMap::new();
-    for p in points {
-        if let std::collections::btree_map::Entry::Vacant(e) = built.entry(p.base_key()) {
-            e.insert(scenario(p, &g)?);
-        }
-    }
+    let plan = Plan::new(a, given)?;
+    let points = &plan.grid.points;
     a.report.prepare(None)?;
     crate::output::check_output_file("--out", &a.out, true)?;
     if let Some(csv) = &a.csv {
@@ -491,16 +554,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(), Failure> {
     }
     let finished = AtomicUsize::new(0);
     let one = |p: &&Point| -> Result<(), Failure> {
-        let mut sc = built[&p.base_key()].clone();
-        sc.sim.seed = p.seed;
-        let r = numabal_sim::run(&sc)?;
-        let line = json!({
-            "key": p.key(), "machine": p.machine, "workload": p.workload, "policy": p.policy,
-            "vary": p.vary.iter().cloned().collect::<BTreeMap<String, String>>(),
-            "seed": p.seed, "finished": r.finished, "metrics": r.metrics,
-            "stalls": r.stalls, "ping_pong": r.ping_pong, "tunables": r.scenario.tunables,
-            "numabal_version": env!("CARGO_PKG_VERSION"),
-        });
+        let line = plan.line(p)?;
         {
             // One write per line, flushed: a run is in the file whole or not at all (but
             // for a kill during the write, which resume() repairs).
