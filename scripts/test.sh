@@ -59,6 +59,11 @@ step "the demo's HTML report in headless Chromium, every figure drawn (scripts/r
 cargo build --locked --release -p numabal-cli
 scripts/report-check.sh
 
+step "the Python package: its wheel in a fresh virtual environment, its tests against the CLI, a two-node Ray cluster losing a node mid-sweep, the notebook (python/tests)"
+rm -rf target/py-venv
+scripts/python-setup.sh
+NUMABAL_BIN="$PWD/target/release/numabal" target/py-venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+
 step "a real kernel: QEMU TCG guests with 2 and 4 emulated NUMA nodes (scripts/vm/test.sh)"
 if [ "${NUMABAL_SKIP_VM:-0}" = 1 ]; then
   echo "NUMABAL_SKIP_VM=1: the real-kernel tests were NOT run" >&2
