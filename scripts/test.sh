@@ -52,11 +52,14 @@ python3 scripts/structure-check.py --self-test
 python3 scripts/structure-check.py
 
 step "tests"
-cargo test --locked --workspace --all-targets
-cargo test --locked --workspace --doc
+# numabal-py's tests are the Python package's (below); its lib is linted above.
+cargo test --locked --workspace --exclude numabal-py --all-targets
+cargo test --locked --workspace --exclude numabal-py --doc
 
 step "the demo's HTML report in headless Chromium, every figure drawn (scripts/report-check.sh)"
-cargo build --locked --release -p numabal-cli
+# The binaries and the Python module in one build: maturin's build of the module below
+# and the guests' build reuse it (one feature set, see scripts/vm/test.sh).
+cargo build --locked --release -p numabal-cli -p numabal-testprogs -p numabal-py
 scripts/report-check.sh
 
 step "the Python package: its wheel in a fresh virtual environment, its tests against the CLI, a two-node Ray cluster losing a node mid-sweep, the notebook (python/tests)"

@@ -183,3 +183,27 @@ def test_presets_are_numabal_list():
     assert "autonuma-2n24" in names
     stable = next(x for x in p["policies"] if x["name"] == "stable")
     assert stable["sim"] is True
+
+
+def test_python_m_numabal_sweep(cli, tmp_path):
+    import subprocess
+    import sys
+
+    grid = tmp_path / "g.toml"
+    grid.write_text(GRID_TOML.replace('["none", "autonuma"]', '["autonuma"]'))
+    out = tmp_path / "out.jsonl"
+    r = subprocess.run([sys.executable, "-m", "numabal", "sweep", str(grid), "--out", str(out),
+                        "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cli("sweep", "--grid", grid, "--out", tmp_path / "cli.jsonl", "--quiet")
+    assert sorted(out.read_text().splitlines()) == sorted(
+        (tmp_path / "cli.jsonl").read_text().splitlines())
+    bad = tmp_path / "bad.toml"
+    bad.write_text('machines = ["no-such-machine"]\nworkloads = ["numa02"]\n'
+                   'policies = ["none"]\n')
+    r = subprocess.run([sys.executable, "-m", "numabal", "sweep", str(bad), "--out",
+                        str(tmp_path / "bad.jsonl")], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "numabal: " + cli_error(cli, "sweep", "--grid", bad, "--out",
+                                                       tmp_path / "bad.jsonl")
+    assert not (tmp_path / "bad.jsonl").exists()

@@ -23,7 +23,9 @@ echo "vm/test: setup took $(since "$t") s"
 
 step "release build"
 t=$(now)
-cargo build --release --locked -p numabal-cli -p numabal-testprogs
+# numabal-py too, as scripts/test.sh builds: one feature set for every release build of a
+# CI run (pyo3's macros widen syn's features, which would rebuild the workspace otherwise).
+cargo build --release --locked -p numabal-cli -p numabal-testprogs -p numabal-py
 echo "vm/test: build took $(since "$t") s"
 
 times=()
