@@ -32,7 +32,10 @@ pub fn resolve(
     for r in raw.iter().filter(|r| managed.contains(&r.pid)) {
         by_pid.entry(r.pid).or_default().push(r.addr);
     }
-    let mut node_of: BTreeMap<(u32, u64), usize> = BTreeMap::new();
+    // Sorted by (pid, address): pids come in order, each one's addresses sorted. A vector
+    // searched by halves, not a map: a pass of a soft-dirty sensor over a large working set
+    // resolves millions of samples.
+    let mut node_of: Vec<((u32, u64), usize)> = Vec::new();
     for (pid, mut addrs) in by_pid {
         addrs.sort_unstable();
         addrs.dedup();
@@ -41,13 +44,16 @@ pub fn resolve(
         };
         for (&a, n) in addrs.iter().zip(nodes) {
             if let Some(n) = n {
-                node_of.insert((pid, a), n);
+                node_of.push(((pid, a), n));
             }
         }
     }
     raw.iter()
         .filter_map(|r| {
-            let page_node = *node_of.get(&(r.pid, r.addr))?;
+            let at = node_of
+                .binary_search_by_key(&(r.pid, r.addr), |e| e.0)
+                .ok()?;
+            let page_node = node_of[at].1;
             let node = cpu_nodes.get(r.cpu as usize).copied().flatten()?;
             Some(AccessSample {
                 tid: Tid(r.tid),

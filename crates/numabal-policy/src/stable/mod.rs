@@ -25,6 +25,7 @@
 
 pub mod bypass;
 pub mod cluster;
+mod page_book;
 pub mod page_state;
 pub mod sampled;
 pub mod shared;

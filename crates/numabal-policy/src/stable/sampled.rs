@@ -30,7 +30,8 @@
 //! - Every live thread counts as runnable (the daemon sees a thread's CPU, not its
 //!   runqueue).
 
-use super::{HintFault, PageRecord, PageState, Placement, StableNuma, Tunables};
+use super::page_book::PageBook;
+use super::{HintFault, PageState, Placement, StableNuma, Tunables};
 use crate::api::{Action, Observation, Policy};
 use numabal_model::{Machine, Pid, Tid};
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,7 +42,7 @@ pub struct StableSampled {
     tunables: Tunables,
     core: Option<StableNuma>,
     /// Per sampled page: its record and the node it was last seen on (or sent to).
-    pages: BTreeMap<(Pid, u64), (PageRecord, usize)>,
+    pages: PageBook,
     /// Threads pinned by this policy: their process and node.
     pinned: BTreeMap<Tid, (Pid, usize)>,
     /// Processes with a root group.
@@ -56,7 +57,7 @@ impl StableSampled {
         StableSampled {
             tunables,
             core: None,
-            pages: BTreeMap::new(),
+            pages: PageBook::default(),
             pinned: BTreeMap::new(),
             roots: BTreeSet::new(),
             last_sequence_ns: 0,
@@ -76,27 +77,20 @@ impl StableSampled {
 
     /// Pages of `pid` that `owner` owns privately, not on `node`: they follow it there.
     fn follow(&mut self, pid: Pid, owner: Tid, node: usize, moves: &mut Moves) {
-        for (&(p, addr), (rec, at)) in self.pages.range_mut((pid, 0)..=(pid, u64::MAX)) {
-            debug_assert_eq!(p, pid);
-            if rec.private_owner() == Some(owner) && *at != node {
-                *at = node;
+        self.pages.each_of(pid, |addr, rec, at| {
+            if rec.private_owner() == Some(owner) && *at as usize != node {
+                *at = node as u16;
                 moves.entry((pid, node)).or_default().push(addr);
             }
-        }
+            true
+        });
     }
 
     fn forget_process(&mut self, pid: Pid) {
         let core = self.core.as_mut().expect("core");
         core.on_process_exit(pid);
-        let gone: Vec<(Pid, u64)> = self
-            .pages
-            .range((pid, 0)..=(pid, u64::MAX))
-            .map(|(k, _)| *k)
-            .collect();
-        for k in gone {
-            let (rec, node) = self.pages.remove(&k).expect("listed");
-            core.on_page_freed(&rec, node);
-        }
+        self.pages
+            .remove_process(pid, |rec, node| core.on_page_freed(rec, node));
         self.pinned.retain(|_, (p, _)| *p != pid);
         self.roots.remove(&pid);
     }
@@ -196,13 +190,10 @@ impl Policy for StableSampled {
             }
             let core = self.core.as_mut().expect("core");
             let joined = core.node_of(s.tid).is_some();
-            let entry = self
-                .pages
-                .entry((s.pid, s.addr))
-                .or_insert((PageRecord::NEW, s.page_node));
-            entry.1 = s.page_node;
+            let (rec, at) = self.pages.get_or_insert(s.pid, s.addr);
+            *at = s.page_node as u16;
             let t = core.on_hint_fault(
-                &mut entry.0,
+                rec,
                 HintFault {
                     pid: s.pid,
                     tid: s.tid,
@@ -213,7 +204,7 @@ impl Policy for StableSampled {
             if let Placement::Migrate(to) = t.placement
                 && to != s.page_node
             {
-                entry.1 = to;
+                *at = to as u16;
                 moves.entry((s.pid, to)).or_default().push(s.addr);
             }
             if !joined {
@@ -301,17 +292,18 @@ impl StableSampled {
         if let Some(sm) = end.shared {
             let mut left = sm.pages;
             let core = self.core.as_mut().expect("core");
-            for (&(p, addr), (rec, at)) in self.pages.iter_mut() {
+            self.pages.each(|p, addr, rec, at| {
                 if left == 0 {
-                    break;
+                    return false;
                 }
-                if rec.state() == PageState::SYSTEM_SHARED && *at == sm.from {
+                if rec.state() == PageState::SYSTEM_SHARED && *at as usize == sm.from {
                     core.on_page_migrated(rec, sm.from, sm.to);
-                    *at = sm.to;
+                    *at = sm.to as u16;
                     moves.entry((p, sm.to)).or_default().push(addr);
                     left -= 1;
                 }
-            }
+                true
+            });
         }
     }
 }
@@ -479,7 +471,7 @@ mod tests {
             }
             w.procs.pop();
             log.extend(w.pass(&m, &mut p, 6 * period));
-            assert!(p.pages.keys().all(|(pid, _)| *pid == Pid(100)));
+            assert!(p.pages.pids().all(|pid| pid == Pid(100)));
             assert!(p.pinned.values().all(|(pid, _)| *pid == Pid(100)));
             format!("{log:?}")
         };
