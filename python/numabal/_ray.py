@@ -10,6 +10,10 @@ node is retried by Ray (``max_retries``); one that still fails is sent again by 
 driver, up to ``RESUBMITS`` times, before the sweep stops with the error (the file keeps
 every run finished so far: the next sweep resumes).
 
+The cluster is the one this process is connected to when Ray is initialized already (as a
+notebook that called ``ray.init`` is), else the one at ``address`` (``None``: a cluster found
+through ``RAY_ADDRESS`` or a new local one, as ``ray.init`` decides).
+
 A task builds the grid again from its text (cached per worker process) and runs its
 indices with the GIL released. A grid that names files by relative paths is read from the
 driver's working directory, which the task enters first.

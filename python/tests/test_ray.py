@@ -22,8 +22,10 @@ set = ["sim.max_time_s=3"]
 """
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def cluster():
+    """One cluster for the module (its start costs seconds): the node-loss test, last,
+    kills its second node."""
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
                                                       "include_dashboard": False})
     try:
@@ -37,6 +39,23 @@ def cluster():
 
 def lines(path):
     return path.read_text().splitlines() if path.exists() else []
+
+
+def test_python_m_numabal_sweep_on_a_cluster(cli, tmp_path, cluster):
+    """The command line's path: `python -m numabal sweep --ray-address` connects by itself."""
+    import subprocess
+    import sys
+
+    c, _ = cluster
+    grid = tmp_path / "grid.toml"
+    grid.write_text(GRID_TOML.replace("seeds = 50", "seeds = 5"))
+    out = tmp_path / "ray.jsonl"
+    r = subprocess.run([sys.executable, "-m", "numabal", "sweep", str(grid), "--out", str(out),
+                        "--ray-address", c.address], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "20/20 runs done" in r.stderr
+    cli("sweep", "--grid", grid, "--out", tmp_path / "cli.jsonl", "--quiet")
+    assert sorted(lines(out)) == sorted(lines(tmp_path / "cli.jsonl"))
 
 
 def test_sweep_survives_a_lost_node(cli, tmp_path, cluster):
@@ -80,20 +99,3 @@ def test_sweep_survives_a_lost_node(cli, tmp_path, cluster):
     # A second sweep finds everything done and writes nothing.
     numabal.sweep(grid, out, executor="ray", progress=False)
     assert len(lines(out)) == 200
-
-
-def test_python_m_numabal_sweep_on_a_cluster(cli, tmp_path, cluster):
-    """The command line's path: `python -m numabal sweep --ray-address` connects by itself."""
-    import subprocess
-    import sys
-
-    c, _ = cluster
-    grid = tmp_path / "grid.toml"
-    grid.write_text(GRID_TOML.replace("seeds = 50", "seeds = 5"))
-    out = tmp_path / "ray.jsonl"
-    r = subprocess.run([sys.executable, "-m", "numabal", "sweep", str(grid), "--out", str(out),
-                        "--ray-address", c.address], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert "20/20 runs done" in r.stderr
-    cli("sweep", "--grid", grid, "--out", tmp_path / "cli.jsonl", "--quiet")
-    assert sorted(lines(out)) == sorted(lines(tmp_path / "cli.jsonl"))

@@ -231,7 +231,8 @@ pub struct Preset {
     pub live: bool,
 }
 
-/// `numabal list`: machines, workloads, policies and suites, in its order.
+/// `numabal list`: machines, workloads, policies and suites, in its order (it prints
+/// these).
 pub fn presets() -> Vec<(&'static str, Vec<Preset>)> {
     use numabal_model::presets;
     let desc = |text: &str| {

@@ -2,7 +2,7 @@
 
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
-use numabal_model::{Scenario, presets};
+use numabal_model::Scenario;
 use numabal_sim::suite::{GEOMEAN_METRICS, Geomean};
 use numabal_sim::{CompareResult, RunResult, SuiteResult};
 use std::io::Write;
@@ -65,42 +65,29 @@ pub fn fit(text: &str, indent: usize) -> String {
     out
 }
 
-/// `numabal list`.
+/// `numabal list`: [`crate::api::presets`] under a heading each.
 pub fn print_list() {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let desc = |text: &str| -> String {
-        toml::from_str::<toml::Table>(text)
-            .ok()
-            .and_then(|t| {
-                t.get("description")
-                    .and_then(|d| d.as_str().map(str::to_string))
-            })
-            .unwrap_or_default()
-    };
-    writeln!(s, "Machines (--machine NAME, or a TOML file):").ok();
-    for (n, t) in presets::MACHINES {
-        writeln!(s, "  {n:<22} {}", desc(t)).ok();
-    }
-    writeln!(s).ok();
-    writeln!(s, "Workloads (--workload NAME, or a TOML file):").ok();
-    for (n, t) in presets::WORKLOADS {
-        writeln!(s, "  {n:<22} {}", desc(t)).ok();
-    }
-    writeln!(s).ok();
-    writeln!(s, "Policies (--policy NAME):").ok();
-    for p in numabal_sim::registry::standard().entries() {
-        let runs = match (p.sim, p.live) {
-            (true, true) => " (simulator and daemon)",
-            (false, true) => " (daemon only)",
-            _ => "",
+    for (kind, list) in crate::api::presets() {
+        let heading = match kind {
+            "machines" => "Machines (--machine NAME, or a TOML file):",
+            "workloads" => "Workloads (--workload NAME, or a TOML file):",
+            "policies" => "Policies (--policy NAME):",
+            _ => "Suites (numabal suite NAME -m MACHINE, or a TOML file):",
         };
-        writeln!(s, "  {:<22} {}{runs}", p.name, p.summary).ok();
-    }
-    writeln!(s).ok();
-    writeln!(s, "Suites (numabal suite NAME -m MACHINE, or a TOML file):").ok();
-    for (n, t) in presets::SUITES {
-        writeln!(s, "  {n:<22} {}", desc(t)).ok();
+        if !s.is_empty() {
+            writeln!(s).ok();
+        }
+        writeln!(s, "{heading}").ok();
+        for p in list {
+            let runs = match (kind, p.sim, p.live) {
+                ("policies", true, true) => " (simulator and daemon)",
+                ("policies", false, true) => " (daemon only)",
+                _ => "",
+            };
+            writeln!(s, "  {:<22} {}{runs}", p.name, p.description).ok();
+        }
     }
     out!("{}", fit(&s, 25));
 }

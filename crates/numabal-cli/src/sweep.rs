@@ -279,7 +279,6 @@ fn combinations(
         .collect()
 }
 
-/// The grid from the file and the flags.
 /// A grid given as a table instead of a file (the Python package's dict or TOML text):
 /// its errors name `label` where they would name the file.
 pub(crate) struct GivenGrid {
@@ -287,6 +286,7 @@ pub(crate) struct GivenGrid {
     pub(crate) table: toml::Table,
 }
 
+/// The grid from the file (or `given`) and the flags.
 fn grid(a: &SweepArgs, given: Option<GivenGrid>) -> Result<Grid, Failure> {
     let (g, label) = match (given, &a.grid) {
         (Some(g), _) => (
