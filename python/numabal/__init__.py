@@ -71,18 +71,26 @@ def presets() -> dict[str, list[dict]]:
     return _numabal.presets()
 
 
-class Result:
-    """One run: ``json`` is the text of ``numabal sim --json``, byte for byte."""
+class _Saved:
+    """A command's result: ``json`` as its ``--json`` file, byte for byte, and ``text``,
+    what it prints; ``data`` the JSON parsed."""
 
     def __init__(self, json_text: str, text: str):
         self.json: str = json_text
-        #: The summary ``numabal sim`` prints.
         self.text: str = text
 
     @cached_property
     def data(self) -> dict:
-        """The whole result, parsed."""
         return json.loads(self.json)
+
+
+def _path(p: Optional[PathLike]) -> Optional[str]:
+    return os.fspath(p) if p is not None else None
+
+
+class Result(_Saved):
+    """One run: ``json`` is the text of ``numabal sim --json``, byte for byte; ``text`` the
+    summary it prints."""
 
     @property
     def metrics(self) -> dict:
@@ -152,7 +160,7 @@ def run(
         policy=policy,
         seed=seed,
         sets=_sets(set),
-        scenario=os.fspath(scenario) if scenario is not None else None,
+        scenario=_path(scenario),
     )
     return Result(j, text)
 
@@ -168,16 +176,8 @@ def _run_rows(runs: list[dict], **fixed) -> list[dict]:
     return rows
 
 
-class Compare:
+class Compare(_Saved):
     """``numabal compare``: ``json`` as its ``--json`` file, ``text`` the table it prints."""
-
-    def __init__(self, json_text: str, text: str):
-        self.json: str = json_text
-        self.text: str = text
-
-    @cached_property
-    def data(self) -> dict:
-        return json.loads(self.json)
 
     @cached_property
     def runs(self):
@@ -225,21 +225,13 @@ def compare(
         first_seed=first_seed,
         jobs=jobs,
         sets=_sets(set),
-        scenario=os.fspath(scenario) if scenario is not None else None,
+        scenario=_path(scenario),
     )
     return Compare(j, text)
 
 
-class Suite:
+class Suite(_Saved):
     """``numabal suite``: ``json`` as its ``--json`` file, ``text`` the tables it prints."""
-
-    def __init__(self, json_text: str, text: str):
-        self.json: str = json_text
-        self.text: str = text
-
-    @cached_property
-    def data(self) -> dict:
-        return json.loads(self.json)
 
     @cached_property
     def runs(self):
