@@ -159,6 +159,10 @@ struct TopologyArgs {
     /// trailing spaces).
     #[arg(long, value_enum, default_value = "rhel7")]
     style: output::NumactlStyle,
+    /// The Linux release whose memory tiers are shown for a simulated machine with
+    /// CPU-less or slower nodes (6.1 to 7.2; tiers from HMAT performance since 6.11).
+    #[arg(long, default_value = "7.2", conflicts_with = "root")]
+    kernel: String,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -353,6 +357,17 @@ fn topology(a: &TopologyArgs) -> Result<(), Failure> {
             let m = numabal_model::scenario::load_machine(name, &a.sets, &FsResolver)?;
             let nodes = output::machine_numactl_nodes(&m);
             out!("{}", output::numactl_hardware(&nodes, &m.distance, a.style));
+            let k = numabal_model::KernelVersion::parse(&a.kernel).ok_or_else(|| {
+                Failure::Input(format!(
+                    "--kernel {}: not a modelled release (allowed: {})",
+                    a.kernel,
+                    numabal_model::kernel_version::ALLOWED
+                ))
+            })?;
+            let tiers = m.memory_tiers(k);
+            if tiers.tiered() || tiers.note.is_some() {
+                out!("{}", output::memory_tiers(&m, &tiers, k));
+            }
         }
         None => {
             if let Some(s) = a.sets.first() {

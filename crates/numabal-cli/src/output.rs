@@ -1005,6 +1005,54 @@ pub fn numactl_hardware(
     o
 }
 
+/// A simulated machine's memory tiers as the kernel `k` forms them: each tier
+/// (`memory_tierN` and its `nodelist`), every node's abstract distance, memory type and
+/// performance, and its demotion targets.
+pub fn memory_tiers(
+    m: &numabal_model::Machine,
+    t: &numabal_model::tiers::MemoryTiers,
+    k: numabal_model::KernelVersion,
+) -> String {
+    use std::fmt::Write as _;
+    let mut o = format!("memory tiers (Linux {}.{}):\n", k.major, k.minor);
+    for tier in &t.tiers {
+        let top = tier.nodes.iter().all(|n| t.toptier[n]);
+        let _ = writeln!(
+            o,
+            "memory_tier{:<3} nodelist {}{}",
+            tier.id,
+            tier.nodes,
+            if top { "  (top tier)" } else { "" }
+        );
+    }
+    let _ = writeln!(
+        o,
+        "node  type  adistance  latency_ns  bandwidth_MB/s  demotion targets"
+    );
+    for n in 0..m.nr_nodes() {
+        let Some(adist) = t.adistance[n] else {
+            continue;
+        };
+        let p = numabal_model::tiers::node_perf(m, n);
+        let targets = if t.demotion[n].is_empty() {
+            "-".to_string()
+        } else {
+            t.demotion[n].to_string()
+        };
+        let _ = writeln!(
+            o,
+            "{n:>4}  {:<4}  {adist:>9}  {:>10}  {:>14}  {targets}",
+            m.node_type(n).to_string(),
+            p.latency_ns,
+            p.bandwidth_mb_s
+        );
+    }
+    if let Some(note) = &t.note {
+        let _ = writeln!(o, "note: {note}");
+    }
+    o
+}
+
 /// The live host: `numactl --hardware` plus sockets, SMT and last-level caches.
 pub fn live_topology(t: &numabal_live::LiveTopology, style: NumactlStyle) -> String {
     use std::fmt::Write as _;

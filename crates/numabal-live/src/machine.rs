@@ -62,6 +62,7 @@ pub fn machine_of(root: &Path, t: &LiveTopology) -> Result<Machine, LiveError> {
             queue_scale_ns: 5.0,
             llc_latency_ns: 20.0,
             reserved_per_node: PerNode::All(Bytes(0)),
+            node_type: None,
         },
         core: CoreSpec::default(),
         costs: CostSpec::default(),

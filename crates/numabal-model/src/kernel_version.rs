@@ -67,6 +67,21 @@ impl KernelVersion {
     pub fn damon_tried_regions(self) -> bool {
         self >= KernelVersion::v(6, 2)
     }
+    /// Device-DAX (`kmem`) memory's tier from HMAT performance: the abstract-distance
+    /// algorithms of memory tiering (6.7; tag unverified). Before, 5 x DRAM's.
+    pub fn hmat_tiers_kmem(self) -> bool {
+        self >= KernelVersion::v(6, 7)
+    }
+    /// Other CPU-less memory's tier from HMAT performance, set after HMAT is parsed
+    /// (`memory_tier_late_init`, 6.10; tag unverified). Before, DRAM's.
+    pub fn hmat_tiers_cpuless(self) -> bool {
+        self >= KernelVersion::v(6, 10)
+    }
+    /// `pgpromote_success` counted in NUMA balancing's tiering mode only (mid-2024, 6.12;
+    /// tag unverified); before, any migration from a lower tier to the top tier counted.
+    pub fn pgpromote_tiering_only(self) -> bool {
+        self >= KernelVersion::v(6, 12)
+    }
     /// `sched_skip_cpuset_numa` (6.16).
     pub fn cpuset_skip(self) -> bool {
         self >= KernelVersion::v(6, 16)

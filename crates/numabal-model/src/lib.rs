@@ -21,6 +21,7 @@ pub mod mempolicy;
 pub mod presets;
 pub mod scenario;
 pub mod suite;
+pub mod tiers;
 pub mod units;
 pub mod workload;
 

@@ -174,6 +174,38 @@ pub struct MemorySpec {
     /// workloads): one value for every node, or one per node.
     #[serde(default = "no_reserve")]
     pub reserved_per_node: PerNode<Bytes>,
+    /// What each node's memory is (memory tiers, `tiers.rs`): `dram` (the default), or
+    /// `pmem` and `cxl`, memory the kernel onlines through the device-DAX `kmem` driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_type: Option<PerNode<NodeType>>,
+}
+
+/// A node's kind of memory.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeType {
+    /// DRAM (a CPU-less DRAM node is plain memory the firmware describes).
+    #[default]
+    Dram,
+    /// Persistent memory (Optane) as a NUMA node through device DAX and `kmem`.
+    Pmem,
+    /// A CXL memory expander, onlined through device DAX and `kmem`.
+    Cxl,
+}
+
+impl Described for NodeType {
+    const ONE: &'static str = "dram, pmem or cxl";
+    const NOUN: &'static str = "memory type (dram, pmem or cxl)";
+}
+
+impl std::fmt::Display for NodeType {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(match self {
+            NodeType::Dram => "dram",
+            NodeType::Pmem => "pmem",
+            NodeType::Cxl => "cxl",
+        })
+    }
 }
 
 /// `[core]`: what one core can do.
@@ -433,6 +465,8 @@ pub struct NodeInfo {
     pub reserved_bytes: u64,
     /// Memory-controller bandwidth, bytes per ns.
     pub controller_bytes_per_ns: f64,
+    /// What its memory is.
+    pub node_type: NodeType,
     /// Socket.
     pub socket: usize,
 }
@@ -488,9 +522,16 @@ impl Machine {
             .memory
             .reserved_per_node
             .expand(n, src, "memory.reserved_per_node")?;
+        let types = match &spec.memory.node_type {
+            Some(v) => v.expand(n, src, "memory.node_type")?,
+            None => vec![NodeType::Dram; n],
+        };
         let total_cpus = check_cpu_ids(&node_cpu_lists, t, &mem, &reserved, src)?;
         let CpuLayout { cpus, cores, llcs } = cpu_layout(t, &node_cpu_lists, total_cpus);
-        let nodes = node_infos(t, &node_cpu_lists, &mem, &ctrl, &reserved, src)?;
+        let mut nodes = node_infos(t, &node_cpu_lists, &mem, &ctrl, &reserved, src)?;
+        for (node, ty) in nodes.iter_mut().zip(types) {
+            node.node_type = ty;
+        }
         let latency_ns = latencies(&spec.memory, &t.distance, src)?;
         let link_bytes_per_ns = link_bandwidths(&spec.memory, n, src)?;
         check_queueing(&spec.memory, src)?;
@@ -527,6 +568,16 @@ impl Machine {
     #[inline]
     pub fn cpu_node(&self, cpu: usize) -> usize {
         self.cpus[cpu].node
+    }
+
+    /// What node `n`'s memory is.
+    pub fn node_type(&self, n: usize) -> NodeType {
+        self.nodes[n].node_type
+    }
+
+    /// The memory tiers the kernel `k` forms on this machine.
+    pub fn memory_tiers(&self, k: crate::KernelVersion) -> crate::tiers::MemoryTiers {
+        crate::tiers::MemoryTiers::new(self, k)
     }
 
     /// Nodes that have CPUs.
@@ -852,6 +903,7 @@ fn node_infos(
             memory_bytes: mem[node].0,
             reserved_bytes: reserved[node].0.min(mem[node].0),
             controller_bytes_per_ns: gib_s_to_bytes_per_ns(ctrl[node]),
+            node_type: NodeType::Dram,
             socket: socket_of(t, node),
         });
     }
