@@ -107,13 +107,18 @@ class Result(_Saved):
         """The run over time, one row per sample and node (tidy): resident MiB, local
         access ratio, hinting faults, pages migrated, thread migrations, scan CPU time."""
         s = self.data["series"]
+        # A counter a node never had (memory tiering's, on most nodes) is absent from it:
+        # zeros there, so every row has every column.
+        keys = sorted({k for n in s["nodes"] for k, v in n.items() if isinstance(v, list)})
+        first = s["nodes"][0] if s["nodes"] else {}
+        keys = [k for k in first if k in keys] + [k for k in keys if k not in first]
         rows = []
         for n in s["nodes"]:
             for i, t in enumerate(s["t_s"]):
                 row = {"t_s": t, "node": n["node"]}
-                for k, v in n.items():
-                    if isinstance(v, list):
-                        row[k] = v[i]
+                for k in keys:
+                    v = n.get(k)
+                    row[k] = v[i] if v is not None else 0
                 rows.append(row)
         return _table(rows)
 

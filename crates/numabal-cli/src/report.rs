@@ -389,6 +389,9 @@ impl Report {
         if !first.is_empty() {
             d.add(self.locality_figure(&first));
             d.add(self.activity_figure(&first));
+            if let Some(t) = self.tiering_figure(&first) {
+                d.add(t);
+            }
         }
         let scope = self.scope();
         d.add(self.runtime_figure(&scope));
@@ -502,6 +505,58 @@ impl Report {
                 ],
             ),
         }
+    }
+
+    /// `tiering`: pages promoted and demoted per second over each policy's first run, for
+    /// runs with memory tiering (none: no figure, and none left out).
+    fn tiering_figure(&self, first: &[(&str, &Entry, &Series)]) -> Option<Drawing> {
+        let tiered: Vec<(&str, &Entry, &Series)> = first
+            .iter()
+            .filter(|(_, _, s)| {
+                // As saved: a series without any is absent (`all_zero`).
+                let any = |v: &[u64]| v.iter().any(|&x| x > 0);
+                s.nodes
+                    .iter()
+                    .any(|n| any(&n.pgpromote_success) || any(&n.pgdemote))
+            })
+            .copied()
+            .collect();
+        if tiered.is_empty() {
+            return None;
+        }
+        // A series without one of the two counters has none of it: zeros.
+        let filled: Vec<(&str, &Entry, Series)> = tiered
+            .iter()
+            .map(|(p, e, s)| {
+                let mut s = (*s).clone();
+                for n in &mut s.nodes {
+                    n.pgpromote_success.resize(s.t_s.len(), 0);
+                    n.pgdemote.resize(s.t_s.len(), 0);
+                }
+                (*p, *e, s)
+            })
+            .collect();
+        let refs: Vec<(&str, &Entry, &Series)> =
+            filled.iter().map(|(p, e, s)| (*p, *e, s)).collect();
+        let wl = self.first_runs_scope(&refs);
+        Some(Drawing {
+            name: "tiering".into(),
+            caption: format!(
+                "Memory tiering: base pages promoted to the top tier (pgpromote_success) and demoted from it (pgdemote_kswapd and pgdemote_direct) per simulated second in each interval (log scale; intervals without any are gaps); each policy's run with the lowest seed.{}",
+                self.only_first()
+            ),
+            svg: svg::lines_svg(
+                &format!("{wl}: promotion and demotion over time"),
+                &[
+                    rate_panel(&refs, "pages promoted per second", "pages/s", |n| {
+                        &n.pgpromote_success
+                    }),
+                    rate_panel(&refs, "pages demoted per second", "pages/s", |n| {
+                        &n.pgdemote
+                    }),
+                ],
+            ),
+        })
     }
 
     /// Each policy's runtimes divided by the median runtime of the baseline (the first

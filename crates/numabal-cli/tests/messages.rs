@@ -138,7 +138,7 @@ fn set_values_of_every_field_type_are_refused_in_plain_words() {
     );
     sim(
         "workload.process.0.group.1.phase.0.pattern=5",
-        &["phase[0].pattern: is 5 (allowed: sweep, uniform, zipf, hot)"],
+        &["phase[0].pattern: is 5 (allowed: sweep, uniform, zipf, hot, gauss)"],
     );
     sim(
         "workload.process.0.region.0.thp=1",

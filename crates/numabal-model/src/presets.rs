@@ -39,6 +39,14 @@ pub const MACHINES: &[(&str, &str)] = &[
         "stable-b",
         include_str!("../../../presets/machines/stable-b.toml"),
     ),
+    (
+        "dram-cxl-2s",
+        include_str!("../../../presets/machines/dram-cxl-2s.toml"),
+    ),
+    (
+        "dram-pmem-2s96",
+        include_str!("../../../presets/machines/dram-pmem-2s96.toml"),
+    ),
 ];
 
 /// (name, TOML text) of every workload preset.
@@ -156,6 +164,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     (
         "perf-bench-numa-mem",
         include_str!("../../../presets/workloads/perf-bench-numa-mem.toml"),
+    ),
+    (
+        "pmbench_tiering",
+        include_str!("../../../presets/workloads/pmbench_tiering.toml"),
     ),
 ];
 

@@ -246,6 +246,10 @@ pub struct SimSettings {
     /// as SPECjbb's 30 s before each measurement); 0 counts the whole run.
     #[serde(default, skip_serializing_if = "is_zero_f")]
     pub warmup_s: f64,
+    /// `/sys/kernel/mm/numa/demotion_enabled`: reclaim on a node with a lower memory tier
+    /// demotes its cold pages there instead of leaving them (kswapd and direct reclaim).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub demotion_enabled: bool,
 }
 
 fn is_zero_f(x: &f64) -> bool {
@@ -284,6 +288,7 @@ impl Default for SimSettings {
             series_every_s: 0.0,
             allow_numa_imbalance: true,
             warmup_s: 0.0,
+            demotion_enabled: false,
         }
     }
 }

@@ -227,6 +227,7 @@ impl<'a> Sim<'a> {
             a.kernel.task_migrated(w, t, src, dst);
         }
         a.kernel.tick(w);
+        w.kswapd_tick();
         w.tick_balance(&a);
         a.kernel.after_load_balance(w);
         if w.checks_invariants() {

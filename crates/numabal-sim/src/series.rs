@@ -52,6 +52,18 @@ pub struct NodeSeries {
     /// NUMA scanning CPU time run on the node's CPUs (the scanning task's CPU, or the
     /// scan thread's), s, cumulative.
     pub scan_cpu_s: Vec<f64>,
+    /// Memory tiering: base pages promoted to the node (`pgpromote_success`), cumulative
+    /// (absent when none ever was).
+    #[serde(default, skip_serializing_if = "all_zero")]
+    pub pgpromote_success: Vec<u64>,
+    /// Memory tiering: base pages demoted from the node (`pgdemote_kswapd` and
+    /// `pgdemote_direct`), cumulative (absent when none ever was).
+    #[serde(default, skip_serializing_if = "all_zero")]
+    pub pgdemote: Vec<u64>,
+}
+
+fn all_zero(v: &[u64]) -> bool {
+    v.iter().all(|&x| x == 0)
 }
 
 /// One process over the samples at which it held memory: index `from` of `Series::t_s`
@@ -87,6 +99,9 @@ struct Counters {
     pages_migrated: u64,
     thread_migrations: u64,
     scan_ns: f64,
+    /// Memory tiering: base pages promoted to the node, demoted from it.
+    promoted: u64,
+    demoted: u64,
 }
 
 /// One sample of one node or process.
@@ -167,6 +182,16 @@ impl Recorder {
         if let Some(p) = owner {
             self.proc(p).pages_migrated += nr;
         }
+    }
+
+    /// `nr` base pages promoted to `dst` (memory tiering).
+    pub fn promoted(&mut self, dst: usize, nr: u64) {
+        self.nodes[dst].promoted += nr;
+    }
+
+    /// `nr` base pages demoted from `src` (memory tiering).
+    pub fn demoted(&mut self, src: usize, nr: u64) {
+        self.nodes[src].demoted += nr;
     }
 
     /// A thread of process `pidx` moved to `to` from another node.
@@ -307,6 +332,8 @@ impl Recorder {
                 pages_migrated: pts.iter().map(|p| p.c.pages_migrated).collect(),
                 thread_migrations: pts.iter().map(|p| p.c.thread_migrations).collect(),
                 scan_cpu_s: pts.iter().map(|p| round(p.c.scan_ns / NS, 1e6)).collect(),
+                pgpromote_success: pts.iter().map(|p| p.c.promoted).collect(),
+                pgdemote: pts.iter().map(|p| p.c.demoted).collect(),
             })
             .collect();
         let nr_nodes = self.nodes.len();

@@ -13,11 +13,14 @@
 //!        │                                   └─► period.rs: update_task_scan_period
 //!        ▼
 //!  numa_migrate_preferred ─► task_numa_migrate (move / swap)            kernel/linux6/
+//!
+//!  tiering mode (numa_balancing bit 2): a fault on a slow-tier page ─► promote.rs
 //! ```
 
 pub mod aa2012;
 pub mod filter;
 pub mod period;
+pub mod promote;
 pub mod task;
 pub mod tunables;
 pub mod version;

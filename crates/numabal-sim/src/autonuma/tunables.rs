@@ -37,6 +37,38 @@ pub struct Tunables {
     pub scan_window: bool,
     /// Record a tracepoint-like event log in the result.
     pub trace: bool,
+    /// `kernel.numa_balancing`: 1 normal balancing, 2 memory tiering (promotion of hot
+    /// slow-tier pages only), 3 both.
+    #[serde(skip_serializing_if = "is_one")]
+    pub numa_balancing: u8,
+    /// `kernel.numa_balancing_promote_rate_limit_MBps`: promotion candidates per second
+    /// and target node, MB (tiering mode).
+    #[serde(skip_serializing_if = "is_default_rate_limit")]
+    pub promote_rate_limit_mbps: u64,
+    /// debugfs `numa_balancing/hot_threshold_ms`: a slow-tier page is hot when it faults
+    /// sooner than this after the scan that protected it (tiering mode).
+    #[serde(skip_serializing_if = "is_default_hot_threshold")]
+    pub hot_threshold_ms: u64,
+    /// Hot-page selection by hint-fault latency (6.1); false: every slow-tier fault
+    /// promotes, as in 5.18-6.0 (tiering mode).
+    #[serde(skip_serializing_if = "is_true")]
+    pub promote_hot_selection: bool,
+    /// The hot threshold's automatic adjustment to the rate limit (6.1; tiering mode).
+    #[serde(skip_serializing_if = "is_true")]
+    pub promote_adjust_threshold: bool,
+}
+
+fn is_one(v: &u8) -> bool {
+    *v == 1
+}
+fn is_default_rate_limit(v: &u64) -> bool {
+    *v == 65536
+}
+fn is_default_hot_threshold(v: &u64) -> bool {
+    *v == 1000
+}
+fn is_true(v: &bool) -> bool {
+    *v
 }
 
 impl Default for Tunables {
@@ -53,6 +85,11 @@ impl Default for Tunables {
             scan_async_backcharge: false,
             scan_window: false,
             trace: false,
+            numa_balancing: 1,
+            promote_rate_limit_mbps: 65536,
+            hot_threshold_ms: 1000,
+            promote_hot_selection: true,
+            promote_adjust_threshold: true,
         }
     }
 }
@@ -70,6 +107,11 @@ const NAMES: &[&str] = &[
     "scan_async_backcharge",
     "scan_window",
     "trace",
+    "numa_balancing",
+    "promote_rate_limit_mbps",
+    "hot_threshold_ms",
+    "promote_hot_selection",
+    "promote_adjust_threshold",
 ];
 
 impl Tunables {
@@ -90,6 +132,28 @@ impl Tunables {
                     "must be at least 1",
                 ));
             }
+        }
+        if !(1..=3).contains(&t.numa_balancing) {
+            return Err(InputError::new(
+                &spec.label,
+                "policy.numa_balancing",
+                format!(
+                    "is {} (allowed: 1 normal balancing, 2 memory tiering, 3 both)",
+                    t.numa_balancing
+                ),
+            ));
+        }
+        if t.promote_rate_limit_mbps == 0 || t.hot_threshold_ms == 0 {
+            let k = if t.hot_threshold_ms == 0 {
+                "hot_threshold_ms"
+            } else {
+                "promote_rate_limit_mbps"
+            };
+            return Err(InputError::new(
+                &spec.label,
+                format!("policy.{k}"),
+                "must be at least 1",
+            ));
         }
         if t.scan_async_backcharge && !t.scan_async {
             return Err(InputError::new(
@@ -113,6 +177,12 @@ impl Tunables {
             ("scan_delay_ms", t.scan_delay_ms, 604_800_000),
             ("scan_period_max_ms", t.scan_period_max_ms, 604_800_000),
             ("scan_size_mb", t.scan_size_mb, 1 << 20),
+            (
+                "promote_rate_limit_mbps",
+                t.promote_rate_limit_mbps,
+                1 << 30,
+            ),
+            ("hot_threshold_ms", t.hot_threshold_ms, 3_600_000),
         ];
         for (k, v, max) in limits {
             if v > max {
@@ -124,6 +194,15 @@ impl Tunables {
             }
         }
         Ok(t)
+    }
+
+    /// Memory-tiering mode (`NUMA_BALANCING_MEMORY_TIERING`).
+    pub fn tiering(&self) -> bool {
+        self.numa_balancing & 2 != 0
+    }
+    /// Normal balancing (`NUMA_BALANCING_NORMAL`).
+    pub fn normal(&self) -> bool {
+        self.numa_balancing & 1 != 0
     }
 
     /// `scan_size_mb` in 4 KiB pages.

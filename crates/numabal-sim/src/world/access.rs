@@ -27,6 +27,9 @@ impl World<'_> {
     ) -> Result<(f64, f64, bool), SimError> {
         let (slice, pos) = (self.threads[t].prog.slice, self.threads[t].prog.pos);
         let r = self.sweep_walk(ag, t, node, a, budget, tau, slot)?;
+        if r.0 > 0.0 {
+            self.threads[t].prog.access_rate = r.1 / r.0;
+        }
         // A sweep's lines are known from where it started and how far it went: sampled
         // here, not in the walk's loop, which stays as it is when nothing is watched.
         if self.perf.is_some() {
@@ -290,6 +293,9 @@ impl World<'_> {
         if !th.prog.timed {
             th.prog.left -= bytes;
         }
+        if room > 0.0 {
+            th.prog.access_rate = bytes / room;
+        }
         Ok((room, bytes, done))
     }
 
@@ -469,6 +475,7 @@ pub(crate) fn pattern_ranges_of(pattern: Pattern, a: &AccessRt, slice: (u64, u64
             let hot = ((len as f64 * a.hot_fraction).ceil() as u64).clamp(1, len);
             smallvec![(s, s + hot, a.hot_weight), (s + hot, e, 1.0 - a.hot_weight)]
         }
+        Pattern::Gauss => gauss_ranges(slice, a.gauss_sigma),
         Pattern::Zipf => {
             // Range k covers ranks [2^k - 1, 2^(k+1) - 1); weight ∝ sum of 1/(r+1)^s.
             let sexp = a.zipf_s;
@@ -495,6 +502,46 @@ pub(crate) fn pattern_ranges_of(pattern: Pattern, a: &AccessRt, slice: (u64, u64
                 .collect()
         }
     }
+}
+
+/// Gauss: ranges a quarter of a standard deviation wide out to four of them each side of
+/// the middle, the rest of the slice as the two tails, each weighted by the normal
+/// distribution's mass over it, renormalised to the slice.
+fn gauss_ranges(slice: (u64, u64), sigma_frac: f64) -> Ranges {
+    let (s, e) = slice;
+    let len = (e - s).max(1) as f64;
+    let mid = len / 2.0;
+    let sigma = (sigma_frac * len).max(1.0);
+    let cdf = |x: f64| 0.5 * (1.0 + erf((x - mid) / (sigma * std::f64::consts::SQRT_2)));
+    let mut bounds: Vec<u64> = vec![0];
+    for k in -16i32..=16 {
+        let b = (mid + k as f64 * sigma / 4.0).round();
+        if b > 0.0 && b < len {
+            bounds.push(b as u64);
+        }
+    }
+    bounds.push(e - s);
+    bounds.dedup();
+    let total = cdf(len) - cdf(0.0);
+    bounds
+        .windows(2)
+        .filter(|w| w[1] > w[0])
+        .map(|w| {
+            let m = (cdf(w[1] as f64) - cdf(w[0] as f64)) / total;
+            (s + w[0], s + w[1], m)
+        })
+        .collect()
+}
+
+/// The error function (Abramowitz and Stegun 7.1.26, absolute error below 1.5e-7).
+fn erf(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let y = 1.0 - poly * (-x * x).exp();
+    if x < 0.0 { -y } else { y }
 }
 
 /// The ranges a random-access phase touches (its own pattern).

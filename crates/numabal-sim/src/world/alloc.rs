@@ -2,6 +2,7 @@
 //! interleave, cpuset mems), first touches, page migration at the kernel's cost, the start
 //! of a NUMA hinting fault, a process's memory per node.
 
+use super::tiering::Mark;
 use super::*;
 use crate::memory::{CHUNK, PAGE_BYTES};
 use numabal_model::InputError;
@@ -52,6 +53,7 @@ impl World<'_> {
     /// Choose a node for `nr` pages; `None` if no allowed node has room. `il_index` is the
     /// interleave position: the page's offset for an `mbind` interleave, the thread's
     /// `il_next` for a task interleave (the kernel's two interleave rules).
+    /// With memory tiering on, a node must keep free pages above `mark` (`tiering.rs`).
     pub(crate) fn pick_node(
         &self,
         t: usize,
@@ -59,9 +61,11 @@ impl World<'_> {
         pol: &MemPolicy,
         nr: u64,
         il_index: u64,
+        mark: Mark,
     ) -> Option<usize> {
         let allowed = &self.procs[self.threads[t].proc].cpuset_mems;
-        let room = |n: usize| self.node_used[n] + nr <= self.node_cap[n];
+        let room =
+            |n: usize| self.node_used[n] + nr + self.tiering.mark(mark, n) <= self.node_cap[n];
         let fits = |n: usize| allowed.contains(n) && room(n);
         let zonelist = |from: usize| self.zonelists[from].iter().copied();
         match pol {
@@ -119,9 +123,10 @@ impl World<'_> {
         let vma_offset = |nr: u64| -> u64 { if vma_pol { page / nr } else { il_next } };
         let o = &self.objects[obj];
         let chunk = page / CHUNK;
+        let mut reclaim_ns = 0.0;
         if o.thp_chunk(chunk) {
             let off = vma_offset(CHUNK);
-            if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off) {
+            if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off, self.first_mark()) {
                 self.objects[obj].populate_huge(chunk, n);
                 self.node_used[n] += CHUNK;
                 self.metrics.pgfault += 1;
@@ -134,7 +139,19 @@ impl World<'_> {
             }
         }
         let off = vma_offset(1);
-        match self.pick_node(t, cpu_node, &pol, 1, off) {
+        let mut picked = self.pick_node(t, cpu_node, &pol, 1, off, self.first_mark());
+        if picked.is_none() && self.tiering.on() {
+            // The slow path: wake the kswapds, try down to the min marks, then reclaim
+            // directly on the local node and try once more.
+            let zl = self.zonelists[cpu_node].clone();
+            self.wake_all_kswapds(&zl);
+            picked = self.pick_node(t, cpu_node, &pol, 1, off, Mark::Min);
+            if picked.is_none() {
+                reclaim_ns = self.direct_reclaim(cpu_node);
+                picked = self.pick_node(t, cpu_node, &pol, 1, off, Mark::Min);
+            }
+        }
+        match picked {
             Some(n) => {
                 self.objects[obj].populate_page(page, n);
                 self.node_used[n] += 1;
@@ -143,7 +160,7 @@ impl World<'_> {
                     self.threads[t].il_next += 1;
                 }
                 self.perf_fault(t, region, page);
-                Ok(self.machine.spec.costs.page_fault_ns)
+                Ok(self.machine.spec.costs.page_fault_ns + reclaim_ns)
             }
             None => {
                 let p = &self.procs[pidx];
@@ -177,9 +194,31 @@ impl World<'_> {
             self.metrics.pgmigrate_fail += nr;
             return None;
         }
+        Some(self.relocate(obj, page, src, dst, nr))
+    }
+
+    /// Move the entry at `page` (`nr` base pages) of object `obj` from `src` to `dst` at
+    /// the kernel's cost, counting it; returns the cost. In memory tiering mode a move
+    /// between the top tier and a lower one resets `last_cpupid`, which holds a scan time
+    /// on a slow-tier page (`folio_migrate_flags`).
+    pub(crate) fn relocate(
+        &mut self,
+        obj: usize,
+        page: u64,
+        src: usize,
+        dst: usize,
+        nr: u64,
+    ) -> f64 {
         self.objects[obj].migrate(page, dst);
         self.node_used[src] -= nr;
         self.node_used[dst] += nr;
+        if self.tiering.tiering_mode && self.tiering.toptier(src) != self.tiering.toptier(dst) {
+            let o = &mut self.objects[obj];
+            if o.hinting() {
+                let head = o.head(page);
+                o.xchg_cpupid(head, u32::MAX);
+            }
+        }
         self.metrics.pgmigrate_success += nr;
         self.series.migrated(self.obj_owner[obj], dst, nr);
         let k = &self.machine.spec.costs;
@@ -188,7 +227,16 @@ impl World<'_> {
         let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns + self.host_flush_wait(obj);
         self.migrate_ns += cost;
         self.migrate_shootdowns += 1;
-        Some(cost)
+        cost
+    }
+
+    /// The mark a first touch's fast path keeps: the low watermark with memory tiering on.
+    fn first_mark(&self) -> Mark {
+        if self.tiering.on() {
+            Mark::Low
+        } else {
+            Mark::Full
+        }
     }
 
     /// On a shared host (`core.host_shootdown_ns`), the shootdown's wait for the CPUs that

@@ -191,6 +191,7 @@ impl World<'_> {
                             cache_hit: a.cache_hit,
                             zipf_s: a.zipf_s.unwrap_or(1.0),
                             hot_fraction: a.hot_fraction.unwrap_or(0.1),
+                            gauss_sigma: a.gauss_sigma.unwrap_or(0.125),
                             hot_weight: a.hot_weight.unwrap_or(0.9),
                             mempolicy: resolve_policy(&a.mempolicy, n, self.random_node, label)?,
                             write: a.write,

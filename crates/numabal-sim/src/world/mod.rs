@@ -34,6 +34,7 @@ pub use procfs::{REGION_SPAN, page_addr};
 pub mod records;
 mod report;
 mod samples;
+pub mod tiering;
 pub use agents::{Agents, KernelHooks, UserHooks};
 pub(crate) use perf::PerfEvent;
 pub(crate) const NS: f64 = 1e9;
@@ -80,6 +81,7 @@ pub(crate) struct AccessRt {
     pub(crate) cache_hit: f64,
     pub(crate) zipf_s: f64,
     pub(crate) hot_fraction: f64,
+    pub(crate) gauss_sigma: f64,
     pub(crate) hot_weight: f64,
     pub(crate) mempolicy: Option<MemPolicy>,
     /// Fraction of accesses that write (soft-dirty write faults need one).
@@ -183,6 +185,9 @@ pub(crate) struct Prog {
     /// Fractional hinting faults carried to the next interval (random patterns).
     pub(crate) fault_carry: f64,
     pub(crate) slice: (u64, u64),
+    /// Bytes accessed per ns of CPU in the thread's latest access interval (kswapd's
+    /// estimate of how often it references a page).
+    pub(crate) access_rate: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -277,6 +282,8 @@ pub struct World<'a> {
     migrate_ns: f64,
     /// Per node: pages a migration must leave free (the kernel's high watermark).
     wmark_high: Vec<u64>,
+    /// Memory tiers, the other watermarks, kswapd and demotion (`tiering.rs`).
+    tiering: tiering::Tiering,
     migrations: [u64; NR_CAUSES],
     /// Per thread, per node: when the thread last left the node (u64::MAX: not since it
     /// last arrived there), for ping-pong round trips.
@@ -515,6 +522,10 @@ impl<'a> World<'a> {
             .collect();
         let random_node = with_mem[rng.random_range(0..with_mem.len())];
         let tick_ns = (sc.sim.tick_ms * 1e6).round() as u64;
+        // Roughly the kernel's high watermark of a node (min_free_kbytes-derived): 1/256.
+        let wmark_high: Vec<u64> = (0..m.nr_nodes())
+            .map(|n| m.node_usable_pages(n) / 256)
+            .collect();
         World {
             sc,
             machine: m,
@@ -547,10 +558,8 @@ impl<'a> World<'a> {
             user_ns: 0.0,
             sys_ns: 0.0,
             migrate_ns: 0.0,
-            // Roughly the kernel's high watermark of a node (min_free_kbytes-derived): 1/256.
-            wmark_high: (0..m.nr_nodes())
-                .map(|n| m.node_usable_pages(n) / 256)
-                .collect(),
+            wmark_high: wmark_high.clone(),
+            tiering: tiering::Tiering::new(m, &wmark_high, sc.sim.demotion_enabled),
             migrations: [0; NR_CAUSES],
             left_node_at: Vec::new(),
             node_moves: Vec::new(),

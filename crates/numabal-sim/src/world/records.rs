@@ -78,6 +78,10 @@ pub struct Metrics {
     /// `work_units` per second of runtime (after `sim.warmup_s`: the work done after it
     /// over the time after it).
     pub throughput_per_s: f64,
+    /// Memory tiering's counters and each tier's memory at the end (absent when memory
+    /// tiering was off: `sim.demotion_enabled`, or NUMA balancing's tiering mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiering: Option<super::tiering::TieringStats>,
 }
 
 /// One process at the end.

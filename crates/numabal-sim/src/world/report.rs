@@ -31,6 +31,7 @@ impl World<'_> {
         m.user_cpu_s = self.user_ns / NS;
         m.sys_cpu_s = self.sys_ns / NS;
         m.migrate_cpu_s = self.migrate_ns / NS;
+        m.tiering = self.tiering_result(m.runtime_s);
         m.accessed_gib = total / (1u64 << 30) as f64;
         m.access_gib_per_s = if m.runtime_s > 0.0 {
             m.accessed_gib / m.runtime_s

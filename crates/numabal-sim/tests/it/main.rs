@@ -15,4 +15,5 @@ mod operators;
 mod progress;
 mod rhel;
 mod stable;
+mod tiering;
 mod util;

@@ -1,6 +1,7 @@
 //! The NUMA hinting fault: `do_numa_page` (the two-stage filter, `mpol_misplaced`, the
 //! migration), `task_numa_fault` and `task_numa_group`.
 
+use super::scan::access_time_ms;
 use super::*;
 
 impl Linux6 {
@@ -38,7 +39,16 @@ impl Linux6 {
         if vm_shared {
             flags |= TNF_SHARED;
         }
-        let last = CpuPid(w.object(obj).cpupid(head));
+        // Tiering mode: a slow-tier page's last_cpupid holds its scan time, not a cpupid.
+        let use_time = self.tun.tiering() && !w.tiering().toptier(nid);
+        let last = if use_time {
+            CpuPid::UNSET
+        } else {
+            CpuPid(w.object(obj).cpupid(head))
+        };
+        if !w.tiering().toptier(nid) {
+            w.tiering_stats().numa_hint_faults_slow_tier += 1;
+        }
         let now = w.now();
         {
             let nb = &mut *self;
@@ -59,13 +69,20 @@ impl Linux6 {
         // mpol_misplaced: only the default (MPOL_PREFERRED local, MOF|MORON) policy
         // migrates; a local page returns before the filter, so last_cpupid is not updated.
         let mut target = None;
-        if nid != thisnid
+        let misplaced = nid != thisnid
             && w.alloc_policy_ref(t, ri, head, w.phase_policy(t))
                 .is_none_or(|p| *p == MemPolicy::Default)
-            && w.proc(pidx).cpuset_mems.contains(thisnid)
-        {
+            && w.proc(pidx).cpuset_mems.contains(thisnid);
+        if misplaced && use_time {
+            if self.should_promote(w, obj, head, thisnid, nr) {
+                target = Some(thisnid);
+            }
+        } else if misplaced {
             let this = CpuPid::new(cpu, pid);
             w.object_mut(obj).xchg_cpupid(head, this.0);
+            // A slow-tier page outside tiering mode migrates only once a CPU has been
+            // recorded (a time left in the field from tiering mode is no CPU).
+            let stale = !w.tiering().toptier(nid) && last.cpu() >= w.machine().nr_cpus();
             let nb = &mut *self;
             let tk = &nb.tasks[t];
             let group = tk.group.map(|g| {
@@ -88,7 +105,7 @@ impl Linux6 {
                 dst_has_memory: w.node_cap(thisnid) > 0,
                 group,
             };
-            if should_migrate(&input).0 {
+            if !stale && should_migrate(&input).0 {
                 target = Some(thisnid);
             }
         }
@@ -102,10 +119,18 @@ impl Linux6 {
             self.stats.kvm_ept_faults += 1;
         }
         if let Some(dst) = target {
-            if let Some(c) = w.migrate_page(obj, head, dst) {
+            // Tiering mode: a target without room above its high mark wakes its kswapd.
+            let room = !self.tun.tiering() || w.promotion_room(dst, nr);
+            if let Some(c) = room.then(|| w.migrate_page(obj, head, dst)).flatten() {
                 flags |= TNF_MIGRATED;
                 mem_node = dst;
                 w.vmstat().numa_pages_migrated += nr;
+                if !w.tiering().toptier(nid)
+                    && w.tiering().toptier(dst)
+                    && (self.tun.tiering() || !self.tun.kernel.pgpromote_tiering_only())
+                {
+                    w.count_promotion(dst, nr);
+                }
                 cost += c;
             } else {
                 flags |= TNF_MIGRATE_FAIL;
@@ -113,6 +138,35 @@ impl Linux6 {
         }
         self.task_numa_fault(w, t, cpu, last, mem_node, nr, flags, now);
         cost
+    }
+
+    /// `should_numa_migrate_memory`'s tiering branch for a fault on the slow-tier entry at
+    /// `head` (`nr` pages), promoting to `dst`: the hint-fault latency from the scan time
+    /// the page holds (the fault's time stored in its place), then `promote.rs`.
+    fn should_promote(
+        &mut self,
+        w: &mut World,
+        obj: usize,
+        head: u64,
+        dst: usize,
+        nr: u64,
+    ) -> bool {
+        let now_ms = access_time_ms(w.now());
+        let scanned = w.object_mut(obj).xchg_cpupid(head, now_ms);
+        let latency = now_ms.wrapping_sub(scanned) as u64;
+        let rules = PromoteRules {
+            hot_threshold_ms: self.tun.hot_threshold_ms,
+            rate_limit_pages: self.tun.promote_rate_limit_mbps << (20 - 12),
+            adjust_period_ms: self.tun.scan_period_max_ms,
+            hot_selection: self.tun.promote_hot_selection,
+            adjust_threshold: self.tun.promote_adjust_threshold,
+        };
+        let free_enough = w.free_space_enough(dst);
+        let v = self.promote[dst].decide(&rules, now_ms as u64, latency, nr, free_enough);
+        if matches!(v, Verdict::Promote | Verdict::RateLimited) {
+            w.tiering_stats().pgpromote_candidate += nr;
+        }
+        v.promote()
     }
 
     /// `task_numa_fault(last_cpupid, mem_node, pages, flags)`.
@@ -128,6 +182,13 @@ impl Linux6 {
         flags: u32,
         now: u64,
     ) {
+        // No statistics of faults on a lower tier in tiering mode (nor of a first fault
+        // there outside it): the fast tier's placement is not the slow tier's business.
+        if !w.tiering().toptier(mem_node)
+            && (self.tun.tiering() || last.cpu() >= w.machine().nr_cpus())
+        {
+            return;
+        }
         let nn = w.machine().nr_nodes();
         let pid = t as u32 + 1;
         let cpu_node = w.machine().cpus[cpu].node;

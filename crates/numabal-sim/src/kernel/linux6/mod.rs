@@ -13,6 +13,7 @@ use crate::autonuma::period::{
     GroupShare, PeriodUpdate, task_scan_max, task_scan_min, task_scan_start,
     update_task_scan_period,
 };
+use crate::autonuma::promote::{PromoteRules, PromoteState, Verdict};
 use crate::autonuma::task::{
     Faults, GroupDecision, LOAD_AVG_MAX, NUMA_CPUBUF, NUMA_MEM, NUMA_MEMBUF, NumaGroup,
     fold_faults, group_decision, group_weight, task_weight,
@@ -134,13 +135,17 @@ pub(crate) struct Linux6 {
     pub scan_hidden_ns: f64,
     /// `scan_async`: the scan workers.
     pub kthreads: KThreads,
+    /// Tiering mode: per node, its promotion state (`pglist_data`'s `nbp_*` fields).
+    pub promote: Vec<PromoteState>,
 }
 
 impl Linux6 {
-    pub fn new(w: &World, tun: Tunables) -> Linux6 {
+    pub fn new(w: &mut World, tun: Tunables) -> Linux6 {
         let cpu_nodes: Vec<usize> = w.machine().nodes_with_cpus().iter().collect();
         let nr_cpus = w.machine().nr_cpus();
+        w.set_memory_tiering(tun.kernel, tun.tiering());
         Linux6 {
+            promote: vec![PromoteState::default(); w.machine().nr_nodes()],
             trace: Trace::new(tun.trace),
             tun,
             tasks: Vec::new(),

@@ -204,6 +204,7 @@ impl Linux6 {
         let (pte_ns, tlb_ns) = (k.pte_update_ns, k.tlb_shootdown_ns);
         let mut cost = 0.0;
         let mut forced = false;
+        let tier = self.tier_scan(w);
         let mut pids_skipped = false;
         // If nothing is at or after the offset, wrap first.
         {
@@ -269,7 +270,8 @@ impl Linux6 {
                 while start < rpages {
                     let end = (start + pages.max(0) as u64).div_ceil(CHUNK) * CHUNK;
                     let end = end.min(rpages).min(hi.max(start + 1));
-                    let (n, huge, visited) = self.change_prot_numa(w, obj, start, end, skip_node);
+                    let (n, huge, visited) =
+                        self.change_prot_numa(w, obj, start, end, skip_node, tier.as_ref());
                     let c = visited as f64 * pte_ns;
                     if visited > 0 && kvm_memslot {
                         self.kvm_invalidate(w, pidx);
@@ -328,6 +330,19 @@ impl Linux6 {
         cost
     }
 
+    /// What a scan does differently in memory-tiering mode (`None`: normal balancing
+    /// alone, or no lower tier).
+    fn tier_scan(&self, w: &World) -> Option<TierScan> {
+        if !self.tun.tiering() || !w.tiering().tiers.tiered() {
+            return None;
+        }
+        Some(TierScan {
+            skip_toptier: !self.tun.normal(),
+            toptier: w.tiering().tiers.toptier.clone(),
+            now_ms: access_time_ms(w.now()),
+        })
+    }
+
     /// `reset_ptenuma_scan`: a pass over the address space is complete.
     pub(super) fn reset_scan(mm: &mut MmNuma) {
         mm.scan_seq += 1;
@@ -348,7 +363,14 @@ impl Linux6 {
         a: u64,
         b: u64,
         skip_node: Option<usize>,
+        tier: Option<&TierScan>,
     ) -> (u64, u64, u64) {
+        // Tiering mode: top-tier pages are left alone without normal balancing, and a
+        // slow-tier page protected now records the time (`folio_xchg_access_time`).
+        let skip_tier = |n: usize| tier.is_some_and(|t| t.skip_toptier && t.toptier[n]);
+        let skip = |n: usize| skip_node == Some(n) || skip_tier(n);
+        let stamp = |n: usize| tier.is_some_and(|t| !t.toptier[n]);
+        let now_ms = tier.map_or(0, |t| t.now_ms);
         let o = w.object_mut(obj);
         let mut p = a;
         let mut changed = 0;
@@ -363,9 +385,13 @@ impl Linux6 {
             }
             if o.is_huge(c) {
                 visited += 1;
-                if o.set_prot(c * CHUNK) {
+                let n = o.node_of(c * CHUNK);
+                if !n.is_some_and(skip_tier) && o.set_prot(c * CHUNK) {
                     changed += o.chunk_len(c);
                     huge += 1;
+                    if n.is_some_and(stamp) {
+                        o.xchg_cpupid(c * CHUNK, now_ms);
+                    }
                 }
                 p = cend;
                 continue;
@@ -374,8 +400,11 @@ impl Linux6 {
             for q in p..cend {
                 if let Some(n) = o.node_of(q) {
                     visited += 1;
-                    if skip_node != Some(n) && o.mark_prot(q) {
+                    if !skip(n) && o.mark_prot(q) {
                         marked += 1;
+                        if stamp(n) {
+                            o.xchg_cpupid(q, now_ms);
+                        }
                     }
                 }
             }
@@ -455,4 +484,18 @@ fn vma_numab_checks(mm: &mut MmNuma, c: &VmaCheck) -> (Option<SkipReason>, Optio
         v.maybe_rotate(c.now, seq, c.delay);
     }
     (skip, info)
+}
+
+/// A scan's tiering rules: skip top-tier pages (mode 2 without 1), stamp slow-tier ones.
+pub(super) struct TierScan {
+    skip_toptier: bool,
+    toptier: Vec<bool>,
+    now_ms: u32,
+}
+
+/// `jiffies_to_msecs(jiffies)` as `last_cpupid` holds it: whole milliseconds of jiffies
+/// (HZ = 250, 4 ms), within 32 bits (the kernel keeps at least 12 bits; with
+/// `NR_CPUS = 8192` 21 bits, wrapping every 35 minutes: simplified to 32).
+pub(super) fn access_time_ms(now_ns: u64) -> u32 {
+    ((now_ns / 4_000_000) * 4) as u32
 }

@@ -1,0 +1,496 @@
+//! Memory tiering, the memory-management side: the machine's memory tiers under the
+//! simulated kernel, each node's zone watermarks, allocation to the low watermark with
+//! fallback down the zonelist, and reclaim by demotion (kswapd and direct reclaim) to the
+//! next lower tier. NUMA balancing's promotion is the kernel model's (`kernel/linux6/`);
+//! its counters are kept here with the demotion counters, under the kernel's names.
+//!
+//! ```text
+//!   allocation ──► zonelist node above its low mark ──► page there
+//!        │ none                                   (no kswapd woken: the fast node fills,
+//!        ▼                                         new pages go to the slow one)
+//!   wake every kswapd; above min ──► page there; none ──► direct reclaim: demote 32
+//!                                                         pages of the local node
+//!   kswapd (woken by that, or by a promotion finding no room on its target):
+//!        demote the node's cold pages (CLOCK over its pages, second chance), at least
+//!        the high mark's worth per wake, until free ≥ high mark (WMARK_PROMO in NUMA
+//!        balancing's tiering mode)
+//!   marks: min < low < high < promo, one step of watermark_scale_factor (0.1 %) apart
+//! ```
+//!
+//! Memory tiering is on when `sim.demotion_enabled` is set or a kernel model runs NUMA
+//! balancing's tiering mode; otherwise none of this runs, and allocation fills a node to
+//! its last page as before (docs/model-notes.md, "Memory tiering").
+
+use super::*;
+use crate::memory::{CHUNK, PAGE_BYTES};
+use numabal_model::tiers::MemoryTiers;
+use numabal_model::{KernelVersion, Mask};
+use serde::{Deserialize, Serialize};
+
+/// `SWAP_CLUSTER_MAX`: pages direct reclaim frees per attempt.
+const SWAP_CLUSTER_MAX: u64 = 32;
+
+/// Which watermark an allocation must stay above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// None: the node may fill to its last page (memory tiering off).
+    Full,
+    /// `ALLOC_WMARK_LOW`, the fast path.
+    Low,
+    /// `ALLOC_WMARK_MIN`, the slow path after waking kswapd.
+    Min,
+}
+
+/// The tiering counters (`/proc/vmstat` names) and the per-tier memory at the end.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TieringStats {
+    /// Pages promoted from a lower tier to the top tier by NUMA balancing.
+    pub pgpromote_success: u64,
+    /// Hot slow-tier pages that passed the hot threshold (before the rate limit).
+    pub pgpromote_candidate: u64,
+    /// Pages demoted by kswapd.
+    pub pgdemote_kswapd: u64,
+    /// Pages demoted by direct reclaim.
+    pub pgdemote_direct: u64,
+    /// NUMA hinting faults on pages of a lower tier (part of `numa_hint_faults`).
+    pub numa_hint_faults_slow_tier: u64,
+    /// Promotions that failed for want of room on the target node (kswapd woken).
+    pub pgpromote_no_room: u64,
+    /// kswapd wakeups.
+    pub kswapd_wakeups: u64,
+    /// CPU seconds kswapd spent demoting.
+    pub kswapd_cpu_s: f64,
+    /// Promotion per simulated second, MB (10^6 bytes).
+    pub promote_mb_s: f64,
+    /// Demotion per simulated second, MB.
+    pub demote_mb_s: f64,
+    /// The tiers at the end: `memory_tierN`, its nodes and the MiB in use on them.
+    pub tiers: Vec<TierUse>,
+}
+
+/// One memory tier's memory in use over the run (sampled at every tick).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TierUse {
+    /// N of `memory_tierN`.
+    pub tier: u32,
+    /// Its nodes.
+    pub nodes: String,
+    /// MiB of workload memory on them, the most at any tick.
+    pub peak_mb: f64,
+    /// MiB on them, averaged over the ticks.
+    pub mean_mb: f64,
+}
+
+/// The world's memory tiering state.
+pub(crate) struct Tiering {
+    pub(crate) tiers: MemoryTiers,
+    /// `demotion_enabled`.
+    pub(crate) demotion_enabled: bool,
+    /// NUMA balancing's tiering mode: kswapd balances to WMARK_PROMO.
+    pub(crate) tiering_mode: bool,
+    /// Per node: min, low and promo watermarks, pages (the high one is the world's
+    /// `wmark_high`).
+    min: Vec<u64>,
+    low: Vec<u64>,
+    promo: Vec<u64>,
+    /// Per node: kswapd is awake.
+    kswapd: Vec<bool>,
+    /// Per node: the CLOCK hand, (object, chunk).
+    hand: Vec<(usize, u64)>,
+    /// Per object, per chunk: when the hand last passed (ns).
+    seen: Vec<Vec<u64>>,
+    /// Per tier: the most pages in use at a tick, and their sum over the ticks.
+    peak: Vec<u64>,
+    sum: Vec<f64>,
+    ticks: u64,
+    pub(crate) stats: TieringStats,
+}
+
+impl Tiering {
+    pub(crate) fn new(m: &Machine, wmark_high: &[u64], demotion_enabled: bool) -> Tiering {
+        let n = m.nr_nodes();
+        // watermark_scale_factor = 10: a step of 0.1 % of the node between the marks.
+        let step = |i: usize| m.node_usable_pages(i) / 1000;
+        Tiering {
+            tiers: m.memory_tiers(KernelVersion::NEWEST),
+            demotion_enabled,
+            tiering_mode: false,
+            min: (0..n)
+                .map(|i| wmark_high[i].saturating_sub(2 * step(i)))
+                .collect(),
+            low: (0..n)
+                .map(|i| wmark_high[i].saturating_sub(step(i)))
+                .collect(),
+            promo: (0..n).map(|i| wmark_high[i] + step(i)).collect(),
+            kswapd: vec![false; n],
+            hand: vec![(0, 0); n],
+            seen: Vec::new(),
+            peak: Vec::new(),
+            sum: Vec::new(),
+            ticks: 0,
+            stats: TieringStats::default(),
+        }
+    }
+
+    /// Whether allocation and reclaim follow the watermarks (memory tiering is on).
+    pub(crate) fn on(&self) -> bool {
+        self.demotion_enabled || self.tiering_mode
+    }
+
+    /// `node_is_toptier`.
+    pub(crate) fn toptier(&self, n: usize) -> bool {
+        self.tiers.toptier[n]
+    }
+
+    /// The mark an allocation of the given kind stays above on node `n`, pages.
+    pub(crate) fn mark(&self, mark: Mark, n: usize) -> u64 {
+        match mark {
+            Mark::Full => 0,
+            Mark::Low => self.low[n],
+            Mark::Min => self.min[n],
+        }
+    }
+}
+
+impl World<'_> {
+    /// The memory tiers of the kernel release `k` (a kernel model's), and whether it runs
+    /// NUMA balancing's tiering mode.
+    pub(crate) fn set_memory_tiering(&mut self, k: KernelVersion, tiering_mode: bool) {
+        self.tiering.tiers = self.machine.memory_tiers(k);
+        self.tiering.tiering_mode = tiering_mode;
+    }
+
+    /// The tiering counters, for the kernel model's promotion.
+    pub(crate) fn tiering_stats(&mut self) -> &mut TieringStats {
+        &mut self.tiering.stats
+    }
+
+    /// `nr` base pages promoted to `dst`: counted, and in the series.
+    pub(crate) fn count_promotion(&mut self, dst: usize, nr: u64) {
+        self.tiering.stats.pgpromote_success += nr;
+        self.series.promoted(dst, nr);
+    }
+
+    /// The tiering state (read).
+    pub(crate) fn tiering(&self) -> &Tiering {
+        &self.tiering
+    }
+
+    /// Free pages of node `n`.
+    fn free_pages(&self, n: usize) -> u64 {
+        self.node_cap[n].saturating_sub(self.node_used[n])
+    }
+
+    /// `pgdat_free_space_enough`: free memory above WMARK_PROMO plus max(1 GiB, a 16th of
+    /// the node), so a promotion needs no selection.
+    pub(crate) fn free_space_enough(&self, n: usize) -> bool {
+        let enough = (1u64 << 30) / PAGE_BYTES as u64;
+        let enough = enough.max((self.machine.nodes[n].memory_bytes / PAGE_BYTES as u64) >> 4);
+        self.free_pages(n) > self.tiering.promo[n] + enough
+    }
+
+    /// `migrate_balanced_pgdat` for a promotion: room for `nr` pages above the high mark;
+    /// if not, kswapd is woken there (tiering mode) and the promotion fails.
+    pub(crate) fn promotion_room(&mut self, n: usize, nr: u64) -> bool {
+        if self.free_pages(n) >= self.wmark_high[n] + nr {
+            return true;
+        }
+        self.tiering.stats.pgpromote_no_room += nr;
+        self.wakeup_kswapd(n);
+        false
+    }
+
+    pub(crate) fn wakeup_kswapd(&mut self, n: usize) {
+        if !self.tiering.kswapd[n] && !self.node_balanced(n) {
+            self.tiering.kswapd[n] = true;
+            self.tiering.stats.kswapd_wakeups += 1;
+        }
+    }
+
+    /// `pgdat_balanced`: free above the high mark, WMARK_PROMO in tiering mode.
+    fn node_balanced(&self, n: usize) -> bool {
+        let mark = if self.tiering.tiering_mode {
+            self.tiering.promo[n]
+        } else {
+            self.wmark_high[n]
+        };
+        self.free_pages(n) >= mark
+    }
+
+    /// An allocation found every allowed node below its low mark: wake their kswapds.
+    pub(crate) fn wake_all_kswapds(&mut self, nodes: &[usize]) {
+        for &n in nodes {
+            self.wakeup_kswapd(n);
+        }
+    }
+
+    /// Direct reclaim by an allocating thread on `node`: demote up to `SWAP_CLUSTER_MAX`
+    /// cold pages. Returns the CPU ns it took.
+    pub(crate) fn direct_reclaim(&mut self, node: usize) -> f64 {
+        if !self.tiering.demotion_enabled {
+            return 0.0;
+        }
+        let (pages, ns) = self.demote_cold(node, SWAP_CLUSTER_MAX, f64::INFINITY);
+        self.tiering.stats.pgdemote_direct += pages;
+        ns
+    }
+
+    /// kswapd at a tick: each awake kswapd demotes until its node is balanced or its CPU
+    /// time of the tick is spent, then sleeps once balanced (or when nothing can move).
+    pub(crate) fn kswapd_tick(&mut self) {
+        if !self.tiering.on() {
+            return;
+        }
+        self.sample_tiers();
+        for n in 0..self.machine.nr_nodes() {
+            if !self.tiering.kswapd[n] {
+                continue;
+            }
+            if self.node_balanced(n) || !self.tiering.demotion_enabled {
+                self.tiering.kswapd[n] = false;
+                continue;
+            }
+            let mark = if self.tiering.tiering_mode {
+                self.tiering.promo[n]
+            } else {
+                self.wmark_high[n]
+            };
+            // kswapd_shrink_node reclaims at least the high watermark's worth before it
+            // looks again (`nr_to_reclaim`), however little the node lacks.
+            let want = mark
+                .saturating_sub(self.free_pages(n))
+                .max(self.wmark_high[n])
+                .max(SWAP_CLUSTER_MAX);
+            let budget = self.tick_ns as f64;
+            let (pages, ns) = self.demote_cold(n, want, budget);
+            self.tiering.stats.pgdemote_kswapd += pages;
+            self.charge_kswapd(n, ns);
+            if pages == 0 {
+                // kswapd_failures: nothing movable; it sleeps until woken again.
+                self.tiering.kswapd[n] = false;
+            }
+        }
+    }
+
+    /// Each tier's memory in use at this tick.
+    fn sample_tiers(&mut self) {
+        let nt = self.tiering.tiers.tiers.len();
+        let tg = &mut self.tiering;
+        tg.peak.resize(nt, 0);
+        tg.sum.resize(nt, 0.0);
+        tg.ticks += 1;
+        for (i, t) in tg.tiers.tiers.iter().enumerate() {
+            let used: u64 = t.nodes.iter().map(|n| self.node_used[n]).sum();
+            tg.peak[i] = tg.peak[i].max(used);
+            tg.sum[i] += used as f64;
+        }
+    }
+
+    /// kswapd's CPU time on node `n` (a CPU-less node's on its nearest CPU node): an
+    /// idle CPU of the node if there is one, else taken from the threads of its first CPU.
+    fn charge_kswapd(&mut self, n: usize, ns: f64) {
+        if ns <= 0.0 {
+            return;
+        }
+        self.tiering.stats.kswapd_cpu_s += ns / 1e9;
+        let home = self.zonelists[n]
+            .iter()
+            .copied()
+            .find(|&j| !self.machine.nodes[j].cpus.is_empty())
+            .unwrap_or(0);
+        let cpus: Vec<usize> = self.machine.nodes[home].cpus.iter().collect();
+        let now = self.now;
+        if let Some(&c) = cpus
+            .iter()
+            .find(|&&c| self.sched.is_idle(c) && !self.held(c, now))
+        {
+            let until = now + self.host_wall(ns) as u64;
+            self.hold_cpu(c, until);
+            return;
+        }
+        let Some(&c) = cpus.first() else { return };
+        let rq: Vec<usize> = self.sched.rq(c).iter().map(|&x| x as usize).collect();
+        let each = ns / rq.len().max(1) as f64;
+        for t in rq {
+            self.steal_cpu(t, each);
+        }
+    }
+
+    /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU: the CLOCK
+    /// hand passes over the node's pages object by object; a page referenced since the
+    /// hand last passed its chunk gets a second chance, the others go to a demotion target.
+    /// Returns (pages demoted, ns spent).
+    fn demote_cold(&mut self, n: usize, want: u64, budget: f64) -> (u64, f64) {
+        if self.tiering.tiers.demotion[n].is_empty() || self.objects.is_empty() {
+            return (0, 0.0);
+        }
+        let visit_ns = self.machine.spec.costs.pte_update_ns;
+        let (mut done, mut ns) = (0u64, 0.0);
+        let total: u64 = self.objects.iter().map(|o| o.chunks()).sum();
+        let mut visited_chunks = 0u64;
+        while done < want && ns < budget && visited_chunks <= total {
+            let (obj, c) = self.tiering.hand[n];
+            if obj >= self.objects.len() {
+                self.tiering.hand[n] = (0, 0);
+                continue;
+            }
+            if c >= self.objects[obj].chunks() {
+                self.tiering.hand[n] = (obj + 1, 0);
+                continue;
+            }
+            self.tiering.hand[n] = (obj, c + 1);
+            visited_chunks += 1;
+            if self.objects[obj].chunk_hist(c)[n] == 0 {
+                continue;
+            }
+            let (d, spent, stop) = self.demote_chunk(n, obj, c, want - done);
+            done += d;
+            ns += spent + visit_ns;
+            if stop {
+                break;
+            }
+        }
+        (done, ns)
+    }
+
+    /// One chunk under the hand: its pages on node `n`, each demoted unless referenced
+    /// since the hand last passed. Returns (pages demoted, ns, no target had room).
+    fn demote_chunk(&mut self, n: usize, obj: usize, c: u64, want: u64) -> (u64, f64, bool) {
+        use rand::RngExt;
+        let now = self.now;
+        let seen = self.chunk_seen(obj, c);
+        let dt = now.saturating_sub(seen) as f64;
+        let rate = self.page_access_rate(obj, c * CHUNK);
+        let o = &self.objects[obj];
+        let huge = o.is_huge(c);
+        let (first, len) = (c * CHUNK, o.chunk_len(c));
+        let visit_ns = self.machine.spec.costs.pte_update_ns;
+        let (mut done, mut ns) = (0u64, 0.0);
+        let heads: Vec<u64> = if huge {
+            vec![first]
+        } else {
+            (first..first + len)
+                .filter(|&p| o.node_of(p) == Some(n))
+                .collect()
+        };
+        for head in heads {
+            if done >= want {
+                break;
+            }
+            let nr = self.entry_pages(obj, head);
+            let p_ref = 1.0 - (-rate * nr as f64 * dt).exp();
+            ns += visit_ns;
+            if self.rng.random::<f64>() < p_ref {
+                continue;
+            }
+            let Some(dst) = self.demotion_target(n, nr) else {
+                self.metrics.pgmigrate_fail += nr;
+                self.set_chunk_seen(obj, c, now);
+                return (done, ns, true);
+            };
+            ns += self.relocate(obj, head, n, dst, nr);
+            self.series.demoted(n, nr);
+            done += nr;
+        }
+        self.set_chunk_seen(obj, c, now);
+        (done, ns, false)
+    }
+
+    /// A demotion target of node `n` with room for `nr` pages above its min mark: one of
+    /// its preferred targets (at random, `next_demotion_node`), else the nearest of every
+    /// lower tier (`lower_tier_mask`).
+    fn demotion_target(&mut self, n: usize, nr: u64) -> Option<usize> {
+        use rand::RngExt;
+        let room = |w: &Self, j: usize| w.free_pages(j) >= w.tiering.min[j] + nr;
+        let preferred: Vec<usize> = self.tiering.tiers.demotion[n].iter().collect();
+        let pick = preferred[self.rng.random_range(0..preferred.len())];
+        if room(self, pick) {
+            return Some(pick);
+        }
+        let lower: &Mask = &self.tiering.tiers.lower[n];
+        self.zonelists[pick]
+            .iter()
+            .copied()
+            .find(|&j| lower.contains(j) && room(self, j))
+    }
+
+    fn chunk_seen(&self, obj: usize, c: u64) -> u64 {
+        self.tiering
+            .seen
+            .get(obj)
+            .and_then(|v| v.get(c as usize))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn set_chunk_seen(&mut self, obj: usize, c: u64, t: u64) {
+        let chunks = self.objects[obj].chunks() as usize;
+        let seen = &mut self.tiering.seen;
+        if seen.len() <= obj {
+            seen.resize(obj + 1, Vec::new());
+        }
+        if seen[obj].len() < chunks {
+            seen[obj].resize(chunks, 0);
+        }
+        seen[obj][c as usize] = t;
+    }
+
+    /// Accesses per ns to the 4 KiB page `page` of object `obj` by the threads now in an
+    /// access phase over it: a random pattern's lines spread over its ranges by weight,
+    /// a sweep's passes (one reference per page per pass), at each thread's latest rate.
+    fn page_access_rate(&self, obj: usize, page: u64) -> f64 {
+        let mut rate = 0.0;
+        for (t, th) in self.threads.iter().enumerate() {
+            if th.prog.access_rate <= 0.0 || !matches!(th.state, TState::Runnable) {
+                continue;
+            }
+            let p = &self.procs[th.proc];
+            let Some(PhaseRt::Access(a)) = p.groups[th.group].phases.get(th.phase) else {
+                continue;
+            };
+            if p.regions[a.region].obj != obj {
+                continue;
+            }
+            let slice = self.slice_of(t, a);
+            if page < slice.0 || page >= slice.1 {
+                continue;
+            }
+            if a.pattern == Pattern::Sweep {
+                rate += th.prog.access_rate / ((slice.1 - slice.0) as f64 * PAGE_BYTES);
+                continue;
+            }
+            let lines = th.prog.access_rate / 64.0;
+            for (a0, b0, w) in access::pattern_ranges(a, slice) {
+                if page >= a0 && page < b0 {
+                    rate += lines * w / (b0 - a0) as f64;
+                }
+            }
+        }
+        rate
+    }
+
+    /// The tiering counters and each tier's memory, for the result (`None` when memory
+    /// tiering was off).
+    pub(crate) fn tiering_result(&self, runtime_s: f64) -> Option<TieringStats> {
+        if !self.tiering.on() {
+            return None;
+        }
+        let mut s = self.tiering.stats.clone();
+        let mb = |pages: u64| pages as f64 * PAGE_BYTES / 1e6;
+        if runtime_s > 0.0 {
+            s.promote_mb_s = mb(s.pgpromote_success) / runtime_s;
+            s.demote_mb_s = mb(s.pgdemote_kswapd + s.pgdemote_direct) / runtime_s;
+        }
+        let tg = &self.tiering;
+        let mib = |pages: f64| pages * PAGE_BYTES / (1u64 << 20) as f64;
+        s.tiers = (tg.tiers.tiers.iter().enumerate())
+            .map(|(i, t)| TierUse {
+                tier: t.id,
+                nodes: t.nodes.to_string(),
+                peak_mb: mib(tg.peak.get(i).copied().unwrap_or(0) as f64),
+                mean_mb: mib(tg.sum.get(i).copied().unwrap_or(0.0) / tg.ticks.max(1) as f64),
+            })
+            .collect();
+        Some(s)
+    }
+}

@@ -1,0 +1,149 @@
+//! Memory tiering: a CPU-less slow node in its own tier, NUMA balancing's tiering mode
+//! promoting a hot set started there, kswapd demoting a cold process to make room.
+
+use crate::util::{Inline, run, scenario_with};
+
+/// One socket with 2 CPUs and 1 GiB of DRAM, and a CPU-less CXL node of 2 GiB.
+const MACHINE: &str = r#"
+name = "tier-test"
+description = "DRAM and a CPU-less CXL node"
+[topology]
+sockets = 1
+cores_per_socket = 2
+node_cpus = ["0-1", ""]
+memory_per_node = ["1GiB", "2GiB"]
+distance = [[10, 17], [17, 10]]
+[memory]
+local_latency_ns = 100
+latency_ns = [[100, 300], [300, 300]]
+controller_gib_s = [20, 5]
+link_gib_s = 20
+queue_scale_ns = 5
+node_type = ["dram", "cxl"]
+"#;
+
+/// A cold process fills most of the DRAM and sleeps; a hot one first-touches its 256 MiB on
+/// the slow node (a phase bound there) and then reads it at random under the default
+/// policy.
+const WORKLOAD: &str = r#"
+name = "tier-test"
+[[process]]
+name = "cold"
+[[process.region]]
+name = "buf"
+size = "900MiB"
+[[process.group]]
+name = "w"
+threads = 1
+[[process.group.phase]]
+kind = "access"
+region = "buf"
+passes = 1
+[[process.group.phase]]
+kind = "sleep"
+seconds = 40
+[[process]]
+name = "hot"
+start_s = 1
+[[process.region]]
+name = "buf"
+size = "256MiB"
+[[process.group]]
+name = "w"
+threads = 1
+[[process.group.phase]]
+kind = "access"
+region = "buf"
+passes = 1
+mempolicy = "bind:1"
+[[process.group.phase]]
+kind = "access"
+region = "buf"
+pattern = "uniform"
+seconds = 30
+"#;
+
+fn tiered(policy: &str, sets: &[&str]) -> numabal_sim::RunResult {
+    let r = Inline(vec![
+        ("tier-m", MACHINE.to_string()),
+        ("tier-w", WORKLOAD.to_string()),
+    ]);
+    let mut all = vec!["sim.check_invariants=true"];
+    all.extend_from_slice(sets);
+    run(&scenario_with(&r, "tier-m", "tier-w", policy, 1, &all))
+}
+
+const MODE2: &[&str] = &["policy.numa_balancing=2", "sim.demotion_enabled=true"];
+
+#[test]
+fn mode_2_promotes_the_hot_set_and_kswapd_demotes_the_cold_one() {
+    let r = tiered("autonuma", MODE2);
+    let t = r.metrics.tiering.as_ref().expect("tiering on");
+    let mb = |name: &str| {
+        let p = r.processes.iter().find(|p| p.name == name).unwrap();
+        p.node_mb.clone()
+    };
+    // Most of the hot set came up from the slow node; cold pages went down to make room.
+    assert!(mb("hot")[0] > 128.0, "hot: {:?}", mb("hot"));
+    assert!(mb("cold")[1] > 16.0, "cold: {:?}", mb("cold"));
+    assert!(t.pgpromote_success >= (mb("hot")[0] * 256.0) as u64);
+    assert!(t.pgdemote_kswapd > 0 && t.kswapd_wakeups > 0);
+    // Every promotion was a hot candidate (latency under 1 s) or free-space one; the
+    // DRAM was full, so each waited for room (some found none: kswapd was woken).
+    assert!(t.pgpromote_candidate >= t.pgpromote_success);
+    assert!(t.pgpromote_no_room > 0);
+    // Mode 2 alone scans no top-tier page: every hinting fault was on the slow node.
+    assert_eq!(t.numa_hint_faults_slow_tier, r.metrics.numa_hint_faults);
+    assert_eq!(r.metrics.numa_hint_faults_local, 0);
+    assert_eq!(t.tiers.len(), 2);
+    assert_eq!((t.tiers[0].tier, t.tiers[0].nodes.as_str()), (4, "0"));
+}
+
+#[test]
+fn without_tiering_settings_nothing_demotes_and_no_tiering_counters_appear() {
+    let r = tiered("autonuma", &[]);
+    assert!(r.metrics.tiering.is_none());
+    let cold = r.processes.iter().find(|p| p.name == "cold").unwrap();
+    assert_eq!(cold.node_mb[1], 0.0, "nothing demoted: {:?}", cold.node_mb);
+    // Normal balancing migrates slow-tier pages only after a CPU was recorded on them,
+    // and only while the DRAM has room above its high watermark.
+    assert!(r.metrics.numa_hint_faults > 0);
+}
+
+#[test]
+fn demotion_alone_promotes_nothing() {
+    let r = tiered("none", &["sim.demotion_enabled=true"]);
+    let t = r.metrics.tiering.as_ref().expect("tiering on");
+    assert_eq!(t.pgpromote_success, 0);
+    assert_eq!(r.metrics.numa_hint_faults, 0);
+    let hot = r.processes.iter().find(|p| p.name == "hot").unwrap();
+    assert_eq!(hot.node_mb, vec![0.0, 256.0]);
+}
+
+#[test]
+fn tiering_runs_are_deterministic() {
+    let a = serde_json::to_string(&tiered("autonuma", MODE2)).unwrap();
+    let b = serde_json::to_string(&tiered("autonuma", MODE2)).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn the_numa_balancing_mode_is_checked() {
+    let r = Inline(vec![
+        ("tier-m", MACHINE.to_string()),
+        ("tier-w", WORKLOAD.to_string()),
+    ]);
+    let input = numabal_model::ScenarioInput {
+        machine: Some("tier-m".into()),
+        workload: Some("tier-w".into()),
+        policy: Some("autonuma".into()),
+        sets: vec!["policy.numa_balancing=4".into()],
+        ..Default::default()
+    };
+    let sc = numabal_model::Scenario::build(&input, &r).unwrap();
+    let e = numabal_sim::run(&sc).unwrap_err().to_string();
+    assert!(
+        e.contains("policy.numa_balancing") && e.contains("allowed: 1 normal balancing"),
+        "{e}"
+    );
+}
