@@ -7,7 +7,7 @@
 # Usage: scripts/vm/run.sh --scenario FILE [--nodes 2|4] [--timeout SECONDS] [--log FILE]
 #                          [--mem-mb N] [--cpus-per-node N] [--dist flat|ring]
 #                          [--env KEY=VALUE]... [--append "KERNEL ARGS"] [--kernel K]
-#                          [--tcg multi|single] [--cpu MODEL]
+#                          [--tcg multi|single] [--cpu MODEL] [--cxl-mb N]
 #   --nodes          emulated nodes (default 2)
 #   --cpus-per-node  vCPUs per node (default 2; 2 nodes = 4 vCPUs, 4 nodes = 8 vCPUs)
 #   --mem-mb         guest memory in MiB, split evenly over the nodes (default 1024 per
@@ -39,6 +39,17 @@
 #                    move took 0.9-1.3 s, or 4.8-6.6 s when aliased (8 of 12 moves); 0.2-0.6
 #                    s without ERMS and FSRM (8-byte moves). docs/vm-tests.md, "How fast
 #                    memory moves". Real CPUs pay neither cost.
+#   --cxl-mb N       a tiered guest: one more node (id = --nodes, so 2 or 4) of N MiB
+#                    (at least 256) without CPUs, slower than DRAM in ACPI HMAT and SLIT,
+#                    like CXL memory attached to node 0's socket (`-machine pc,hmat=on`;
+#                    docs/vm-tests.md, "A tiered guest"). Latency 10 ns per SLIT unit,
+#                    bandwidth 200 GiB/s / SLIT: DRAM local 10 = 100 ns, 20 GiB/s;
+#                    remote 20 (30) = 200 (300) ns, 10 (6.7) GiB/s; the slow node 25 from
+#                    node 0 = 250 ns, 8 GiB/s, from node n 15 more than node 0 is.
+#                    The kernel puts it in a lower memory tier only since 6.10 (a CPU-less
+#                    node's tier from HMAT at boot): --kernel 6.1 is refused, no --kernel
+#                    means 7.2. --mem-mb stays the CPU nodes' memory; the guest also gets
+#                    NUMABAL_VM_CXL_NODE=<id>; logs are NAME-<N>n+cxl-SUITE.*
 # 6.12 and 7.2 also boot with `mitigations=off`: under `-cpu max` they turn on speculation
 # mitigations whose emulation makes system calls and page migrations several times slower
 # than 6.1's (the daemon's passes took seconds, too slow for perf bench's 40 s).
@@ -59,10 +70,11 @@ say() { printf 'vm/run: %s\n' "$*" >&2; }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 
 nodes=2 cpn=2 mem="" dist=flat timeout=600 log="" scenario="" append="" kernel_arg=6.1 tcg="" cpu_model=${NUMABAL_VM_CPU:-max,-erms,-fsrm}
+cxl="" kernel_given=""
 envs=()
 while [ $# -gt 0 ]; do
   case $1 in
-    --nodes|--cpus-per-node|--mem-mb|--dist|--timeout|--log|--scenario|--env|--append|--kernel|--tcg|--cpu)
+    --nodes|--cpus-per-node|--mem-mb|--dist|--timeout|--log|--scenario|--env|--append|--kernel|--tcg|--cpu|--cxl-mb)
       [ $# -ge 2 ] || die "$1 needs a value" ;;
   esac
   case $1 in
@@ -75,9 +87,10 @@ while [ $# -gt 0 ]; do
     --scenario) scenario=${2:-}; shift 2 ;;
     --env) envs+=("${2:-}"); shift 2 ;;
     --append) append=${2:-}; shift 2 ;;
-    --kernel) kernel_arg=${2:-}; shift 2 ;;
+    --kernel) kernel_arg=${2:-} kernel_given=1; shift 2 ;;
     --tcg) tcg=${2:-}; shift 2 ;;
     --cpu) cpu_model=${2:-}; shift 2 ;;
+    --cxl-mb) cxl=${2:-}; shift 2 ;;
     -h|--help) usage ;;
     *) printf 'vm/run: error: unknown argument %s\n' "$1" >&2; usage ;;
   esac
@@ -96,9 +109,18 @@ case $dist in flat|ring) ;; *) die "--dist must be flat or ring, got '$dist'" ;;
 for e in ${envs[@]+"${envs[@]}"}; do
   [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*=[^[:space:]]*$ ]] || die "--env '$e' is not KEY=VALUE without spaces"
 done
+if [ -n "$cxl" ]; then
+  [[ $cxl =~ ^[1-9][0-9]*$ ]] && [ "$cxl" -ge 256 ] || die "--cxl-mb must be a whole number of MiB, at least 256, got '$cxl'"
+  [ -n "$kernel_given" ] || kernel_arg=7.2
+fi
 
 suite=$(kernel_suite "$kernel_arg")
 [ -n "$suite" ] || die "--kernel must be one of $KERNEL_NAMES, got '$kernel_arg'"
+# 6.1 builds memory tiers but puts every node present at boot in the DRAM tier; a
+# CPU-less node's tier from its HMAT figures came with 6.10 (HMAT-based abstract distance
+# in 6.7, for dax/kmem memory only).
+[ -z "$cxl" ] || [ "$suite" != bookworm ] ||
+  die "--cxl-mb needs a kernel that tiers a CPU-less node by HMAT (6.10 or later): --kernel 7.2 (or 6.12), not $kernel_arg"
 tag=$(kernel_tag "$suite")
 [ -n "$tcg" ] || tcg=multi
 case $tcg in multi|single) ;; *) die "--tcg must be multi or single, got '$tcg'" ;; esac
@@ -130,24 +152,52 @@ for ((a = 0; a < nodes; a++)); do
     numa+=(-numa "dist,src=$a,dst=$b,val=$d")
   done
 done
+machine=pc
+if [ -n "$cxl" ]; then
+  # The slow node: CPU-less, its memory "attached" to node 0 (HMAT's initiator), 15 SLIT
+  # units beyond DRAM. HMAT from the SLIT: 10 ns a unit, 200 GiB/s / SLIT (in MiB/s).
+  machine=pc,hmat=on
+  slow=$nodes
+  slit() {  # the distance between nodes $1 and $2 (either may be the slow node)
+    local a=$1 b=$2
+    if [ "$a" = "$b" ]; then echo 10; return; fi
+    [ "$a" = "$slow" ] && { a=$b b=$slow; }
+    if [ "$b" = "$slow" ]; then
+      [ "$a" = 0 ] && { echo 25; return; }
+      echo $(( $(slit 0 "$a") + 15 )); return
+    fi
+    if [ "$dist" = ring ] && [ "$nodes" = 4 ] && [ $(( (b - a + 4) % 4 )) = 2 ]; then echo 30; else echo 20; fi
+  }
+  numa+=(-object "memory-backend-ram,id=m$slow,size=${cxl}M"
+         -numa "node,nodeid=$slow,memdev=m$slow,initiator=0")
+  for ((a = 0; a < nodes; a++)); do numa+=(-numa "dist,src=$a,dst=$slow,val=$(slit "$a" "$slow")"); done
+  for ((i = 0; i < nodes; i++)); do
+    for ((t = 0; t <= slow; t++)); do
+      d=$(slit "$i" "$t")
+      numa+=(-numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-latency,latency=$((d * 10))"
+             -numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-bandwidth,bandwidth=$((204800 / d))M")
+    done
+  done
+fi
 
 cmdline="console=ttyS0 rdinit=/init quiet loglevel=3 panic=-1 NUMABAL_VM_NODES=$nodes NUMABAL_VM_CPUS_PER_NODE=$cpn"
 [ "$suite" = bookworm ] || cmdline+=" mitigations=off"
 for e in ${envs[@]+"${envs[@]}"}; do cmdline+=" $e"; done
+[ -n "$cxl" ] && cmdline+=" NUMABAL_VM_CXL_NODE=$nodes"
 [ -n "$append" ] && cmdline+=" $append"
 
-qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine pc
+qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine "$machine"
       -accel "tcg,thread=$tcg" -cpu "$cpu_model"
-      -smp "$vcpus,sockets=$nodes,cores=$cpn,threads=1" -m "${mem}M"
+      -smp "$vcpus,sockets=$nodes,cores=$cpn,threads=1" -m "$((mem + ${cxl:-0}))M"
       "${numa[@]}"
       -kernel "$kernel" -initrd "$initrd" -append "$cmdline"
       -nographic -serial stdio -no-reboot)
 
 logs=$repo/target/vm/logs
 mkdir -p "$logs"
-base=$logs/$name-${nodes}n$tag
+base=$logs/$name-${nodes}n${cxl:++cxl}$tag
 console=$base.console.log
-say "booting $nodes nodes x $cpn vCPUs, ${per} MiB per node, dist $dist, kernel $(cat "$kdir/release" 2>/dev/null || echo "$suite"), TCG $tcg, CPU $cpu_model, timeout ${timeout}s: $(basename "$scenario")"
+say "booting $nodes nodes x $cpn vCPUs, ${per} MiB per node${cxl:+, CPU-less slow node $nodes of $cxl MiB (HMAT)}, dist $dist, kernel $(cat "$kdir/release" 2>/dev/null || echo "$suite"), TCG $tcg, CPU $cpu_model, timeout ${timeout}s: $(basename "$scenario")"
 say "console: $console"
 printf '%q ' "${qemu[@]}" > "$base.qemu-cmdline"
 echo >> "$base.qemu-cmdline"
