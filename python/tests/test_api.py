@@ -207,3 +207,76 @@ def test_python_m_numabal_sweep(cli, tmp_path):
     assert r.stderr.strip() == "numabal: " + cli_error(cli, "sweep", "--grid", bad, "--out",
                                                        tmp_path / "bad.jsonl")
     assert not (tmp_path / "bad.jsonl").exists()
+
+
+TIER_MACHINE = """name = "tier-test"
+description = "DRAM and a CPU-less CXL node"
+[topology]
+sockets = 1
+cores_per_socket = 2
+node_cpus = ["0-1", ""]
+memory_per_node = ["1GiB", "2GiB"]
+distance = [[10, 17], [17, 10]]
+[memory]
+local_latency_ns = 100
+latency_ns = [[100, 300], [300, 300]]
+controller_gib_s = [20, 5]
+link_gib_s = 20
+queue_scale_ns = 5
+node_type = ["dram", "cxl"]
+"""
+
+TIER_WORKLOAD = """name = "tier-test"
+[[process]]
+name = "cold"
+[[process.region]]
+name = "buf"
+size = "900MiB"
+[[process.group]]
+name = "w"
+threads = 1
+[[process.group.phase]]
+kind = "access"
+region = "buf"
+passes = 1
+[[process.group.phase]]
+kind = "sleep"
+seconds = 20
+[[process]]
+name = "hot"
+start_s = 1
+[[process.region]]
+name = "buf"
+size = "256MiB"
+[[process.group]]
+name = "w"
+threads = 1
+[[process.group.phase]]
+kind = "access"
+region = "buf"
+passes = 1
+mempolicy = "bind:1"
+[[process.group.phase]]
+kind = "access"
+region = "buf"
+pattern = "uniform"
+seconds = 15
+"""
+
+
+def test_tiering_counters_and_series_have_every_column(cli, tmp_path):
+    m = tmp_path / "m.toml"
+    w = tmp_path / "w.toml"
+    m.write_text(TIER_MACHINE)
+    w.write_text(TIER_WORKLOAD)
+    r = numabal.run(str(m), str(w), "tpp")
+    assert r.json == cli_json(cli, tmp_path, "sim", "-m", m, "-w", w, "-p", "tpp")
+    t = r.metrics["tiering"]
+    assert t["pgpromote_success"] > 0 and t["pgdemote_kswapd"] > 0
+    df = r.series.to_pandas()
+    # Promotions land on the DRAM node only; the CXL node's column is zeros, not missing.
+    assert {"pgpromote_success", "pgdemote"} <= set(df.columns)
+    assert df["pgpromote_success"].notna().all() and df["pgdemote"].notna().all()
+    last = df[df["t_s"] == df["t_s"].max()].sort_values("node")
+    assert last["pgpromote_success"].tolist()[0] == t["pgpromote_success"]
+    assert last["pgpromote_success"].tolist()[1] == 0

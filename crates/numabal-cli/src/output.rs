@@ -288,6 +288,18 @@ pub fn node_table(
     nr_nodes: usize,
     decimals: usize,
 ) -> String {
+    let header: Vec<String> = (0..nr_nodes).map(|n| format!("Node {n}")).collect();
+    labeled_table(title, processes, &header, decimals)
+}
+
+/// [`node_table`] with its columns named by `columns` (one per value of a row).
+pub fn labeled_table(
+    title: &str,
+    processes: &[(String, Vec<f64>)],
+    columns: &[String],
+    decimals: usize,
+) -> String {
+    let nr_nodes = columns.len();
     let mut totals = vec![0.0; nr_nodes];
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     for (label, v) in processes {
@@ -300,7 +312,7 @@ pub fn node_table(
     }
     let mut cells: Vec<String> = totals.iter().map(|x| format!("{x:.decimals$}")).collect();
     cells.push(format!("{:.decimals$}", totals.iter().sum::<f64>()));
-    let mut header: Vec<String> = (0..nr_nodes).map(|n| format!("Node {n}")).collect();
+    let mut header: Vec<String> = columns.to_vec();
     header.push("Total".into());
     let (label_w, num_w) = node_table_widths(&rows, &cells, &header);
     let line = |label: &str, cells: &[String]| -> String {
@@ -454,6 +466,9 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         m.pgmigrate_success, m.pgmigrate_fail
     )
     .ok();
+    if let Some(t) = &m.tiering {
+        tiering_summary(&mut s, t);
+    }
     daemon_summary(&mut s, r);
     // A daemon's decisions (numad's log lines), the first few; all are in the JSON.
     const SHOWN: usize = 12;
@@ -505,6 +520,65 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         .collect();
     out!("{}", numastat_table(&rows, sc.machine.nr_nodes()));
     outln!("(memory of each process when it exited)");
+    if let Some(t) = &m.tiering {
+        out!("{}", tier_table(&rows, &t.tiers));
+    }
+}
+
+/// Memory tiering's counters in the run summary.
+fn tiering_summary(s: &mut String, t: &numabal_sim::world::tiering::TieringStats) {
+    use std::fmt::Write as _;
+    writeln!(
+        s,
+        "  memory tiering         pgpromote_success {} ({:.1} MB/s), pgpromote_candidate {}, pgdemote_kswapd {}, pgdemote_direct {} ({:.1} MB/s demoted)",
+        t.pgpromote_success,
+        t.promote_mb_s,
+        t.pgpromote_candidate,
+        t.pgdemote_kswapd,
+        t.pgdemote_direct,
+        t.demote_mb_s
+    )
+    .ok();
+    writeln!(
+        s,
+        "                         hint faults on lower tiers {}, promotions without room {}, kswapd {} wakeups, {:.2} CPU s",
+        t.numa_hint_faults_slow_tier, t.pgpromote_no_room, t.kswapd_wakeups, t.kswapd_cpu_s
+    )
+    .ok();
+    let tiers: Vec<String> = t
+        .tiers
+        .iter()
+        .map(|u| {
+            format!(
+                "memory_tier{} (nodes {}) {:.0} MiB mean, {:.0} peak",
+                u.tier, u.nodes, u.mean_mb, u.peak_mb
+            )
+        })
+        .collect();
+    writeln!(s, "                         {}", tiers.join("; ")).ok();
+}
+
+/// numastat -p's table summed per memory tier (a column per `memory_tierN`).
+pub fn tier_table(
+    processes: &[(String, Vec<f64>)],
+    tiers: &[numabal_sim::world::tiering::TierUse],
+) -> String {
+    let nodes: Vec<numabal_model::Mask> = tiers
+        .iter()
+        .map(|t| numabal_model::Mask::parse_list(&t.nodes, None).unwrap_or_default())
+        .collect();
+    let rows: Vec<(String, Vec<f64>)> = processes
+        .iter()
+        .map(|(l, v)| {
+            let per: Vec<f64> = nodes
+                .iter()
+                .map(|m| m.iter().filter_map(|n| v.get(n)).sum())
+                .collect();
+            (l.clone(), per)
+        })
+        .collect();
+    let header: Vec<String> = tiers.iter().map(|t| format!("Tier {}", t.tier)).collect();
+    labeled_table("Per-tier process memory usage (in MBs)", &rows, &header, 2)
 }
 
 /// A table as the terminal and the HTML report both show it: its cells formatted once, by
@@ -1096,6 +1170,9 @@ pub fn print_numastat_samples(r: &RunResult, nr_nodes: usize) {
             .map(|p| (format!("{} ({})", p.pid, p.name), p.node_mb.clone()))
             .collect();
         out!("{}", numastat_table(&rows, nr_nodes));
+        if let Some(t) = &r.metrics.tiering {
+            out!("{}", tier_table(&rows, &t.tiers));
+        }
     }
 }
 

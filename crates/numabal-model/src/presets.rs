@@ -169,6 +169,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "pmbench_tiering",
         include_str!("../../../presets/workloads/pmbench_tiering.toml"),
     ),
+    (
+        "cache_tiering",
+        include_str!("../../../presets/workloads/cache_tiering.toml"),
+    ),
 ];
 
 /// (name, TOML text) of every suite preset (`numabal suite NAME`).

@@ -245,6 +245,37 @@ const ENTRIES: &[Entry] = &[
         },
     },
     Entry {
+        name: "autonuma-tiering",
+        summary: "Linux 6.x NUMA balancing in memory-tiering mode (numa_balancing=2, demotion_enabled): hot slow-tier pages promoted by hint-fault latency and a rate limit, cold ones demoted by kswapd",
+        sim: true,
+        live: false,
+        daemon: DaemonUse::Never,
+        build: |spec| {
+            let tun = Tunables::from_spec_over(spec, &tiering_defaults(&[]))?;
+            kernel(spec, &tun.clone(), move |w| {
+                Box::new(Linux6::new(w, tun).named("autonuma-tiering"))
+            })
+        },
+    },
+    Entry {
+        name: "tpp",
+        summary: "TPP (Transparent Page Placement, ASPLOS'23): tiering mode promoting pages from the active LRU (a second fault), kswapd keeping 2 % of a fast node free by demotion",
+        sim: true,
+        live: false,
+        daemon: DaemonUse::Never,
+        build: |spec| {
+            let tpp = [
+                ("promote_active_lru", toml::Value::Boolean(true)),
+                ("promote_hot_selection", toml::Value::Boolean(false)),
+                ("demote_scale_factor", toml::Value::Integer(200)),
+            ];
+            let tun = Tunables::from_spec_over(spec, &tiering_defaults(&tpp))?;
+            kernel(spec, &tun.clone(), move |w| {
+                Box::new(Linux6::new(w, tun).named("tpp"))
+            })
+        },
+    },
+    Entry {
         name: "stable",
         summary: "Stable-NUMA's kernel patch (IEEE Access 2021): page states, bypass-counter profiling, two-level thread clustering with node-local load balancing",
         sim: true,
@@ -406,6 +437,16 @@ fn sim_daemon(s: &DaemonSettings, tunables: serde_json::Value) -> Result<SimDaem
         sensor_why,
         tunables,
     })
+}
+
+/// A memory-tiering configuration of `autonuma`: tiering mode and demotion on, plus `more`.
+fn tiering_defaults(more: &[(&'static str, toml::Value)]) -> Vec<(&'static str, toml::Value)> {
+    let mut v = vec![
+        ("numa_balancing", toml::Value::Integer(2)),
+        ("demotion_enabled", toml::Value::Boolean(true)),
+    ];
+    v.extend(more.iter().cloned());
+    v
 }
 
 /// A kernel model with its tunables `tun`, beside no user-space policy.

@@ -56,6 +56,23 @@ pub struct Tunables {
     /// The hot threshold's automatic adjustment to the rate limit (6.1; tiering mode).
     #[serde(skip_serializing_if = "is_true")]
     pub promote_adjust_threshold: bool,
+    /// `/sys/kernel/mm/numa/demotion_enabled` as this kernel is configured (either this or
+    /// `sim.demotion_enabled` turns it on).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub demotion_enabled: bool,
+    /// TPP's promotion rule (tiering mode): a slow-tier page is promoted only from the
+    /// active LRU, so its first hinting fault marks it accessed and a later one promotes it;
+    /// no hot threshold.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub promote_active_lru: bool,
+    /// TPP's `vm.demote_scale_factor`, in 1/10000 of a top-tier node: kswapd keeps that
+    /// much free (WMARK_DEMOTE), woken when an allocation leaves less; 0: upstream's marks.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub demote_scale_factor: u64,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 fn is_one(v: &u8) -> bool {
@@ -90,6 +107,9 @@ impl Default for Tunables {
             hot_threshold_ms: 1000,
             promote_hot_selection: true,
             promote_adjust_threshold: true,
+            demotion_enabled: false,
+            promote_active_lru: false,
+            demote_scale_factor: 0,
         }
     }
 }
@@ -112,9 +132,25 @@ const NAMES: &[&str] = &[
     "hot_threshold_ms",
     "promote_hot_selection",
     "promote_adjust_threshold",
+    "demotion_enabled",
+    "promote_active_lru",
+    "demote_scale_factor",
 ];
 
 impl Tunables {
+    /// Parse a policy table's tunables over `defaults` (a named configuration's own,
+    /// `key = value` in the policy table's syntax), the given keys winning.
+    pub fn from_spec_over(
+        spec: &PolicySpec,
+        defaults: &[(&str, toml::Value)],
+    ) -> Result<Tunables, InputError> {
+        let mut s = spec.clone();
+        for (k, v) in defaults {
+            s.tunables.entry(k.to_string()).or_insert_with(|| v.clone());
+        }
+        Tunables::from_spec(&s)
+    }
+
     /// Parse a policy table's tunables; unknown keys and out-of-range values are input
     /// errors naming the key.
     pub fn from_spec(spec: &PolicySpec) -> Result<Tunables, InputError> {
@@ -183,6 +219,7 @@ impl Tunables {
                 1 << 30,
             ),
             ("hot_threshold_ms", t.hot_threshold_ms, 3_600_000),
+            ("demote_scale_factor", t.demote_scale_factor, 10_000),
         ];
         for (k, v, max) in limits {
             if v > max {

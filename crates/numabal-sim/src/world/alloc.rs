@@ -129,6 +129,7 @@ impl World<'_> {
             if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off, self.first_mark()) {
                 self.objects[obj].populate_huge(chunk, n);
                 self.node_used[n] += CHUNK;
+                self.after_alloc(n);
                 self.metrics.pgfault += 1;
                 self.metrics.thp_fault_alloc += 1;
                 if task_interleave {
@@ -155,6 +156,7 @@ impl World<'_> {
             Some(n) => {
                 self.objects[obj].populate_page(page, n);
                 self.node_used[n] += 1;
+                self.after_alloc(n);
                 self.metrics.pgfault += 1;
                 if task_interleave {
                     self.threads[t].il_next += 1;

@@ -81,6 +81,17 @@ pub struct TierUse {
     pub mean_mb: f64,
 }
 
+/// What a kernel model asks of memory tiering.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TieringConfig {
+    /// NUMA balancing's tiering mode (kswapd balances to WMARK_PROMO).
+    pub(crate) tiering_mode: bool,
+    /// `demotion_enabled` as the model's kernel is configured.
+    pub(crate) demotion_enabled: bool,
+    /// TPP's `demote_scale_factor` (0: none).
+    pub(crate) demote_scale_factor: u64,
+}
+
 /// The world's memory tiering state.
 pub(crate) struct Tiering {
     pub(crate) tiers: MemoryTiers,
@@ -93,6 +104,8 @@ pub(crate) struct Tiering {
     min: Vec<u64>,
     low: Vec<u64>,
     promo: Vec<u64>,
+    /// Per node: TPP's WMARK_DEMOTE, pages (0: none).
+    demote: Vec<u64>,
     /// Per node: kswapd is awake.
     kswapd: Vec<bool>,
     /// Per node: the CLOCK hand, (object, chunk).
@@ -122,6 +135,7 @@ impl Tiering {
                 .map(|i| wmark_high[i].saturating_sub(step(i)))
                 .collect(),
             promo: (0..n).map(|i| wmark_high[i] + step(i)).collect(),
+            demote: vec![0; n],
             kswapd: vec![false; n],
             hand: vec![(0, 0); n],
             seen: Vec::new(),
@@ -153,11 +167,30 @@ impl Tiering {
 }
 
 impl World<'_> {
-    /// The memory tiers of the kernel release `k` (a kernel model's), and whether it runs
-    /// NUMA balancing's tiering mode.
-    pub(crate) fn set_memory_tiering(&mut self, k: KernelVersion, tiering_mode: bool) {
+    /// A kernel model's memory tiering: the tiers of its release, its modes, and TPP's
+    /// demotion headroom (`demote_scale_factor`, 1/10000 of a top-tier node with a
+    /// demotion target, at least twice its high mark; 0: none).
+    pub(crate) fn set_memory_tiering(&mut self, k: KernelVersion, c: TieringConfig) {
         self.tiering.tiers = self.machine.memory_tiers(k);
-        self.tiering.tiering_mode = tiering_mode;
+        self.tiering.tiering_mode = c.tiering_mode;
+        self.tiering.demotion_enabled |= c.demotion_enabled;
+        for n in 0..self.machine.nr_nodes() {
+            let t = &self.tiering.tiers;
+            self.tiering.demote[n] =
+                if c.demote_scale_factor > 0 && t.toptier[n] && !t.demotion[n].is_empty() {
+                    (self.machine.node_usable_pages(n) * c.demote_scale_factor / 10_000)
+                        .max(2 * self.wmark_high[n])
+                } else {
+                    0
+                };
+        }
+    }
+
+    /// After an allocation on node `n`: below TPP's demotion headroom, its kswapd wakes.
+    pub(crate) fn after_alloc(&mut self, n: usize) {
+        if self.tiering.demote[n] > 0 && self.free_pages(n) < self.tiering.demote[n] {
+            self.wakeup_kswapd(n);
+        }
     }
 
     /// The tiering counters, for the kernel model's promotion.
@@ -200,6 +233,7 @@ impl World<'_> {
         false
     }
 
+    /// `wakeup_kswapd`: node `n`'s kswapd, unless awake already or the node balanced.
     pub(crate) fn wakeup_kswapd(&mut self, n: usize) {
         if !self.tiering.kswapd[n] && !self.node_balanced(n) {
             self.tiering.kswapd[n] = true;
@@ -207,14 +241,20 @@ impl World<'_> {
         }
     }
 
-    /// `pgdat_balanced`: free above the high mark, WMARK_PROMO in tiering mode.
+    /// `pgdat_balanced`: free above the high mark, WMARK_PROMO in tiering mode, TPP's
+    /// WMARK_DEMOTE where it is set.
     fn node_balanced(&self, n: usize) -> bool {
+        self.free_pages(n) >= self.balance_mark(n)
+    }
+
+    /// The free pages kswapd balances node `n` to.
+    fn balance_mark(&self, n: usize) -> u64 {
         let mark = if self.tiering.tiering_mode {
             self.tiering.promo[n]
         } else {
             self.wmark_high[n]
         };
-        self.free_pages(n) >= mark
+        mark.max(self.tiering.demote[n])
     }
 
     /// An allocation found every allowed node below its low mark: wake their kswapds.
@@ -230,7 +270,7 @@ impl World<'_> {
         if !self.tiering.demotion_enabled {
             return 0.0;
         }
-        let (pages, ns) = self.demote_cold(node, SWAP_CLUSTER_MAX, f64::INFINITY);
+        let (pages, ns, _) = self.demote_cold(node, SWAP_CLUSTER_MAX, f64::INFINITY);
         self.tiering.stats.pgdemote_direct += pages;
         ns
     }
@@ -250,11 +290,7 @@ impl World<'_> {
                 self.tiering.kswapd[n] = false;
                 continue;
             }
-            let mark = if self.tiering.tiering_mode {
-                self.tiering.promo[n]
-            } else {
-                self.wmark_high[n]
-            };
+            let mark = self.balance_mark(n);
             // kswapd_shrink_node reclaims at least the high watermark's worth before it
             // looks again (`nr_to_reclaim`), however little the node lacks.
             let want = mark
@@ -262,10 +298,10 @@ impl World<'_> {
                 .max(self.wmark_high[n])
                 .max(SWAP_CLUSTER_MAX);
             let budget = self.tick_ns as f64;
-            let (pages, ns) = self.demote_cold(n, want, budget);
+            let (pages, ns, hopeless) = self.demote_cold(n, want, budget);
             self.tiering.stats.pgdemote_kswapd += pages;
             self.charge_kswapd(n, ns);
-            if pages == 0 {
+            if pages == 0 && hopeless {
                 // kswapd_failures: nothing movable; it sleeps until woken again.
                 self.tiering.kswapd[n] = false;
             }
@@ -319,10 +355,11 @@ impl World<'_> {
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU: the CLOCK
     /// hand passes over the node's pages object by object; a page referenced since the
     /// hand last passed its chunk gets a second chance, the others go to a demotion target.
-    /// Returns (pages demoted, ns spent).
-    fn demote_cold(&mut self, n: usize, want: u64, budget: f64) -> (u64, f64) {
+    /// Returns (pages demoted, ns spent, hopeless: no target had room, or the hand went
+    /// round every page without finding one cold).
+    fn demote_cold(&mut self, n: usize, want: u64, budget: f64) -> (u64, f64, bool) {
         if self.tiering.tiers.demotion[n].is_empty() || self.objects.is_empty() {
-            return (0, 0.0);
+            return (0, 0.0, true);
         }
         let visit_ns = self.machine.spec.costs.pte_update_ns;
         let (mut done, mut ns) = (0u64, 0.0);
@@ -347,10 +384,10 @@ impl World<'_> {
             done += d;
             ns += spent + visit_ns;
             if stop {
-                break;
+                return (done, ns, true);
             }
         }
-        (done, ns)
+        (done, ns, visited_chunks > total)
     }
 
     /// One chunk under the hand: its pages on node `n`, each demoted unless referenced

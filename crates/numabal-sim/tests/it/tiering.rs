@@ -147,3 +147,24 @@ fn the_numa_balancing_mode_is_checked() {
         "{e}"
     );
 }
+
+#[test]
+fn tpp_promotes_on_a_second_fault_and_keeps_headroom_on_the_fast_node() {
+    let tpp = tiered("tpp", &[]);
+    let t = tpp.metrics.tiering.as_ref().expect("tiering on");
+    let hot = tpp.processes.iter().find(|p| p.name == "hot").unwrap();
+    assert!(hot.node_mb[0] > 128.0, "hot: {:?}", hot.node_mb);
+    assert!(t.pgpromote_success > 0 && t.pgdemote_kswapd > 0);
+    // Only pages found accessed before count as candidates: fewer than the faults.
+    assert!(t.pgpromote_candidate < t.numa_hint_faults_slow_tier);
+    // kswapd keeps 2 % of the DRAM free (TPP's demote_scale_factor = 200): less DRAM in
+    // use on average than upstream's tiering mode keeps.
+    let up = tiered("autonuma-tiering", &[]);
+    let mean = |r: &numabal_sim::RunResult| r.metrics.tiering.as_ref().unwrap().tiers[0].mean_mb;
+    assert!(mean(&tpp) < mean(&up), "{} vs {}", mean(&tpp), mean(&up));
+    assert_eq!(
+        tpp.scenario.tunables["demote_scale_factor"],
+        serde_json::json!(200),
+        "the tunables as used"
+    );
+}

@@ -4,6 +4,9 @@
 use super::scan::access_time_ms;
 use super::*;
 
+/// TPP: the slow-tier page was found accessed by a fault (on its way to the active LRU).
+const ACCESSED: u32 = u32::MAX - 1;
+
 impl Linux6 {
     /// A NUMA hinting fault by thread `t` on CPU `cpu` at `page` of its region `ri`
     /// (`do_numa_page` / `do_huge_pmd_numa_page`). Returns its CPU ns, the migration
@@ -151,6 +154,9 @@ impl Linux6 {
         dst: usize,
         nr: u64,
     ) -> bool {
+        if self.tun.promote_active_lru {
+            return self.active_lru_promote(w, obj, head, nr);
+        }
         let now_ms = access_time_ms(w.now());
         let scanned = w.object_mut(obj).xchg_cpupid(head, now_ms);
         let latency = now_ms.wrapping_sub(scanned) as u64;
@@ -167,6 +173,18 @@ impl Linux6 {
             w.tiering_stats().pgpromote_candidate += nr;
         }
         v.promote()
+    }
+
+    /// TPP's rule: promote a slow-tier page only from the active LRU. Its first fault
+    /// marks it accessed (`mark_page_accessed`, kept in `last_cpupid`, reset when it
+    /// changes tier); a later one finds it active and promotes it.
+    fn active_lru_promote(&mut self, w: &mut World, obj: usize, head: u64, nr: u64) -> bool {
+        if w.object(obj).cpupid(head) == ACCESSED {
+            w.tiering_stats().pgpromote_candidate += nr;
+            return true;
+        }
+        w.object_mut(obj).xchg_cpupid(head, ACCESSED);
+        false
     }
 
     /// `task_numa_fault(last_cpupid, mem_node, pages, flags)`.

@@ -23,6 +23,7 @@ use crate::autonuma::vma::{SkipReason, VmaNumab};
 use crate::memory::CHUNK;
 use crate::sched::{CanMigrate, Cause, LbCtx};
 use crate::world::records::{Metrics, SchedNuma};
+use crate::world::tiering::TieringConfig;
 use crate::world::{HintAt, KernelHooks, NS, TState, World};
 use numabal_model::MemPolicy;
 use serde::{Deserialize, Serialize};
@@ -137,15 +138,25 @@ pub(crate) struct Linux6 {
     pub kthreads: KThreads,
     /// Tiering mode: per node, its promotion state (`pglist_data`'s `nbp_*` fields).
     pub promote: Vec<PromoteState>,
+    /// The policy name it runs under (`autonuma`, or a named configuration of it).
+    pub name: &'static str,
 }
 
 impl Linux6 {
     pub fn new(w: &mut World, tun: Tunables) -> Linux6 {
         let cpu_nodes: Vec<usize> = w.machine().nodes_with_cpus().iter().collect();
         let nr_cpus = w.machine().nr_cpus();
-        w.set_memory_tiering(tun.kernel, tun.tiering());
+        w.set_memory_tiering(
+            tun.kernel,
+            TieringConfig {
+                tiering_mode: tun.tiering(),
+                demotion_enabled: tun.demotion_enabled,
+                demote_scale_factor: tun.demote_scale_factor,
+            },
+        );
         Linux6 {
             promote: vec![PromoteState::default(); w.machine().nr_nodes()],
+            name: "autonuma",
             trace: Trace::new(tun.trace),
             tun,
             tasks: Vec::new(),
@@ -157,6 +168,12 @@ impl Linux6 {
             scan_hidden_ns: 0.0,
             kthreads: KThreads::new(nr_cpus),
         }
+    }
+
+    /// The model under a named configuration's own policy name (`tpp`).
+    pub fn named(mut self, name: &'static str) -> Linux6 {
+        self.name = name;
+        self
     }
 
     /// Count and trace a `sched_skip_vma_numa` event.
@@ -311,7 +328,7 @@ impl KernelHooks for Linux6 {
 
 impl KernelModel for Linux6 {
     fn name(&self) -> Option<&'static str> {
-        Some("autonuma")
+        Some(self.name)
     }
     fn metrics(&self, m: &mut Metrics) {
         m.scan_cpu_s = self.scan_ns / NS;

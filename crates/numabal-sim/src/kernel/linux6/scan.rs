@@ -338,6 +338,8 @@ impl Linux6 {
         }
         Some(TierScan {
             skip_toptier: !self.tun.normal(),
+            // TPP's rule keeps its "accessed" mark in the field instead.
+            stamp: !self.tun.promote_active_lru,
             toptier: w.tiering().tiers.toptier.clone(),
             now_ms: access_time_ms(w.now()),
         })
@@ -369,7 +371,7 @@ impl Linux6 {
         // slow-tier page protected now records the time (`folio_xchg_access_time`).
         let skip_tier = |n: usize| tier.is_some_and(|t| t.skip_toptier && t.toptier[n]);
         let skip = |n: usize| skip_node == Some(n) || skip_tier(n);
-        let stamp = |n: usize| tier.is_some_and(|t| !t.toptier[n]);
+        let stamp = |n: usize| tier.is_some_and(|t| t.stamp && !t.toptier[n]);
         let now_ms = tier.map_or(0, |t| t.now_ms);
         let o = w.object_mut(obj);
         let mut p = a;
@@ -489,6 +491,7 @@ fn vma_numab_checks(mm: &mut MmNuma, c: &VmaCheck) -> (Option<SkipReason>, Optio
 /// A scan's tiering rules: skip top-tier pages (mode 2 without 1), stamp slow-tier ones.
 pub(super) struct TierScan {
     skip_toptier: bool,
+    stamp: bool,
     toptier: Vec<bool>,
     now_ms: u32,
 }
