@@ -47,6 +47,10 @@ pub const MACHINES: &[(&str, &str)] = &[
         "dram-pmem-2s96",
         include_str!("../../../presets/machines/dram-pmem-2s96.toml"),
     ),
+    (
+        "qemu-guest-tiered",
+        include_str!("../../../presets/machines/qemu-guest-tiered.toml"),
+    ),
 ];
 
 /// (name, TOML text) of every workload preset.

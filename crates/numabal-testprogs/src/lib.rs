@@ -13,6 +13,13 @@
 //! affinity goes back to every online CPU, so neither the process nor its threads look
 //! "narrowed" to a balancer. Memory is a `Vec<AtomicU64>` written with relaxed stores (plain
 //! moves on x86), so threads share it without `unsafe`.
+//!
+//! `--mem-node K` then moves the whole buffer to node K with `move_pages(2)` before any
+//! writer starts, so the writers begin on memory of node K, a CPU-less slow node too, under
+//! the default policy: the kernel's NUMA balancing may move (or, in its tiering mode,
+//! promote) it. (`mbind`/`set_mempolicy` around the first touch would place it there
+//! directly; numabal's one module of system calls, `numabal_live::sys`, has no wrapper for
+//! them, and `move_pages` leaves the same pages on node K with no policy to reset.)
 
 pub mod costs;
 pub mod sample;
@@ -42,6 +49,7 @@ impl Prog {
         match self {
             Prog::Numa01 => format!(
                 "usage: numa01-like [--procs N] [--mb M] [--threads T] [--seconds S] [--node K]\n\
+                 \x20                  [--mem-node L]\n\
                  \n\
                  N processes (default {DEFAULT_PROCS}), each with M MiB (default {DEFAULT_MB}) \
                  first-touched from node K's CPUs\n\
@@ -50,10 +58,12 @@ impl Prog {
                  the whole process buffer for S seconds (default {DEFAULT_SECONDS}). Prints \
                  `numa01-like pid=P mb=M threads=T ...`\n\
                  per process once its memory is placed and `numa01-like pid=P iterations=I ...` \
-                 at the end."
+                 at the end.\n\
+                 {MEM_NODE_USAGE}"
             ),
             Prog::Numa02 => format!(
-                "usage: numa02-like [--mb M] [--threads T] [--seconds S] [--node K]\n\
+                "usage: numa02-like [--mb M] [--threads T] [--seconds S] [--node K] \
+                 [--mem-node L]\n\
                  \n\
                  One process with M MiB (default {DEFAULT_MB}) first-touched from node K's CPUs \
                  (default node 0),\n\
@@ -61,11 +71,17 @@ impl Prog {
                  for S seconds\n\
                  (default {DEFAULT_SECONDS}). Prints `numa02-like pid=P mb=M threads=T ...` \
                  once its memory is placed\n\
-                 and `numa02-like pid=P iterations=I ...` at the end."
+                 and `numa02-like pid=P iterations=I ...` at the end.\n\
+                 {MEM_NODE_USAGE}"
             ),
         }
     }
 }
+
+/// `--mem-node` in both programs' usage.
+const MEM_NODE_USAGE: &str = "With --mem-node L the memory is then moved to node L \
+     (move_pages(2); no memory policy is\nset) before any writer starts; node L may have no \
+     CPUs. The start line ends in `mem_node=L`.";
 
 pub const DEFAULT_PROCS: usize = 2;
 pub const DEFAULT_MB: u64 = 128;
@@ -89,6 +105,8 @@ pub struct Options {
     pub seconds: u64,
     /// The node whose CPUs first-touch the memory.
     pub node: usize,
+    /// The node the memory is moved to after the first touch, before the writers start.
+    pub mem_node: Option<usize>,
     /// numa01-like internal: be one worker process (how the parent starts its children).
     pub child: bool,
 }
@@ -101,6 +119,7 @@ impl Default for Options {
             threads: None,
             seconds: DEFAULT_SECONDS,
             node: 0,
+            mem_node: None,
             child: false,
         }
     }
@@ -134,7 +153,7 @@ pub fn parse_args(prog: Prog, args: &[String]) -> Result<Parsed, String> {
         };
         let takes_value = matches!(
             opt,
-            "--procs" | "--mb" | "--threads" | "--seconds" | "--node"
+            "--procs" | "--mb" | "--threads" | "--seconds" | "--node" | "--mem-node"
         );
         if !takes_value && inline.is_some() {
             return Err(format!("{opt} takes no value"));
@@ -155,6 +174,7 @@ pub fn parse_args(prog: Prog, args: &[String]) -> Result<Parsed, String> {
             "--threads" => o.threads = Some(number(opt, &value()?, 1, MAX_THREADS)? as usize),
             "--seconds" => o.seconds = number(opt, &value()?, 1, MAX_SECONDS)?,
             "--node" => o.node = number(opt, &value()?, 0, MAX_NODE)? as usize,
+            "--mem-node" => o.mem_node = Some(number(opt, &value()?, 0, MAX_NODE)? as usize),
             "--child" if prog == Prog::Numa01 => o.child = true,
             _ => return Err(format!("unknown argument `{arg}`")),
         }
@@ -175,6 +195,9 @@ pub fn child_args(o: &Options) -> Vec<String> {
     ];
     if let Some(t) = o.threads {
         a.push(format!("--threads={t}"));
+    }
+    if let Some(n) = o.mem_node {
+        a.push(format!("--mem-node={n}"));
     }
     a
 }
@@ -219,6 +242,37 @@ pub fn alloc_touched(mb: u64) -> Result<Vec<AtomicU64>, String> {
         .map_err(|e| format!("cannot allocate {mb} MiB: {e}"))?;
     v.extend((0..words).map(|_| AtomicU64::new(1)));
     Ok(v)
+}
+
+/// Base pages of this machine (`move_pages` addresses one per page).
+const PAGE: usize = 4096;
+
+/// Move every page of `words` to `node` with `move_pages(2)` (this process's own pages,
+/// `MPOL_MF_MOVE`; a THP moves whole at its first address). Returns the pages that are not
+/// on `node` afterwards (a full node, a busy page), asked of the kernel again: the status
+/// `move_pages` gives the second address of a THP it has just queued is `-EBUSY`, though
+/// the THP then moves.
+pub fn move_to_node(words: &[AtomicU64], node: usize) -> Result<usize, String> {
+    if words.is_empty() {
+        return Ok(0);
+    }
+    let start = words.as_ptr() as usize;
+    let end = start + std::mem::size_of_val(words);
+    let addrs: Vec<usize> = (start / PAGE..end.div_ceil(PAGE))
+        .map(|p| p * PAGE)
+        .collect();
+    let pid = std::process::id();
+    let mut unmoved = 0;
+    for batch in addrs.chunks(1024) {
+        numabal_live::sys::move_pages_to(pid, batch, node)
+            .map_err(|e| format!("cannot move the memory to node {node}: move_pages: {e}"))?;
+    }
+    for batch in addrs.chunks(1024) {
+        let at = numabal_live::sys::query_nodes(pid, batch)
+            .map_err(|e| format!("cannot ask where the memory is: move_pages: {e}"))?;
+        unmoved += at.iter().filter(|&&s| s != node as i32).count();
+    }
+    Ok(unmoved)
 }
 
 /// Words between deadline checks (512 KiB).
@@ -338,10 +392,18 @@ pub fn run_process(prog: Prog, o: &Options, sharing: Sharing) -> Result<(), Stri
             own.to_list_string()
         )
     })?;
+    // Moved before any writer exists: no access races the move (nothing to stop).
+    let moved = match o.mem_node {
+        None => String::new(),
+        Some(n) => match move_to_node(&words, n)? {
+            0 => format!(" mem_node={n}"),
+            u => format!(" mem_node={n} unmoved_pages={u}"),
+        },
+    };
     let pid = std::process::id();
     let name = prog.name();
     println!(
-        "{name} pid={pid} mb={} threads={threads} touched_on_node={} affinity={}",
+        "{name} pid={pid} mb={} threads={threads} touched_on_node={} affinity={}{moved}",
         o.mb,
         o.node,
         own.to_list_string()
@@ -448,11 +510,21 @@ mod tests {
                 threads: Some(3),
                 seconds: 10,
                 node: 1,
+                mem_node: None,
                 child: false
             }
         );
         let o = run(Prog::Numa02, "--threads=8 --mb 16");
         assert_eq!((o.threads, o.mb), (Some(8), 16));
+        for p in [Prog::Numa01, Prog::Numa02] {
+            assert_eq!(run(p, "--mem-node 2").mem_node, Some(2));
+            assert_eq!(run(p, "--mem-node=0").mem_node, Some(0));
+            assert_eq!(err(p, "--mem-node"), "--mem-node needs a value",);
+            assert_eq!(
+                err(p, "--mem-node 4096"),
+                "--mem-node takes a whole number from 0 to 4095, got `4096`"
+            );
+        }
     }
 
     #[test]
@@ -532,7 +604,7 @@ mod tests {
     fn child_arguments_round_trip() {
         let o = run(
             Prog::Numa01,
-            "--procs 3 --mb 7 --seconds 5 --node 2 --threads 4",
+            "--procs 3 --mb 7 --seconds 5 --node 2 --threads 4 --mem-node 3",
         );
         let c = child_args(&o);
         let back = match parse_args(Prog::Numa01, &c) {
@@ -548,7 +620,11 @@ mod tests {
             }
         );
         let o = run(Prog::Numa01, "--mb 7");
-        assert!(!child_args(&o).iter().any(|a| a.starts_with("--threads")));
+        assert!(
+            !child_args(&o)
+                .iter()
+                .any(|a| a.starts_with("--threads") || a.starts_with("--mem-node"))
+        );
     }
 
     #[test]

@@ -3,34 +3,55 @@
 # (7.2 kernel). Prints the machine (numactl --hardware, the kernel's HMAT view, the memory
 # tiers and their nodelists, demotion), turns on the kernel's memory tiering mode
 # (kernel.numa_balancing=2, demotion_enabled=true), then
-#   1. promotion: numa01-like (one process, 2 writer threads, 256 MiB by default) is
-#      first-touched on node 0 and stopped (SIGSTOP: no hinting fault promotes a page
-#      while they move); `migratepages` moves its pages to the slow node and it is
-#      continued. Its policy stays the default: under `numactl --preferred` or `--membind`
-#      the kernel's NUMA balancing would not move its pages (START=preferred runs it
-#      under `numactl --preferred=<slow node>` instead, to show that). Where its memory
-#      is: 1 s apart for 5 s, then every 5 s;
-#   2. pressure: FILL_AT s in, a filler bound to node 0 (`numactl --membind=0
-#      numa02-like`) asks for node 0's free memory plus FILL_EXTRA_MB, so node 0's
-#      reclaim has to demote pages to the slow node.
+#   1. promotion: `numa01-like --procs 1 --mem-node <slow>` (one process, 2 writer threads,
+#      256 MiB by default): first-touched from node 0's CPUs, then moved to the slow node
+#      by the program itself (move_pages) before any writer starts, so no hinting fault
+#      races the move. Its policy stays the default: under `numactl --preferred` or
+#      `--membind` the kernel's NUMA balancing would not move its pages (START=preferred
+#      runs it under `numactl --preferred=<slow node>` instead, to show that). Where its
+#      memory is and the CPUs its threads last ran on: QUIET_S s after its start line,
+#      then every second to 10 s, then every 5 s;
+#   2. pressure: FILL_AT s after the hot set's start line, a filler bound to node 0
+#      (`numactl --membind=0 numa02-like`) asks for node 0's free memory plus
+#      FILL_EXTRA_MB, so node 0's reclaim has to demote pages to the slow node.
 # /proc/vmstat's pgpromote_success, pgpromote_candidate, pgdemote_kswapd, pgdemote_direct,
-# numa_hint_faults, numa_pages_migrated and each node's meminfo are printed before, after
-# the move, before the filler and at the end. Exits 1 when the guest does not have two
-# memory tiers or a program failed; the counters are printed, not judged.
-# Environment (run.sh --env): START (migrate or preferred), HOT_MB (256), SECONDS_RUN (60),
-# FILL_AT (30: seconds into the run), FILL_SECONDS (20), FILL_EXTRA_MB (192).
+# numa_hint_faults, numa_pages_migrated, numa_pte_updates, pgmigrate_success and each
+# node's meminfo are printed before, before the filler and at the end (the move of the
+# hot set counts in pgmigrate_success only). Exits 1 when the guest does not have two
+# memory tiers or a program failed; the counters are printed, not judged. The end has `@`
+# lines for scripts/vm/tiering-twin.sh (times in seconds after the hot program started):
+#   @meminfo nodeN TOTAL_MIB FREE_MIB     each node before the workloads
+#   @time NAME S                          hot_placed, filler_started, hot_in_dram (the first
+#                                         sample with 90 % of the hot set on nodes with
+#                                         CPUs), end
+#   @fill_mb M                            the filler's size
+#   @mib hot|filler nodeN MIB             each program's memory per node, last sample
+#   @counter NAME DELTA                   /proc/vmstat over the whole run
+#   @phase1 / @phase2 NAME DELTA          until the filler / from it on
+#   @node nodeN NAME VALUE                per-node pgpromote_success, pgdemote_kswapd/direct
+# Environment (run.sh --env): START (mem-node or preferred), HOT_MB (256), SECONDS_RUN
+# (60), FILL_AT (30), FILL_SECONDS (20), FILL_EXTRA_MB (192), QUIET_S (3: seconds after
+# the hot set's start line before the first sample, in which the scenario starts no
+# process: its own processes tipped the load balancer's placement of the new writers,
+# docs/vm-tests.md, "The tiered twin"); TRACE=1 also records, with
+# the kernel's tracepoints, where each new workload thread was placed (sched_wakeup_new),
+# each move of a workload thread between CPUs (sched_migrate_task: the task running at
+# the time says who moved it, migration/N being the stopper: active balancing or NUMA
+# balancing's moves and swaps), who asked the stopper, with the kernel stack (kprobes on
+# stop_one_cpu, stop_one_cpu_nowait, stop_two_cpus) and NUMA balancing's decisions
+# (sched_move_numa, sched_swap_numa, sched_stick_numa), printed after the counters.
 
-start=${START:-migrate}
-case $start in migrate|preferred) ;; *) echo "FAIL: START must be migrate or preferred"; exit 1 ;; esac
+start=${START:-mem-node}
+case $start in mem-node|preferred) ;; *) echo "FAIL: START must be mem-node or preferred"; exit 1 ;; esac
 hot_mb=${HOT_MB:-256}
 run_s=${SECONDS_RUN:-60}
 fill_at=${FILL_AT:-30}
 fill_s=${FILL_SECONDS:-20}
 fill_extra=${FILL_EXTRA_MB:-192}
+quiet_s=${QUIET_S:-3}
 sysnode=/sys/devices/system/node
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-up() { awk '{ print $1 }' /proc/uptime; }
 
 # The slow node: NUMABAL_VM_CXL_NODE from run.sh, else the node with memory and no CPUs.
 slow=${NUMABAL_VM_CXL_NODE:-}
@@ -77,12 +98,11 @@ echo true > /sys/kernel/mm/numa/demotion_enabled || fail "demotion_enabled=true"
 echo "== now: numa_balancing=$(cat /proc/sys/kernel/numa_balancing) demotion_enabled=$(cat /sys/kernel/mm/numa/demotion_enabled)" \
      "promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo absent)"
 
-COUNTERS="pgpromote_success pgpromote_candidate pgdemote_kswapd pgdemote_direct numa_hint_faults numa_pages_migrated"
-snap() {  # FILE: the counters now, "name value" lines
-  for c in $COUNTERS; do
-    v=$(awk -v c="$c" '$1 == c { print $2 }' /proc/vmstat)
-    echo "$c ${v:-absent}"
-  done > "$1"
+COUNTERS="pgpromote_success pgpromote_candidate pgdemote_kswapd pgdemote_direct numa_hint_faults numa_pages_migrated numa_pte_updates pgmigrate_success"
+snap() {  # FILE: the counters now, "name value" lines (one awk)
+  awk -v list="$COUNTERS" 'BEGIN { n = split(list, c, " "); for (i = 1; i <= n; i++) want[c[i]] = 1 }
+    $1 in want { v[$1] = $2 }
+    END { for (i = 1; i <= n; i++) print c[i], (c[i] in v) ? v[c[i]] : "absent" }' /proc/vmstat > "$1"
 }
 deltas() {  # TITLE FILE_A FILE_B
   echo "== $1"
@@ -90,15 +110,18 @@ deltas() {  # TITLE FILE_A FILE_B
        { d = ($2 ~ /^[0-9]+$/ && a[$1] ~ /^[0-9]+$/) ? $2 - a[$1] : "-"
          printf "  %-22s %12s -> %12s  (+%s)\n", $1, a[$1], $2, d }' "$2" "$3"
 }
-meminfo() {  # TITLE
+at_deltas() {  # TAG FILE_A FILE_B: "@TAG NAME DELTA" lines
+  awk -v tag="$1" 'NR == FNR { a[$1] = $2; next }
+       $2 ~ /^[0-9]+$/ && a[$1] ~ /^[0-9]+$/ { printf "@%s %s %d\n", tag, $1, $2 - a[$1] }' "$2" "$3"
+}
+meminfo() {  # TITLE (one awk)
   echo "== per-node meminfo, MiB ($1)"
-  for n in $nodes; do
-    awk -v n="$n" '
-      $3 == "MemTotal:" { t = $4 } $3 == "MemFree:" { f = $4 } $3 == "AnonPages:" { a = $4 }
-      $3 == "AnonHugePages:" { h = $4 }
-      END { printf "  node%s MemTotal %6d MemFree %6d AnonPages %6d AnonHugePages %6d\n",
-            n, t / 1024, f / 1024, a / 1024, h / 1024 }' "$sysnode/node$n/meminfo"
-  done
+  # shellcheck disable=SC2086
+  awk '$3 == "MemTotal:" { t[$2] = $4 } $3 == "MemFree:" { f[$2] = $4 } $3 == "AnonPages:" { a[$2] = $4 }
+       $3 == "AnonHugePages:" { h[$2] = $4; n[++k] = $2 }
+       END { for (i = 1; i <= k; i++) printf "  node%s MemTotal %6d MemFree %6d AnonPages %6d AnonHugePages %6d\n",
+             n[i], t[n[i]] / 1024, f[n[i]] / 1024, a[n[i]] / 1024, h[n[i]] / 1024 }' \
+    $(for n in $nodes; do echo "$sysnode/node$n/meminfo"; done)
 }
 pernode_vmstat() {
   echo "== per-node vmstat (promoted to / demoted from each node)"
@@ -110,88 +133,150 @@ pernode_vmstat() {
     echo
   done
 }
-where() {  # PID: MiB of its memory on each node (numa_maps counts base pages)
-  awk -v nodes="$nodes" '
-    { ps = 4
-      for (i = 1; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { split($i, a, "="); ps = a[2] }
-      for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); kb[a[1]] += a[2] * ps } }
-    END { n = split(nodes, l, " "); s = ""
-          for (j = 1; j <= n; j++) s = s sprintf(" node%s=%dMiB", l[j], kb[l[j]] / 1024); print s }' "/proc/$1/numa_maps" 2>/dev/null
+# The run is watched lightly, as the twin's model has no watcher: processes the scenario
+# starts take vCPUs from the workload and move the load balancer (docs/vm-tests.md, "The
+# tiered twin"). The start line is read from a FIFO (the shell blocks, no process), the
+# time comes from /proc/uptime by the shell's `read`, and a sample is one awk (and the
+# sleep before it).
+now_cs() {  # NOW: uptime in hundredths of a second, without a process
+  read -r _up _idle < /proc/uptime
+  NOW=$(( ${_up%.*} * 100 + 1${_up#*.} - 100 ))
 }
-counters_now() {
-  awk '$1 == "pgpromote_success" || $1 == "pgdemote_kswapd" || $1 == "pgdemote_direct" { printf " %s=%s", $1, $2 }' /proc/vmstat
+secs() { echo "$(($1 / 100)).$(( ($1 % 100) / 10 ))"; }  # hundredths -> "S.d"
+# sample TAG PID [FILLER_PID]: one line of where each program's memory is (numa_maps counts
+# base pages; MiB per node), the CPU each of the hot program's threads last ran on
+# (/proc/PID/task/TID/stat, field 39) and the promotion/demotion counters; the MiB per
+# node also go to /tmp/at-hot and /tmp/at-fill as "@mib" lines, and the first time 90 % of
+# the hot set is off the slow node, "@time hot_in_dram S" to /tmp/at-indram.
+sample() {
+  _f=""
+  [ -n "${3:-}" ] && _f="/proc/$3/numa_maps"
+  now_cs
+  _in=""
+  [ -s /tmp/at-indram ] && _in=1
+  # shellcheck disable=SC2086
+  awk -v nodes="$nodes" -v tag="$1" -v hot="/proc/$2/numa_maps" -v slow="$slow" \
+      -v when="$(secs $((NOW - t0)))" -v done="$_in" '
+    FILENAME == "/proc/vmstat" {
+      if ($1 == "pgpromote_success" || $1 == "pgdemote_kswapd" || $1 == "pgdemote_direct") c = c sprintf(" %s=%s", $1, $2)
+      next }
+    FILENAME ~ /\/stat$/ { sub(/.*\) /, ""); split($0, f, " "); cpus = cpus (cpus == "" ? "" : ",") f[37]; next }
+    { ps = 4; w = (FILENAME == hot) ? "hot" : "filler"
+      for (i = 1; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { split($i, a, "="); ps = a[2] }
+      for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); kb[w, a[1]] += a[2] * ps; seen[w] = 1 } }
+    END { n = split(nodes, l, " ")
+          for (k = 1; k <= 2; k++) {
+            w = (k == 1) ? "hot" : "filler"; if (!(w in seen)) continue
+            line = line sprintf(" | %s:", w)
+            out = (w == "hot") ? "/tmp/at-hot" : "/tmp/at-fill"
+            for (j = 1; j <= n; j++) {
+              line = line sprintf(" node%s=%dMiB", l[j], kb[w, l[j]] / 1024)
+              printf "@mib %s node%s %.1f\n", w, l[j], kb[w, l[j]] / 1024 > out
+            }
+            if (w == "hot") line = line " cpus " cpus
+          }
+          for (j = 1; j <= n; j++) { tot += kb["hot", l[j]]; if (l[j] != slow) fast += kb["hot", l[j]] }
+          if (done == "" && tot > 0 && fast >= 0.9 * tot) print "@time hot_in_dram " when > "/tmp/at-indram"
+          if ("hot" in seen) print tag line " |" c }' \
+    /proc/vmstat "/proc/$2/numa_maps" /proc/"$2"/task/*/stat $_f 2>/dev/null
 }
 
 snap /tmp/c0
 meminfo "before"
+for n in $nodes; do
+  awk -v n="$n" '$3 == "MemTotal:" { t = $4 } $3 == "MemFree:" { f = $4 }
+    END { printf "@meminfo node%s %d %d\n", n, t / 1024, f / 1024 }' "$sysnode/node$n/meminfo"
+done > /tmp/at-meminfo
+
+T=/sys/kernel/tracing
+if [ "${TRACE:-0}" = 1 ]; then
+  mount -t tracefs nodev $T 2>/dev/null || true
+  echo 4096 > $T/buffer_size_kb
+  for e in sched/sched_wakeup_new sched/sched_migrate_task sched/sched_move_numa \
+           sched/sched_swap_numa sched/sched_stick_numa; do
+    [ -e "$T/events/$e/enable" ] && echo 1 > "$T/events/$e/enable"
+  done
+  # Who asks a CPU's stopper (migration/N) to move a task, with the kernel stack: active
+  # load balancing, NUMA balancing's moves and swaps, affinity changes.
+  for fn in stop_one_cpu_nowait stop_one_cpu stop_two_cpus; do
+    grep -q " $fn\$" /proc/kallsyms || continue
+    echo "p:tier_$fn $fn" >> $T/kprobe_events &&
+      echo 1 > "$T/events/kprobes/tier_$fn/enable" &&
+      echo stacktrace > "$T/events/kprobes/tier_$fn/trigger"
+  done
+  echo 1 > $T/tracing_on
+fi
 
 # --- 1. promotion -----------------------------------------------------------------------
-pre=""
+pre="" post=""
 if [ "$start" = preferred ]; then
   pre="numactl --preferred=$slow"
   echo "== 1. $pre numa01-like --procs 1 --mb $hot_mb --seconds $run_s (first touch from node 0's CPUs)"
 else
-  echo "== 1. numa01-like --procs 1 --mb $hot_mb --seconds $run_s, first-touched on node 0, moved to node $slow"
+  post="--mem-node $slow"
+  echo "== 1. numa01-like --procs 1 --mb $hot_mb --seconds $run_s $post (first touch from node 0's CPUs, then moved to node $slow)"
 fi
-t0=$(up)
-$pre numa01-like --procs 1 --mb "$hot_mb" --seconds "$run_s" > /tmp/hot.out 2>&1 &
+rm -f /tmp/at-indram
+now_cs; t0=$NOW
+since() { now_cs; secs $((NOW - t0)); }
+rm -f /tmp/hot.fifo; mkfifo /tmp/hot.fifo
+# shellcheck disable=SC2086
+$pre numa01-like --procs 1 --mb "$hot_mb" --seconds "$run_s" $post > /tmp/hot.fifo 2>&1 &
 hot=$!
-i=0
-while ! grep -q ' mb=' /tmp/hot.out; do
-  i=$((i + 1))
-  if [ $i -gt 1200 ] || ! kill -0 $hot 2>/dev/null; then
-    cat /tmp/hot.out; echo "FAIL: numa01-like did not start"; exit 1
-  fi
-  sleep 0.1
-done
-pid=$(sed -n 's/.* pid=\([0-9]*\) mb=.*/\1/p' /tmp/hot.out | head -1)
-t1=$(up)
-echo "placed at +$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s (pid $pid):$(where "$pid")"
-if [ "$start" = migrate ]; then
-  kill -STOP "$pid"
-  migratepages "$pid" "$fast" "$slow" || fail "migratepages $pid $fast $slow"
-  t2=$(up)
-  echo "migratepages $pid $fast -> $slow (stopped) took $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }') s:$(where "$pid") |$(counters_now)"
-  snap /tmp/c1
-  kill -CONT "$pid"
-  t1=$(up)
-else
-  snap /tmp/c1
-fi
+exec 3< /tmp/hot.fifo
+IFS= read -r first <&3 || first=""
+now_cs; t1=$NOW
+echo "$first" > /tmp/hot.out
+case $first in
+  *" mb="*) ;;
+  *) cat <&3 >> /tmp/hot.out; cat /tmp/hot.out; echo "FAIL: numa01-like did not start"; exit 1 ;;
+esac
+pid=${first#* pid=}
+pid=${pid%% *}
+# The writers' first QUIET_S seconds without a process of the scenario's: the shell waits
+# on the FIFO (the next line comes at the end of the run).
+IFS= read -t "$quiet_s" -r more <&3 && echo "$more" >> /tmp/hot.out
+cat <&3 >> /tmp/hot.out &
+drain=$!
+exec 3<&-
+placed=$(secs $((t1 - t0)))
+echo "@time hot_placed $placed" > /tmp/at-time
+echo "$first"
+sample "placed at +$placed s (pid $pid), sampled $quiet_s s later" "$pid"
+case $first in *unmoved_pages=*) echo "note: not every page reached node $slow" ;; esac
 
 filler=""
 elapsed=0
 while kill -0 "$pid" 2>/dev/null; do
-  if [ "$elapsed" -lt 5 ]; then sleep 1; else sleep 5; fi
-  now=$(up)
-  elapsed=$(awk -v a="$t1" -v b="$now" 'BEGIN { printf "%d", b - a }')
-  w=$(where "$pid")
-  fpid=$filler  # numactl execs numa02-like: the same pid
-  fw=""
-  [ -n "$fpid" ] && fw=$(where "$fpid") && [ -n "$fw" ] && fw=" | filler:$fw"
-  [ -n "$w" ] && echo "+${elapsed}s: hot:$w$fw |$(counters_now)"
+  if [ "$elapsed" -lt 10 ]; then sleep 1; else sleep 5; fi
+  now_cs
+  elapsed=$(( (NOW - t1) / 100 ))
+  sample "+${elapsed}s (+$(secs $((NOW - t0))) s)" "$pid" "$filler"
   if [ -z "$filler" ] && [ "$elapsed" -ge "$fill_at" ] && kill -0 "$pid" 2>/dev/null; then
     # --- 2. pressure on node 0 ----------------------------------------------------------
     snap /tmp/c2
     meminfo "before the filler"
     free0=$(awk '$3 == "MemFree:" { print int($4 / 1024) }' "$sysnode/node0/meminfo")
     fill_mb=$((free0 + fill_extra))
-    echo "== 2. numactl --membind=0 numa02-like --mb $fill_mb --threads 1 --seconds $fill_s (node 0 free: $free0 MiB)"
+    echo "@time filler_started $(since)" >> /tmp/at-time
+    echo "@fill_mb $fill_mb" > /tmp/at-fill-mb
     numactl --membind=0 numa02-like --mb "$fill_mb" --threads 1 --seconds "$fill_s" > /tmp/fill.out 2>&1 &
-    filler=$!
+    filler=$!  # numactl execs numa02-like: the same pid
+    echo "== 2. numactl --membind=0 numa02-like --mb $fill_mb --threads 1 --seconds $fill_s (node 0 free: $free0 MiB)"
   fi
 done
 wait $hot || fail "numa01-like exited with $?"
+wait $drain
 [ -n "$filler" ] && { wait "$filler" || fail "the filler exited with $? (killed by the OOM killer?)"; }
-t3=$(up)
-echo "== the workloads' output (run ended +$(awk -v a="$t1" -v b="$t3" 'BEGIN { printf "%.1f", b - a }') s after placement)"
+now_cs; t3=$NOW
+echo "@time end $(secs $((t3 - t0)))" >> /tmp/at-time
+echo "== the workloads' output (run ended +$(secs $((t3 - t1))) s after placement)"
 cat /tmp/hot.out
 [ -f /tmp/fill.out ] && cat /tmp/fill.out
 snap /tmp/c3
 
-[ "$start" = migrate ] && deltas "counters: before -> after migratepages to node $slow" /tmp/c0 /tmp/c1
 if [ -f /tmp/c2 ]; then
-  deltas "counters: phase 1 (promotion, until the filler)" /tmp/c1 /tmp/c2
+  deltas "counters: phase 1 (promotion, from the start until the filler)" /tmp/c0 /tmp/c2
   deltas "counters: phase 2 (filler on node 0 and after)" /tmp/c2 /tmp/c3
 fi
 deltas "counters: whole run" /tmp/c0 /tmp/c3
@@ -199,5 +284,30 @@ pernode_vmstat
 meminfo "after"
 echo "== dmesg: OOM and warnings"
 dmesg | grep -iE 'oom|killed process|warning|bug:' | tail -n 20 | sed 's/^/  /'
+if [ "${TRACE:-0}" = 1 ]; then
+  echo 0 > $T/tracing_on
+  echo "== trace: the workloads' threads (new-thread placement, moves between CPUs, NUMA decisions)"
+  # Each event of the workloads' threads, and each stopper request with its stack.
+  awk '/tier_stop_|comm=numa0[12]-like|sched_(move|swap|stick)_numa/ { keep = 1 }
+       /<stack trace>/ { if (last) { print; instack = 1 }; next }
+       instack && /^ => / { print; next }
+       { instack = 0; last = keep; if (keep) print; keep = 0 }' $T/trace | sed 's/^ *//' | head -n 600
+fi
+echo "== for the twin (scripts/vm/tiering-twin.sh)"
+cat /tmp/at-meminfo /tmp/at-time
+[ -f /tmp/at-indram ] && cat /tmp/at-indram
+[ -f /tmp/at-fill-mb ] && cat /tmp/at-fill-mb
+[ -f /tmp/at-hot ] && cat /tmp/at-hot
+[ -f /tmp/at-fill ] && cat /tmp/at-fill
+at_deltas counter /tmp/c0 /tmp/c3
+if [ -f /tmp/c2 ]; then
+  at_deltas phase1 /tmp/c0 /tmp/c2
+  at_deltas phase2 /tmp/c2 /tmp/c3
+fi
+for n in $nodes; do
+  for c in pgpromote_success pgdemote_kswapd pgdemote_direct; do
+    echo "@node node$n $c $(awk -v c="$c" '$1 == c { print $2 }' "$sysnode/node$n/vmstat")"
+  done
+done
 echo "tiering: $fails failure(s)"
 [ "$fails" = 0 ]
