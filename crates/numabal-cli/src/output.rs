@@ -513,6 +513,12 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
     }
     out!("{}", fit(&s, 25));
     outln!();
+    print_exit_memory(sc, r);
+}
+
+/// Each process's memory per node when it exited (numastat -p's table), and per memory
+/// tier with memory tiering.
+fn print_exit_memory(sc: &Scenario, r: &RunResult) {
     let rows: Vec<(String, Vec<f64>)> = r
         .processes
         .iter()
@@ -520,7 +526,7 @@ pub fn print_run(sc: &Scenario, r: &RunResult) {
         .collect();
     out!("{}", numastat_table(&rows, sc.machine.nr_nodes()));
     outln!("(memory of each process when it exited)");
-    if let Some(t) = &m.tiering {
+    if let Some(t) = &r.metrics.tiering {
         out!("{}", tier_table(&rows, &t.tiers));
     }
 }
