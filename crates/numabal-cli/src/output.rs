@@ -569,10 +569,22 @@ pub fn tier_table(
     processes: &[(String, Vec<f64>)],
     tiers: &[numabal_sim::world::tiering::TierUse],
 ) -> String {
-    let nodes: Vec<numabal_model::Mask> = tiers
+    let tiers: Vec<(u32, numabal_model::Mask)> = tiers
         .iter()
-        .map(|t| numabal_model::Mask::parse_list(&t.nodes, None).unwrap_or_default())
+        .map(|t| {
+            let nodes = numabal_model::Mask::parse_list(&t.nodes, None).unwrap_or_default();
+            (t.tier, nodes)
+        })
         .collect();
+    tier_columns(processes, &tiers)
+}
+
+/// [`tier_table`] from (N of `memory_tierN`, its nodes).
+pub fn tier_columns(
+    processes: &[(String, Vec<f64>)],
+    tiers: &[(u32, numabal_model::Mask)],
+) -> String {
+    let nodes: Vec<&numabal_model::Mask> = tiers.iter().map(|(_, m)| m).collect();
     let rows: Vec<(String, Vec<f64>)> = processes
         .iter()
         .map(|(l, v)| {
@@ -583,7 +595,7 @@ pub fn tier_table(
             (l.clone(), per)
         })
         .collect();
-    let header: Vec<String> = tiers.iter().map(|t| format!("Tier {}", t.tier)).collect();
+    let header: Vec<String> = tiers.iter().map(|(id, _)| format!("Tier {id}")).collect();
     labeled_table("Per-tier process memory usage (in MBs)", &rows, &header, 2)
 }
 
@@ -1161,6 +1173,15 @@ pub fn live_topology(t: &numabal_live::LiveTopology, style: NumactlStyle) -> Str
     } else {
         let l: Vec<String> = llcs.iter().map(|m| format!("cpus {m}")).collect();
         let _ = writeln!(o, "last-level caches: {} ({})", llcs.len(), l.join("; "));
+    }
+    // The kernel's memory tiers, when it has more than one (a CPU-less slower node).
+    if t.tiers.len() > 1 {
+        let l: Vec<String> = t
+            .tiers
+            .iter()
+            .map(|(id, m)| format!("memory_tier{id} nodelist {m}"))
+            .collect();
+        let _ = writeln!(o, "memory tiers: {}", l.join("; "));
     }
     o
 }

@@ -107,6 +107,9 @@ pub fn stat(a: &StatArgs) -> Result<(), Failure> {
         None => None,
     };
     out!("{}", output::numastat_table(&mem, nr));
+    if topo.tiers.len() > 1 {
+        out!("{}", output::tier_columns(&mem, &topo.tiers));
+    }
     outln!();
     out!(
         "{}",

@@ -1733,3 +1733,46 @@ fn the_daemons_policy_is_one_object_on_a_host_and_in_the_simulator() {
         assert_eq!(r["scenario"]["tunables"], live["tunables"]);
     }
 }
+
+/// Memory tiers: a simulated machine's as the kernel named by `--kernel` forms them, a
+/// host's from `/sys/devices/virtual/memory_tiering` (shown when there is more than one).
+#[test]
+fn topology_shows_memory_tiers() {
+    let run = |args: &[&str]| {
+        let out = numabal()
+            .args(args)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let new = run(&["topology", "-m", "dram-pmem-2s96"]);
+    assert!(new.contains("memory tiers (Linux 7.2):\nmemory_tier4   nodelist 0-1  (top tier)\nmemory_tier55  nodelist 2-3\n"), "{new}");
+    assert!(
+        new.contains("   2  pmem       7145         305           28669  -\n"),
+        "{new}"
+    );
+    let old = run(&["topology", "-m", "dram-pmem-2s96", "--kernel", "6.1"]);
+    assert!(old.contains("memory_tier22  nodelist 2-3"), "{old}");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("none.json");
+    bad(
+        &["topology", "-m", "dram-pmem-2s96", "--kernel", "5.4"],
+        &["--kernel 5.4: not a modelled release (allowed: a release from 6.1 to 7.2"],
+        &json,
+    );
+    numabal_live::topology::fixture::guest_2n(dir.path());
+    let mt = dir.path().join("sys/devices/virtual/memory_tiering");
+    for (id, list) in [(4, "0\n"), (28, "1\n")] {
+        std::fs::create_dir_all(mt.join(format!("memory_tier{id}"))).unwrap();
+        std::fs::write(mt.join(format!("memory_tier{id}/nodelist")), list).unwrap();
+    }
+    let root = dir.path().display().to_string();
+    let host = run(&["topology", "--root", &root]);
+    assert!(
+        host.ends_with("memory tiers: memory_tier4 nodelist 0; memory_tier28 nodelist 1\n"),
+        "{host}"
+    );
+}

@@ -104,6 +104,9 @@ pub struct LiveTopology {
     pub nodes: Vec<LiveNode>,
     /// Online CPUs with a node, in id order.
     pub cpus: Vec<LiveCpu>,
+    /// Memory tiers (`/sys/devices/virtual/memory_tiering/memory_tierN/nodelist`), by N;
+    /// empty on kernels without them (before 6.1).
+    pub tiers: Vec<(u32, Mask)>,
 }
 
 /// Numbered entries `prefixN` of a directory, sorted by N.
@@ -219,7 +222,20 @@ pub fn read_topology(root: &Path) -> Result<LiveTopology, LiveError> {
         }
     }
     cpus.sort_by_key(|c| c.id);
-    Ok(LiveTopology { nodes, cpus })
+    let tiers = read_tiers(root)?;
+    Ok(LiveTopology { nodes, cpus, tiers })
+}
+
+/// The memory tiers under `root`, if the kernel has them.
+fn read_tiers(root: &Path) -> Result<Vec<(u32, Mask)>, LiveError> {
+    let dir = root.join("sys/devices/virtual/memory_tiering");
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    numbered(&dir, "memory_tier")?
+        .into_iter()
+        .map(|(id, d)| Ok((id as u32, read_list(&d.join("nodelist"))?)))
+        .collect()
 }
 
 impl LiveTopology {
@@ -436,6 +452,27 @@ mod tests {
             vec![Mask::from_ids([0, 1]), Mask::from_ids([2, 3])]
         );
         assert_eq!(t.threads_per_core(), 1);
+    }
+
+    #[test]
+    fn reads_memory_tiers_when_the_kernel_has_them() {
+        let dir = tempfile::tempdir().unwrap();
+        fixture::guest_2n(dir.path());
+        assert!(read_topology(dir.path()).unwrap().tiers.is_empty());
+        let mt = dir.path().join("sys/devices/virtual/memory_tiering");
+        for (id, list) in [(4, "0-1\n"), (28, "2\n")] {
+            let d = mt.join(format!("memory_tier{id}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("nodelist"), list).unwrap();
+        }
+        let t = read_topology(dir.path()).unwrap();
+        assert_eq!(
+            t.tiers,
+            vec![(4, Mask::from_ids([0, 1])), (28, Mask::single(2))]
+        );
+        std::fs::write(mt.join("memory_tier28/nodelist"), "x\n").unwrap();
+        let e = read_topology(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("memory_tier28/nodelist"), "{e}");
     }
 
     #[test]
