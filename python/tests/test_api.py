@@ -1,6 +1,7 @@
 """The Python package against the command line: same inputs, same bytes."""
 
 import json
+import pathlib
 import threading
 
 import numabal
@@ -209,66 +210,13 @@ def test_python_m_numabal_sweep(cli, tmp_path):
     assert not (tmp_path / "bad.jsonl").exists()
 
 
-TIER_MACHINE = """name = "tier-test"
-description = "DRAM and a CPU-less CXL node"
-[topology]
-sockets = 1
-cores_per_socket = 2
-node_cpus = ["0-1", ""]
-memory_per_node = ["1GiB", "2GiB"]
-distance = [[10, 17], [17, 10]]
-[memory]
-local_latency_ns = 100
-latency_ns = [[100, 300], [300, 300]]
-controller_gib_s = [20, 5]
-link_gib_s = 20
-queue_scale_ns = 5
-node_type = ["dram", "cxl"]
-"""
-
-TIER_WORKLOAD = """name = "tier-test"
-[[process]]
-name = "cold"
-[[process.region]]
-name = "buf"
-size = "900MiB"
-[[process.group]]
-name = "w"
-threads = 1
-[[process.group.phase]]
-kind = "access"
-region = "buf"
-passes = 1
-[[process.group.phase]]
-kind = "sleep"
-seconds = 20
-[[process]]
-name = "hot"
-start_s = 1
-[[process.region]]
-name = "buf"
-size = "256MiB"
-[[process.group]]
-name = "w"
-threads = 1
-[[process.group.phase]]
-kind = "access"
-region = "buf"
-passes = 1
-mempolicy = "bind:1"
-[[process.group.phase]]
-kind = "access"
-region = "buf"
-pattern = "uniform"
-seconds = 15
-"""
+# The simulator tests' tiered machine and workload (crates/numabal-sim/tests/fixtures).
+TIER_FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "crates/numabal-sim/tests/fixtures"
 
 
 def test_tiering_counters_and_series_have_every_column(cli, tmp_path):
-    m = tmp_path / "m.toml"
-    w = tmp_path / "w.toml"
-    m.write_text(TIER_MACHINE)
-    w.write_text(TIER_WORKLOAD)
+    m = TIER_FIXTURES / "tier-machine.toml"
+    w = TIER_FIXTURES / "tier-workload.toml"
     r = numabal.run(str(m), str(w), "tpp")
     assert r.json == cli_json(cli, tmp_path, "sim", "-m", m, "-w", w, "-p", "tpp")
     t = r.metrics["tiering"]

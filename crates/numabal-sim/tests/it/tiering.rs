@@ -4,70 +4,23 @@
 use crate::util::{Inline, run, scenario_with};
 
 /// One socket with 2 CPUs and 1 GiB of DRAM, and a CPU-less CXL node of 2 GiB.
-const MACHINE: &str = r#"
-name = "tier-test"
-description = "DRAM and a CPU-less CXL node"
-[topology]
-sockets = 1
-cores_per_socket = 2
-node_cpus = ["0-1", ""]
-memory_per_node = ["1GiB", "2GiB"]
-distance = [[10, 17], [17, 10]]
-[memory]
-local_latency_ns = 100
-latency_ns = [[100, 300], [300, 300]]
-controller_gib_s = [20, 5]
-link_gib_s = 20
-queue_scale_ns = 5
-node_type = ["dram", "cxl"]
-"#;
+const MACHINE: &str = include_str!("../fixtures/tier-machine.toml");
 
 /// A cold process fills most of the DRAM and sleeps; a hot one first-touches its 256 MiB on
 /// the slow node (a phase bound there) and then reads it at random under the default
 /// policy.
-const WORKLOAD: &str = r#"
-name = "tier-test"
-[[process]]
-name = "cold"
-[[process.region]]
-name = "buf"
-size = "900MiB"
-[[process.group]]
-name = "w"
-threads = 1
-[[process.group.phase]]
-kind = "access"
-region = "buf"
-passes = 1
-[[process.group.phase]]
-kind = "sleep"
-seconds = 40
-[[process]]
-name = "hot"
-start_s = 1
-[[process.region]]
-name = "buf"
-size = "256MiB"
-[[process.group]]
-name = "w"
-threads = 1
-[[process.group.phase]]
-kind = "access"
-region = "buf"
-passes = 1
-mempolicy = "bind:1"
-[[process.group.phase]]
-kind = "access"
-region = "buf"
-pattern = "uniform"
-seconds = 30
-"#;
+const WORKLOAD: &str = include_str!("../fixtures/tier-workload.toml");
 
-fn tiered(policy: &str, sets: &[&str]) -> numabal_sim::RunResult {
-    let r = Inline(vec![
+/// The test machine and workload as inline presets `tier-m` and `tier-w`.
+fn files() -> Inline {
+    Inline(vec![
         ("tier-m", MACHINE.to_string()),
         ("tier-w", WORKLOAD.to_string()),
-    ]);
+    ])
+}
+
+fn tiered(policy: &str, sets: &[&str]) -> numabal_sim::RunResult {
+    let r = files();
     let mut all = vec!["sim.check_invariants=true"];
     all.extend_from_slice(sets);
     run(&scenario_with(&r, "tier-m", "tier-w", policy, 1, &all))
@@ -129,10 +82,7 @@ fn tiering_runs_are_deterministic() {
 
 #[test]
 fn the_numa_balancing_mode_is_checked() {
-    let r = Inline(vec![
-        ("tier-m", MACHINE.to_string()),
-        ("tier-w", WORKLOAD.to_string()),
-    ]);
+    let r = files();
     let input = numabal_model::ScenarioInput {
         machine: Some("tier-m".into()),
         workload: Some("tier-w".into()),
