@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Memory-tiering policies side by side on the DRAM + CXL preset: cache_tiering on
 # dram-cxl-2s under none (first touch only), autonuma-tiering (numa_balancing=2 with
-# demotion) and tpp, over 10 seeds: the terminal table, the JSON and the HTML report with
+# demotion), tpp and damon-tiering (DAMOS migrate_hot/migrate_cold as
+# samples/damon/mtier.c sets them up), over 10 seeds: the terminal table, the JSON and the HTML report with
 # promotion and demotion over time (its `tiering` figure).
 # Writes target/tiering-compare/{compare.json,report.html,compare.txt}.
 # Usage: scripts/tiering-compare.sh [--seeds K] [--jobs N]
-# Wall time: about 3 minutes on 2 cores (30 runs of about 230 simulated s, 3-9 s each).
+# Wall time: about 4 minutes on 2 cores (40 runs of about 230 simulated s, 3-9 s each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEEDS=10
@@ -21,7 +22,7 @@ BIN=${NUMABAL_BIN:-target/release/numabal}
 [ -x "$BIN" ] || cargo build --release --locked -q -p numabal-cli
 OUT=target/tiering-compare
 mkdir -p "$OUT"
-"$BIN" compare -m dram-cxl-2s -w cache_tiering --policies none,autonuma-tiering,tpp \
+"$BIN" compare -m dram-cxl-2s -w cache_tiering --policies none,autonuma-tiering,tpp,damon-tiering \
   --seeds "$SEEDS" ${JOBS[@]+"${JOBS[@]}"} --json "$OUT/compare.json" --html "$OUT/report.html" \
   | tee "$OUT/compare.txt"
 python3 - "$OUT/compare.json" <<'PY' | tee -a "$OUT/compare.txt"

@@ -551,6 +551,14 @@ fn tiering_summary(s: &mut String, t: &numabal_sim::world::tiering::TieringStats
         t.numa_hint_faults_slow_tier, t.pgpromote_no_room, t.kswapd_wakeups, t.kswapd_cpu_s
     )
     .ok();
+    if t.damos_promoted + t.damos_demoted > 0 {
+        writeln!(
+            s,
+            "                         DAMOS migrate_hot {} pages up a tier, migrate_cold {} down",
+            t.damos_promoted, t.damos_demoted
+        )
+        .ok();
+    }
     let tiers: Vec<String> = t
         .tiers
         .iter()

@@ -12,6 +12,7 @@
 //! allowed values" without this crate knowing about files.
 
 pub mod daemon;
+pub mod damos;
 pub mod error;
 pub mod ids;
 pub mod kernel_version;

@@ -44,6 +44,10 @@ pub const MACHINES: &[(&str, &str)] = &[
         include_str!("../../../presets/machines/dram-cxl-2s.toml"),
     ),
     (
+        "dram-cxl-250g",
+        include_str!("../../../presets/machines/dram-cxl-250g.toml"),
+    ),
+    (
         "dram-pmem-2s96",
         include_str!("../../../presets/machines/dram-pmem-2s96.toml"),
     ),
@@ -172,6 +176,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     (
         "pmbench_tiering",
         include_str!("../../../presets/workloads/pmbench_tiering.toml"),
+    ),
+    (
+        "taobench_tiering",
+        include_str!("../../../presets/workloads/taobench_tiering.toml"),
     ),
     (
         "cache_tiering",

@@ -651,6 +651,7 @@ fn flatten_workload(
         let sub = flatten_workload(resolver, t, &src.label, Place::OwnFile, depth + 1)?;
         spec.shared.extend(sub.shared);
         spec.processes.extend(sub.processes);
+        spec.damos.extend(sub.damos);
     }
     Ok(spec)
 }

@@ -52,6 +52,9 @@ pub struct WorkloadSpec {
     /// Processes.
     #[serde(default, rename = "process")]
     pub processes: Vec<ProcessSpec>,
+    /// DAMOS schemes the experiment runs beside the policy (`[[damos]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damos: Vec<crate::damos::DamosSpec>,
 }
 
 /// Kind of a region shared between processes.
@@ -451,6 +454,9 @@ impl Workload {
             nodes_with_cpus: machine.nodes_with_cpus(),
         };
         r.process_list()?;
+        for (i, d) in spec.damos.iter().enumerate() {
+            d.check(i, machine.nr_nodes(), src)?;
+        }
         let shared_bytes = r.shared_regions()?;
         let mut threads = Vec::new();
         let mut cpuset_cpus = Vec::new();

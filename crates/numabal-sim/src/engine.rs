@@ -44,6 +44,8 @@ pub struct Sim<'a> {
     tunables: serde_json::Value,
     /// What the engine did (benchmarks; not part of the result).
     counts: EngineCounts,
+    /// The workload's own DAMOS schemes (`[[damos]]`), run whatever the policy.
+    experiment: Option<crate::kernel::damos::DamosSet>,
 }
 
 /// What the engine did in a run: the cost of a run is about `steps x running threads`
@@ -112,8 +114,11 @@ impl<'a> Sim<'a> {
 
     /// Set up a simulation of `sc` with `user` as its user space.
     fn with_user(sc: &'a Scenario, user: UserSpace) -> Self {
+        let mut world = World::new(sc);
+        let experiment = crate::kernel::damos::experiment(&mut world, &sc.workload.spec.damos);
         Sim {
-            world: World::new(sc),
+            world,
+            experiment,
             kernel: Box::new(NoBalancing),
             user,
             progress: None,
@@ -222,6 +227,9 @@ impl<'a> Sim<'a> {
     /// A scheduler tick: the kernel model's tick, runqueue rotation and load balancing,
     /// checks, a daemon's queued page migrations, samples, progress.
     fn tick(&mut self) -> Result<(), SimError> {
+        if let Some(d) = self.experiment.as_mut() {
+            d.tick(&mut self.world);
+        }
         let (w, a) = self.split();
         for (t, src, dst) in w.take_node_moves() {
             a.kernel.task_migrated(w, t, src, dst);

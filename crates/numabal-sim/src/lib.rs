@@ -17,6 +17,7 @@
 pub mod autonuma;
 pub mod compare;
 pub mod cost;
+mod damon_core;
 pub mod engine;
 pub mod error;
 pub mod event;

@@ -22,6 +22,7 @@ use crate::autonuma::version::KernelVersion;
 use crate::autonuma::{aa2012, tunables::Tunables};
 use crate::kernel::KernelModel;
 use crate::kernel::aa2012::AutoNuma2012;
+use crate::kernel::damos;
 use crate::kernel::linux6::Linux6;
 use crate::kernel::stable::StableNumaKernel;
 use crate::world::World;
@@ -272,6 +273,19 @@ const ENTRIES: &[Entry] = &[
             let tun = Tunables::from_spec_over(spec, &tiering_defaults(&tpp))?;
             kernel(spec, &tun.clone(), move |w| {
                 Box::new(Linux6::new(w, tun).named("tpp"))
+            })
+        },
+    },
+    Entry {
+        name: "damon-tiering",
+        summary: "DAMON-based memory tiering as samples/damon/mtier.c sets it up: DAMOS migrate_cold from each top-tier node (goal 0.5 % free) and migrate_hot from each lower-tier node (goal 99.7 % used), 200 MiB/s quotas, self-tuned intervals; NUMA balancing off",
+        sim: true,
+        live: false,
+        daemon: DaemonUse::Never,
+        build: |spec| {
+            let tun = damos::Tunables::from_spec(spec)?;
+            kernel(spec, &tun.clone(), move |w| {
+                Box::new(damos::DamonTiering::new(w, tun))
             })
         },
     },

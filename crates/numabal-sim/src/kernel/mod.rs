@@ -14,6 +14,7 @@
 //! ```
 
 pub mod aa2012;
+pub mod damos;
 #[cfg(test)]
 mod fault_counter;
 pub mod kthread;

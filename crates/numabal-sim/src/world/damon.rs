@@ -30,6 +30,7 @@
 //! daemon's CPU at `pte_update_ns` a check (`userspace/numabal_daemon.rs`).
 
 use super::*;
+use crate::damon_core::{Region, merge, push_even, split};
 use crate::memory::PAGE_BYTES;
 use access::pattern_ranges;
 use numabal_daemon::damon::{Attrs, HotRegion};
@@ -37,39 +38,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Mixed into the scenario's seed for DAMON's random checks and split points.
 const DAMON_SEED: u64 = 0x6461_6d6f_6e5f_7273;
-
-/// One monitoring region: pages `[start, end)` of mapping `ri`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Region {
-    ri: usize,
-    start: u64,
-    end: u64,
-    nr_accesses: u32,
-    last_nr_accesses: u32,
-    age: u32,
-    /// Pages a sweep passed in it this window (repeats counted).
-    swept: f64,
-    /// 64-byte lines of random accesses per page of it this window.
-    lines_per_page: f64,
-}
-
-impl Region {
-    fn pages(&self) -> u64 {
-        self.end - self.start
-    }
-    fn fresh(ri: usize, start: u64, end: u64) -> Region {
-        Region {
-            ri,
-            start,
-            end,
-            nr_accesses: 0,
-            last_nr_accesses: 0,
-            age: 0,
-            swept: 0.0,
-            lines_per_page: 0.0,
-        }
-    }
-}
 
 /// One kdamond: its process's regions, sorted by (mapping, start).
 #[derive(Debug, Default)]
@@ -240,17 +208,6 @@ fn initial_regions(maps: &[super::Region], min_nr_regions: u64) -> Vec<Region> {
     out
 }
 
-/// Mapping `ri` of `pages` as `n` regions of (nearly) equal size.
-fn push_even(out: &mut Vec<Region>, ri: usize, pages: u64, n: u64) {
-    let n = n.min(pages).max(1);
-    for i in 0..n {
-        let (a, b) = (pages * i / n, pages * (i + 1) / n);
-        if b > a {
-            out.push(Region::fresh(ri, a, b));
-        }
-    }
-}
-
 /// Mappings with no region yet get theirs.
 fn add_new_mappings(regions: &mut Vec<Region>, maps: &[super::Region], min_nr_regions: u64) {
     let known = regions.iter().map(|r| r.ri).max().map_or(0, |m| m + 1);
@@ -299,7 +256,7 @@ impl Kdamond {
             max_nr = max_nr.max(r.nr_accesses);
         }
         let checks = self.regions.len() as u64 * u64::from(n);
-        self.merge(attrs, max_nr / 10);
+        merge(&mut self.regions, attrs, max_nr / 10);
         let hot = self.regions.iter().filter(|r| r.nr_accesses > 0);
         self.hot = hot
             .map(|r| HotRegion {
@@ -315,67 +272,8 @@ impl Kdamond {
             r.swept = 0.0;
             r.lines_per_page = 0.0;
         }
-        self.split(attrs, rng);
+        split(&mut self.regions, &mut self.last_nr_regions, attrs, rng);
         checks
-    }
-
-    /// `kdamond_merge_regions`: merge adjacent regions whose nr_accesses differ by at most
-    /// `threshold` while the merged size stays within the size limit (the regions' total
-    /// over `min_nr_regions`); while the count is over `max_nr_regions`, again with the
-    /// threshold doubled.
-    fn merge(&mut self, attrs: &Attrs, threshold: u32) {
-        let total: u64 = self.regions.iter().map(Region::pages).sum();
-        let sz_limit = (total / attrs.min_nr_regions.max(1)).max(1);
-        let max_thres = attrs.max_nr_accesses() / 10;
-        let mut thres = threshold;
-        let mut first = true;
-        loop {
-            merge_regions_of(&mut self.regions, thres, sz_limit, first);
-            first = false;
-            let over = self.regions.len() as u64 > attrs.max_nr_regions;
-            if !over || thres / 2 >= max_thres.max(1) {
-                break;
-            }
-            thres = (thres * 2).max(1);
-        }
-    }
-
-    /// `kdamond_split_regions`: while at most half of `max_nr_regions`, split every region
-    /// in two (three when the count did not change since the last split and is under a
-    /// third of the maximum) at random tenths of its size.
-    fn split(&mut self, attrs: &Attrs, rng: &mut Pcg64Mcg) {
-        let nr = self.regions.len();
-        if nr as u64 > attrs.max_nr_regions / 2 {
-            return;
-        }
-        let subs = if nr == self.last_nr_regions && (nr as u64) < attrs.max_nr_regions / 3 {
-            3
-        } else {
-            2
-        };
-        let mut out = Vec::with_capacity(nr * subs);
-        for r in &self.regions {
-            let mut left = *r;
-            let mut pieces = Vec::new();
-            for _ in 1..subs {
-                let sz = left.pages();
-                if sz <= 2 {
-                    break;
-                }
-                let sub = rng.random_range(1..10u64) * sz / 10;
-                if sub == 0 || sub >= sz {
-                    continue;
-                }
-                let mut right = left;
-                right.start = left.start + sub;
-                left.end = right.start;
-                pieces.push(right);
-            }
-            out.push(left);
-            out.extend(pieces.into_iter().rev());
-        }
-        self.regions = out;
-        self.last_nr_regions = self.regions.len();
     }
 }
 
@@ -387,41 +285,10 @@ fn touch_chance(r: &Region, n: u32) -> f64 {
     (1.0 - (1.0 - sweep) * (1.0 - random)).clamp(0.0, 1.0)
 }
 
-/// One target's merge pass: ages first (reset when nr_accesses moved by more than
-/// `thres` since the last aggregation, on the first pass only), then neighbours merged
-/// with size-weighted nr_accesses and age.
-fn merge_regions_of(regions: &mut Vec<Region>, thres: u32, sz_limit: u64, age: bool) {
-    let mut out: Vec<Region> = Vec::with_capacity(regions.len());
-    for mut r in regions.drain(..) {
-        if age {
-            if r.nr_accesses.abs_diff(r.last_nr_accesses) > thres {
-                r.age = 0;
-            } else {
-                r.age += 1;
-            }
-        }
-        if let Some(l) = out.last_mut()
-            && l.ri == r.ri
-            && l.end == r.start
-            && l.nr_accesses.abs_diff(r.nr_accesses) <= thres
-            && l.pages() + r.pages() <= sz_limit
-        {
-            let (a, b) = (l.pages(), r.pages());
-            let avg = |x: u32, y: u32| ((u64::from(x) * a + u64::from(y) * b) / (a + b)) as u32;
-            l.nr_accesses = avg(l.nr_accesses, r.nr_accesses);
-            l.last_nr_accesses = avg(l.last_nr_accesses, r.last_nr_accesses);
-            l.age = avg(l.age, r.age);
-            l.end = r.end;
-            continue;
-        }
-        out.push(r);
-    }
-    *regions = out;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::damon_core::merge_regions_of;
 
     /// A 1 GiB mapping whose pages 1000..3000 are swept through every sample interval
     /// and the rest never touched: within a few seconds of aggregations the regions

@@ -28,6 +28,7 @@ mod checks;
 mod damon;
 mod exec;
 mod lifecycle;
+pub(crate) mod paddr;
 mod perf;
 mod procfs;
 pub use procfs::{REGION_SPAN, page_addr};

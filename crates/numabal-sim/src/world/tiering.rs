@@ -60,12 +60,22 @@ pub struct TieringStats {
     pub kswapd_wakeups: u64,
     /// CPU seconds kswapd spent demoting.
     pub kswapd_cpu_s: f64,
-    /// Promotion per simulated second, MB (10^6 bytes).
+    /// Promotion per simulated second, MB (10^6 bytes): NUMA balancing's and DAMOS's.
     pub promote_mb_s: f64,
-    /// Demotion per simulated second, MB.
+    /// Demotion per simulated second, MB: kswapd's, direct reclaim's and DAMOS's.
     pub demote_mb_s: f64,
+    /// Pages DAMOS moved up a tier (`migrate_hot`'s `sz_applied`, in pages).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub damos_promoted: u64,
+    /// Pages DAMOS moved down a tier (`migrate_cold`'s `sz_applied`, in pages).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub damos_demoted: u64,
     /// The tiers at the end: `memory_tierN`, its nodes and the MiB in use on them.
     pub tiers: Vec<TierUse>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One memory tier's memory in use over the run (sampled at every tick).
@@ -90,6 +100,9 @@ pub(crate) struct TieringConfig {
     pub(crate) demotion_enabled: bool,
     /// TPP's `demote_scale_factor` (0: none).
     pub(crate) demote_scale_factor: u64,
+    /// Allocation keeps to the watermarks though neither of the above is on (DAMOS
+    /// tiering: the kernel's watermarks matter to its goals and migrations).
+    pub(crate) watermarks: bool,
 }
 
 /// The world's memory tiering state.
@@ -99,6 +112,8 @@ pub(crate) struct Tiering {
     pub(crate) demotion_enabled: bool,
     /// NUMA balancing's tiering mode: kswapd balances to WMARK_PROMO.
     pub(crate) tiering_mode: bool,
+    /// Watermarks kept with neither of the above (DAMOS tiering).
+    watermarks: bool,
     /// Per node: min, low and promo watermarks, pages (the high one is the world's
     /// `wmark_high`).
     min: Vec<u64>,
@@ -128,6 +143,7 @@ impl Tiering {
             tiers: m.memory_tiers(KernelVersion::NEWEST),
             demotion_enabled,
             tiering_mode: false,
+            watermarks: false,
             min: (0..n)
                 .map(|i| wmark_high[i].saturating_sub(2 * step(i)))
                 .collect(),
@@ -148,7 +164,7 @@ impl Tiering {
 
     /// Whether allocation and reclaim follow the watermarks (memory tiering is on).
     pub(crate) fn on(&self) -> bool {
-        self.demotion_enabled || self.tiering_mode
+        self.demotion_enabled || self.tiering_mode || self.watermarks
     }
 
     /// `node_is_toptier`.
@@ -174,6 +190,7 @@ impl World<'_> {
         self.tiering.tiers = self.machine.memory_tiers(k);
         self.tiering.tiering_mode = c.tiering_mode;
         self.tiering.demotion_enabled |= c.demotion_enabled;
+        self.tiering.watermarks |= c.watermarks;
         for n in 0..self.machine.nr_nodes() {
             let t = &self.tiering.tiers;
             self.tiering.demote[n] =
@@ -184,6 +201,12 @@ impl World<'_> {
                     0
                 };
         }
+    }
+
+    /// Allocation keeps to the watermarks from now on (a workload's own DAMOS schemes
+    /// migrate between tiers as the kernel's would, against its watermarks).
+    pub(crate) fn keep_watermarks(&mut self) {
+        self.tiering.watermarks = true;
     }
 
     /// After an allocation on node `n`: below TPP's demotion headroom, its kswapd wakes.
@@ -202,6 +225,18 @@ impl World<'_> {
     pub(crate) fn count_promotion(&mut self, dst: usize, nr: u64) {
         self.tiering.stats.pgpromote_success += nr;
         self.series.promoted(dst, nr);
+    }
+
+    /// `nr` base pages DAMOS moved from `src` to `dst`: up or down a tier, counted and
+    /// in the series as a promotion or a demotion.
+    pub(crate) fn count_damos_migration(&mut self, src: usize, dst: usize, nr: u64) {
+        if self.tiering.toptier(dst) && !self.tiering.toptier(src) {
+            self.tiering.stats.damos_promoted += nr;
+            self.series.promoted(dst, nr);
+        } else {
+            self.tiering.stats.damos_demoted += nr;
+            self.series.demoted(src, nr);
+        }
     }
 
     /// The tiering state (read).
@@ -300,7 +335,8 @@ impl World<'_> {
             let budget = self.tick_ns as f64;
             let (pages, ns, hopeless) = self.demote_cold(n, want, budget);
             self.tiering.stats.pgdemote_kswapd += pages;
-            self.charge_kswapd(n, ns);
+            self.tiering.stats.kswapd_cpu_s += ns / 1e9;
+            self.charge_kthread(n, ns);
             if pages == 0 && hopeless {
                 // kswapd_failures: nothing movable; it sleeps until woken again.
                 self.tiering.kswapd[n] = false;
@@ -322,13 +358,13 @@ impl World<'_> {
         }
     }
 
-    /// kswapd's CPU time on node `n` (a CPU-less node's on its nearest CPU node): an
-    /// idle CPU of the node if there is one, else taken from the threads of its first CPU.
-    fn charge_kswapd(&mut self, n: usize, ns: f64) {
+    /// A node's kernel thread's CPU time (kswapd, a kdamond) on node `n` (a CPU-less
+    /// node's on its nearest CPU node): an idle CPU of the node if there is one, else taken
+    /// from the threads of its first CPU.
+    pub(crate) fn charge_kthread(&mut self, n: usize, ns: f64) {
         if ns <= 0.0 {
             return;
         }
-        self.tiering.stats.kswapd_cpu_s += ns / 1e9;
         let home = self.zonelists[n]
             .iter()
             .copied()
@@ -515,8 +551,8 @@ impl World<'_> {
         let mut s = self.tiering.stats.clone();
         let mb = |pages: u64| pages as f64 * PAGE_BYTES / 1e6;
         if runtime_s > 0.0 {
-            s.promote_mb_s = mb(s.pgpromote_success) / runtime_s;
-            s.demote_mb_s = mb(s.pgdemote_kswapd + s.pgdemote_direct) / runtime_s;
+            s.promote_mb_s = mb(s.pgpromote_success + s.damos_promoted) / runtime_s;
+            s.demote_mb_s = mb(s.pgdemote_kswapd + s.pgdemote_direct + s.damos_demoted) / runtime_s;
         }
         let tg = &self.tiering;
         let mib = |pages: f64| pages * PAGE_BYTES / (1u64 << 20) as f64;

@@ -16,4 +16,5 @@ mod progress;
 mod rhel;
 mod stable;
 mod tiering;
+mod tiering_damos;
 mod util;

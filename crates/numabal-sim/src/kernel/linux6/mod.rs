@@ -152,6 +152,7 @@ impl Linux6 {
                 tiering_mode: tun.tiering(),
                 demotion_enabled: tun.demotion_enabled,
                 demote_scale_factor: tun.demote_scale_factor,
+                watermarks: false,
             },
         );
         Linux6 {

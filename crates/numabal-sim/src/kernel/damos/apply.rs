@@ -1,0 +1,192 @@
+//! Applying a context's scheme to its regions (`damos_apply_scheme`, `damon_pa_migrate`)
+//! and the monitoring intervals' tuning (`damon_set_next_intervals`-style goal tuning).
+
+use super::scheme::{self, Action, Metric, min_score};
+use super::{Ctx, DamosSet, IntervalsGoal};
+use crate::memory::{CHUNK, PAGE_BYTES};
+use crate::world::World;
+use crate::world::paddr::{AccessProfile, PaddrLayout, profile_rate};
+use rand::RngExt;
+
+impl DamosSet {
+    /// The scheme's turn: a new charge window sets the effective quota from the goal;
+    /// eligible regions at or above the quota's minimum score are migrated, in address
+    /// order, until the window's quota is charged.
+    pub(super) fn apply(
+        &mut self,
+        w: &mut World,
+        c: &mut Ctx,
+        l: &PaddrLayout,
+        prof: &[AccessProfile],
+    ) {
+        let now = w.now();
+        if now >= c.quota.window_end {
+            c.quota.window_end = now + c.quota.reset_ns;
+            c.quota.charged = 0;
+            let current = c.quota.goal.map_or(0, |(metric, nid, _)| {
+                let used = w.node_mem_used_bp(nid);
+                match metric {
+                    Metric::NodeMemUsedBp => used,
+                    Metric::NodeMemFreeBp => 10_000 - used,
+                }
+            });
+            c.quota.set_effective(current);
+        }
+        if c.quota.left() == 0 {
+            return;
+        }
+        let max_nr = (c.aggr_us / c.sample_us).max(1) as u32;
+        let scored: Vec<(usize, u32, u64)> = (c.regions.iter().enumerate())
+            .filter(|(_, r)| scheme::eligible(c.action, r.last_nr_accesses))
+            .map(|(i, r)| {
+                let sz = w.paddr_node_pages(l, r.start, r.end, c.node) * PAGE_BYTES as u64;
+                let nr = r.last_nr_accesses;
+                (
+                    i,
+                    scheme::score(c.action, &c.quota, nr, r.age, max_nr, c.aggr_us),
+                    sz,
+                )
+            })
+            .filter(|&(_, _, sz)| sz > 0)
+            .collect();
+        let hist: Vec<(u32, u64)> = scored.iter().map(|&(_, s, sz)| (s, sz)).collect();
+        let min = min_score(&hist, c.quota.esz);
+        for (i, s, sz) in scored {
+            let left = c.quota.left();
+            if left == 0 {
+                break;
+            }
+            if s < min {
+                continue;
+            }
+            let take = sz.min(left);
+            c.quota.charged += take;
+            let (a, b) = (c.regions[i].start, c.regions[i].end);
+            let full = self.migrate_range(w, c, l, prof, (a, b), take / PAGE_BYTES as u64);
+            if full {
+                break;
+            }
+        }
+    }
+
+    /// Up to `budget` pages of the context's node in slots `[a, b)`: each young page moved
+    /// (`migrate_hot`) or each one not young (`migrate_cold`) to the target. Returns
+    /// whether the target had no room.
+    fn migrate_range(
+        &mut self,
+        w: &mut World,
+        c: &Ctx,
+        l: &PaddrLayout,
+        prof: &[AccessProfile],
+        (a, b): (u64, u64),
+        budget: u64,
+    ) -> bool {
+        let visit_ns = w.machine().spec.costs.pte_update_ns;
+        let (mut seen_pages, mut ns, mut full) = (0u64, 0.0, false);
+        'pieces: for (obj, pa, pb) in l.pieces(a, b) {
+            let mut ch = pa / CHUNK;
+            while ch * CHUNK < pb && seen_pages < budget {
+                let heads = self.chunk_heads(w, obj, ch, (pa, pb), c.node);
+                let dt = self.young_dt(w.now(), obj, ch);
+                ch += 1;
+                for (head, nr) in heads {
+                    seen_pages += nr;
+                    ns += visit_ns;
+                    let rate = profile_rate(&prof[obj], head) * nr as f64;
+                    let wanted = !c.young_filter || {
+                        let young = self.rng.random::<f64>() < 1.0 - (-rate * dt).exp();
+                        young == (c.action == Action::MigrateHot)
+                    };
+                    if wanted {
+                        match w.kthread_move(obj, head, c.node, c.target, nr) {
+                            Some(m) => {
+                                ns += m;
+                                if c.counted {
+                                    w.count_damos_migration(c.node, c.target, nr);
+                                }
+                            }
+                            None => {
+                                full = true;
+                                break 'pieces;
+                            }
+                        }
+                    }
+                    if seen_pages >= budget {
+                        break 'pieces;
+                    }
+                }
+            }
+        }
+        self.charge(w, c.node, ns);
+        full
+    }
+
+    /// The entries (head, base pages) of node `node` in chunk `ch` of `obj` within pages
+    /// `[pa, pb)`.
+    fn chunk_heads(
+        &self,
+        w: &World,
+        obj: usize,
+        ch: u64,
+        (pa, pb): (u64, u64),
+        node: usize,
+    ) -> Vec<(u64, u64)> {
+        let o = w.object(obj);
+        if o.chunk_hist(ch)[node] == 0 {
+            return Vec::new();
+        }
+        if o.is_huge(ch) {
+            return vec![(ch * CHUNK, o.chunk_len(ch))];
+        }
+        let (from, to) = ((ch * CHUNK).max(pa), ((ch + 1) * CHUNK).min(pb));
+        (from..to)
+            .filter(|&p| o.node_of(p) == Some(node))
+            .map(|p| (p, 1))
+            .collect()
+    }
+
+    /// The time since a scheme last read chunk `ch`'s young bits (now cleared), ns.
+    fn young_dt(&mut self, now: u64, obj: usize, ch: u64) -> f64 {
+        let s = &mut self.young_seen;
+        if s.len() <= obj {
+            s.resize(obj + 1, Vec::new());
+        }
+        if s[obj].len() <= ch as usize {
+            s[obj].resize(ch as usize + 1, 0);
+        }
+        let dt = now.saturating_sub(s[obj][ch as usize]) as f64;
+        s[obj][ch as usize] = now;
+        dt
+    }
+}
+
+/// Intervals tuned toward `access_bp` of the checks finding an access: the sample
+/// interval scaled by the feedback loop (at most halved, at most doubled), clamped, the
+/// aggregation interval kept at the same number of samples; ages rescaled.
+pub(super) fn tune_intervals(
+    w: &World,
+    c: &mut Ctx,
+    l: &PaddrLayout,
+    g: &IntervalsGoal,
+    max_nr: u32,
+) {
+    let (mut hit, mut all) = (0u128, 0u128);
+    for r in &c.regions {
+        let sz = u128::from(w.paddr_node_pages(l, r.start, r.end, c.node));
+        hit += sz * u128::from(r.nr_accesses);
+        all += sz * u128::from(max_nr);
+    }
+    let want = (all * u128::from(g.access_bp) / 10_000).max(1);
+    let score = (hit * 10_000 / want).min(u128::from(u64::MAX)) as u64;
+    let mut adaptation = scheme::feed_loop_next_input(100_000_000, score) / 10_000;
+    if adaptation <= 10_000 {
+        adaptation = 5_000 + adaptation / 2;
+    }
+    let sample = (c.sample_us * adaptation / 10_000).clamp(g.min_sample_us, g.max_sample_us);
+    let aggr = sample * u64::from(max_nr);
+    for r in &mut c.regions {
+        r.age = (u64::from(r.age) * c.aggr_us / aggr.max(1)) as u32;
+    }
+    c.sample_us = sample;
+    c.aggr_us = aggr;
+}

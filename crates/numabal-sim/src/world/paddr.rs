@@ -1,0 +1,171 @@
+//! Physical memory as DAMON's `paddr` operations see it, for DAMOS memory tiering
+//! (`kernel/damos/`): a node's pages at addresses, the chance a page was accessed, and a
+//! page moved to another node by a kernel thread.
+//!
+//! ```text
+//!   paddr order:  | object 0's pages ........ | object 1's pages ... | ...
+//!   node n's range = the whole order; a slot holding a page of node n is one of its
+//!   frames in use, any other slot counts as a free frame of n (never accessed, and no
+//!   size: quota charges and sizes count node n's pages only)
+//! ```
+//!
+//! Simplification (docs/model-notes.md, "DAMOS"): the model keeps no page frames, so a
+//! node's physical addresses are its pages in a fixed order (object, then page) rather
+//! than the order the buddy allocator handed frames out; a region is a range of that
+//! order. DAMON's regions are about finding hot and cold addresses, and like the kernel's
+//! they mix whatever pages land in them.
+
+use super::tiering::Mark;
+use super::*;
+use crate::memory::{CHUNK, PAGE_BYTES};
+
+/// An object's access rates: disjoint page ranges with accesses per page per ns.
+pub(crate) type AccessProfile = Vec<(u64, u64, f64)>;
+
+/// The paddr order's objects: where each starts (`bases[i]`), and its end.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PaddrLayout {
+    pub(crate) bases: Vec<u64>,
+    pub(crate) span: u64,
+}
+
+impl PaddrLayout {
+    /// The object and page at `slot`.
+    pub(crate) fn locate(&self, slot: u64) -> Option<(usize, u64)> {
+        if slot >= self.span {
+            return None;
+        }
+        let i = self.bases.partition_point(|&b| b <= slot) - 1;
+        Some((i, slot - self.bases[i]))
+    }
+
+    /// The objects overlapping `[a, b)`, each with its page range in it.
+    pub(crate) fn pieces(&self, a: u64, b: u64) -> Vec<(usize, u64, u64)> {
+        let mut out = Vec::new();
+        for (i, &base) in self.bases.iter().enumerate() {
+            let end = self.bases.get(i + 1).copied().unwrap_or(self.span);
+            let (lo, hi) = (a.max(base), b.min(end));
+            if lo < hi {
+                out.push((i, lo - base, hi - base));
+            }
+        }
+        out
+    }
+}
+
+impl World<'_> {
+    /// The paddr order of today's objects.
+    pub(crate) fn paddr_layout(&self) -> PaddrLayout {
+        let mut bases = Vec::with_capacity(self.objects.len());
+        let mut span = 0;
+        for o in &self.objects {
+            bases.push(span);
+            span += o.pages;
+        }
+        PaddrLayout { bases, span }
+    }
+
+    /// Pages of node `n` in slots `[a, b)`.
+    pub(crate) fn paddr_node_pages(&self, l: &PaddrLayout, a: u64, b: u64, n: usize) -> u64 {
+        let mut hist = vec![0u64; self.machine.nr_nodes()];
+        let mut sum = 0;
+        for (obj, pa, pb) in l.pieces(a, b) {
+            hist.iter_mut().for_each(|h| *h = 0);
+            self.objects[obj].range_hist(pa, pb, &mut hist);
+            sum += hist[n];
+        }
+        sum
+    }
+
+    /// The head of the entry holding `page` (a THP's first page) and its base pages.
+    pub(crate) fn page_entry(&self, obj: usize, page: u64) -> (u64, u64) {
+        let head = if self.objects[obj].is_huge(page / CHUNK) {
+            page / CHUNK * CHUNK
+        } else {
+            page
+        };
+        (head, self.entry_pages(obj, head))
+    }
+
+    /// Accesses per page per ns over object `obj` from the threads now in an access phase
+    /// on it (the rates `page_access_rate` sums, for every page at once).
+    pub(crate) fn access_profile(&self, obj: usize) -> AccessProfile {
+        let mut edges: Vec<(u64, f64)> = Vec::new();
+        for (t, th) in self.threads.iter().enumerate() {
+            if th.prog.access_rate <= 0.0 || !matches!(th.state, TState::Runnable) {
+                continue;
+            }
+            let p = &self.procs[th.proc];
+            let Some(PhaseRt::Access(a)) = p.groups[th.group].phases.get(th.phase) else {
+                continue;
+            };
+            if p.regions[a.region].obj != obj {
+                continue;
+            }
+            let slice = self.slice_of(t, a);
+            if slice.1 <= slice.0 {
+                continue;
+            }
+            if a.pattern == Pattern::Sweep {
+                let r = th.prog.access_rate / ((slice.1 - slice.0) as f64 * PAGE_BYTES);
+                edges.push((slice.0, r));
+                edges.push((slice.1, -r));
+                continue;
+            }
+            let lines = th.prog.access_rate / 64.0;
+            for (a0, b0, w) in access::pattern_ranges(a, slice) {
+                if b0 > a0 && w > 0.0 {
+                    let r = lines * w / (b0 - a0) as f64;
+                    edges.push((a0, r));
+                    edges.push((b0, -r));
+                }
+            }
+        }
+        edges.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)));
+        let mut out = Vec::new();
+        let (mut rate, mut from) = (0.0f64, 0u64);
+        for (at, d) in edges {
+            if at > from && rate > 1e-30 {
+                out.push((from, at, rate));
+            }
+            rate += d;
+            from = at;
+        }
+        out
+    }
+
+    /// A kernel thread moves the entry at (`obj`, `head`, `nr` pages) from `src` to `dst`
+    /// without reclaim (DAMOS's `GFP_NOWAIT`): only if `dst` stays above its min mark.
+    /// Returns the ns it took, `None` when there was no room.
+    pub(crate) fn kthread_move(
+        &mut self,
+        obj: usize,
+        head: u64,
+        src: usize,
+        dst: usize,
+        nr: u64,
+    ) -> Option<f64> {
+        let free = self.node_cap[dst].saturating_sub(self.node_used[dst]);
+        if free < self.tiering.mark(Mark::Min, dst) + nr {
+            self.metrics.pgmigrate_fail += nr;
+            return None;
+        }
+        Some(self.relocate(obj, head, src, dst, nr))
+    }
+
+    /// Memory in use on node `n`, in 1/10000 of its usable memory
+    /// (`DAMOS_QUOTA_NODE_MEM_USED_BP`).
+    pub(crate) fn node_mem_used_bp(&self, n: usize) -> u64 {
+        let cap = self.node_cap[n].max(1);
+        self.node_used[n].min(cap) * 10_000 / cap
+    }
+}
+
+/// The rate at `page` in a profile.
+pub(crate) fn profile_rate(p: &AccessProfile, page: u64) -> f64 {
+    let i = p.partition_point(|&(_, b, _)| b <= page);
+    match p.get(i) {
+        Some(&(a, _, r)) if a <= page => r,
+        _ => 0.0,
+    }
+}
