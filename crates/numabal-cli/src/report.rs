@@ -515,23 +515,28 @@ impl Report {
             .filter(|(_, _, s)| {
                 // As saved: a series without any is absent (`all_zero`).
                 let any = |v: &[u64]| v.iter().any(|&x| x > 0);
-                s.nodes
-                    .iter()
-                    .any(|n| any(&n.pgpromote_success) || any(&n.pgdemote))
+                s.nodes.iter().any(|n| {
+                    any(&n.pgpromote_success)
+                        || any(&n.pgdemote)
+                        || any(&n.damos_promoted)
+                        || any(&n.damos_demoted)
+                })
             })
             .copied()
             .collect();
         if tiered.is_empty() {
             return None;
         }
-        // A series without one of the two counters has none of it: zeros.
+        // A series without a counter has none of it: zeros. The kernel's promotions and
+        // DAMOS's are drawn as one line per policy (a run has one or the other).
         let filled: Vec<(&str, &Entry, Series)> = tiered
             .iter()
             .map(|(p, e, s)| {
                 let mut s = (*s).clone();
+                let len = s.t_s.len();
                 for n in &mut s.nodes {
-                    n.pgpromote_success.resize(s.t_s.len(), 0);
-                    n.pgdemote.resize(s.t_s.len(), 0);
+                    n.pgpromote_success = summed(&n.pgpromote_success, &n.damos_promoted, len);
+                    n.pgdemote = summed(&n.pgdemote, &n.damos_demoted, len);
                 }
                 (*p, *e, s)
             })
@@ -542,7 +547,7 @@ impl Report {
         Some(Drawing {
             name: "tiering".into(),
             caption: format!(
-                "Memory tiering: base pages promoted to the top tier (pgpromote_success) and demoted from it (pgdemote_kswapd and pgdemote_direct) per simulated second in each interval (log scale; intervals without any are gaps); each policy's run with the lowest seed.{}",
+                "Memory tiering: base pages promoted to the top tier (NUMA balancing's pgpromote_success, or DAMOS migrate_hot's pages) and demoted from it (pgdemote_kswapd and pgdemote_direct, or DAMOS migrate_cold's pages) per simulated second in each interval (log scale; intervals without any are gaps); each policy's run with the lowest seed.{}",
                 self.only_first()
             ),
             svg: svg::lines_svg(
@@ -1105,6 +1110,12 @@ fn per_second(
 }
 
 /// A log-scale panel of a node counter's rate over time, one line per policy's first run.
+/// Two cumulative counters added, each padded with zeros to `len`.
+fn summed(a: &[u64], b: &[u64], len: usize) -> Vec<u64> {
+    let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+    (0..len).map(|i| at(a, i) + at(b, i)).collect()
+}
+
 fn rate_panel(
     first: &[(&str, &Entry, &Series)],
     title: &str,

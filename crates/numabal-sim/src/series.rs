@@ -60,6 +60,14 @@ pub struct NodeSeries {
     /// `pgdemote_direct`), cumulative (absent when none ever was).
     #[serde(default, skip_serializing_if = "all_zero")]
     pub pgdemote: Vec<u64>,
+    /// DAMOS tiering: base pages `migrate_hot` moved up a tier to the node, cumulative
+    /// (absent when none ever was).
+    #[serde(default, skip_serializing_if = "all_zero")]
+    pub damos_promoted: Vec<u64>,
+    /// DAMOS tiering: base pages `migrate_cold` moved down a tier from the node,
+    /// cumulative (absent when none ever was).
+    #[serde(default, skip_serializing_if = "all_zero")]
+    pub damos_demoted: Vec<u64>,
 }
 
 fn all_zero(v: &[u64]) -> bool {
@@ -102,6 +110,9 @@ struct Counters {
     /// Memory tiering: base pages promoted to the node, demoted from it.
     promoted: u64,
     demoted: u64,
+    /// DAMOS tiering: the same, by `migrate_hot` and `migrate_cold`.
+    damos_promoted: u64,
+    damos_demoted: u64,
 }
 
 /// One sample of one node or process.
@@ -192,6 +203,15 @@ impl Recorder {
     /// `nr` base pages demoted from `src` (memory tiering).
     pub fn demoted(&mut self, src: usize, nr: u64) {
         self.nodes[src].demoted += nr;
+    }
+
+    /// `nr` base pages DAMOS moved up a tier to `dst` (`up`), or down from `src`.
+    pub fn damos_moved(&mut self, src: usize, dst: usize, nr: u64, up: bool) {
+        if up {
+            self.nodes[dst].damos_promoted += nr;
+        } else {
+            self.nodes[src].damos_demoted += nr;
+        }
     }
 
     /// A thread of process `pidx` moved to `to` from another node.
@@ -334,6 +354,8 @@ impl Recorder {
                 scan_cpu_s: pts.iter().map(|p| round(p.c.scan_ns / NS, 1e6)).collect(),
                 pgpromote_success: pts.iter().map(|p| p.c.promoted).collect(),
                 pgdemote: pts.iter().map(|p| p.c.demoted).collect(),
+                damos_promoted: pts.iter().map(|p| p.c.damos_promoted).collect(),
+                damos_demoted: pts.iter().map(|p| p.c.damos_demoted).collect(),
             })
             .collect();
         let nr_nodes = self.nodes.len();

@@ -227,16 +227,16 @@ impl World<'_> {
         self.series.promoted(dst, nr);
     }
 
-    /// `nr` base pages DAMOS moved from `src` to `dst`: up or down a tier, counted and
-    /// in the series as a promotion or a demotion.
+    /// `nr` base pages DAMOS moved from `src` to `dst`, up or down a tier: counted, and
+    /// in the series.
     pub(crate) fn count_damos_migration(&mut self, src: usize, dst: usize, nr: u64) {
-        if self.tiering.toptier(dst) && !self.tiering.toptier(src) {
+        let up = self.tiering.toptier(dst) && !self.tiering.toptier(src);
+        if up {
             self.tiering.stats.damos_promoted += nr;
-            self.series.promoted(dst, nr);
         } else {
             self.tiering.stats.damos_demoted += nr;
-            self.series.demoted(src, nr);
         }
+        self.series.damos_moved(src, dst, nr, up);
     }
 
     /// The tiering state (read).
