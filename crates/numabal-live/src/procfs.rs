@@ -103,8 +103,13 @@ pub fn parse_numa_maps(path: &Path, text: &str) -> Result<NumaMaps, LiveError> {
         let mut page_kb = 4u64;
         let mut counts: Vec<(usize, u64)> = Vec::new();
         for (i, tok) in line.split_whitespace().enumerate() {
+            // numad marks interleaved memory by any token that starts with `interleave`:
+            // the policy's, `interleave:0-1`, or weighted interleave's second word
+            // (`weighted interleave:0-1`, Linux 6.9).
+            if i >= 1 && tok.starts_with("interleave") {
+                m.interleaved = true;
+            }
             if i == 1 {
-                m.interleaved |= tok.starts_with("interleave");
                 m.explicit_policy |= tok != "default";
             }
             if let Some(v) = tok.strip_prefix("kernelpagesize_kB=") {
@@ -681,6 +686,19 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         assert!(m.interleaved);
         assert_eq!(m.node_bytes[&0], (2 + 512) * 4096);
         assert_eq!(m.node_bytes[&1], (1 + 512 + 5) * 4096 + 2 * 2048 * 1024);
+        // Weighted interleave (mpol_to_str: "weighted interleave") is interleaved memory
+        // for numad too; its two words do not shift the node counts.
+        let w = "7f1000000000 weighted interleave:0-3 anon=30 N0=13 N1=13 N2=2 N3=2 kernelpagesize_kB=4\n";
+        let m = parse_numa_maps(Path::new("numa_maps"), w).unwrap();
+        assert!(m.interleaved && m.explicit_policy);
+        assert_eq!(m.node_bytes[&0], 13 * 4096);
+        assert_eq!(m.node_bytes[&3], 2 * 4096);
+        let plain = "7f00 default anon=1 N0=1 kernelpagesize_kB=4\n";
+        assert!(
+            !parse_numa_maps(Path::new("numa_maps"), plain)
+                .unwrap()
+                .interleaved
+        );
     }
 
     #[test]
