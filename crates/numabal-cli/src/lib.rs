@@ -468,8 +468,8 @@ fn build_checked(
     // The policy is validated now so a bad tunable fails before any work; so is the way it
     // runs as numabal's daemon (a [daemon] table for a policy that is none, a sensor the
     // simulated host cannot offer).
-    let sc = Scenario::build_with(&input, &FsResolver, &|p| {
-        numabal_sim::registry::standard().build(p).map(|_| ())
+    let sc = Scenario::build_with(&input, &FsResolver, &|p, m| {
+        numabal_sim::registry::standard().check(p, m)
     })?;
     numabal_sim::registry::standard()
         .build_run(&sc.policy, sc.daemon.as_ref())

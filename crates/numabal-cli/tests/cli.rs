@@ -29,6 +29,8 @@ fn list_names_everything() {
         "bind",
         "reverse-bind",
         "interleave",
+        "preferred",
+        "weighted-interleave",
         "autonuma",
         "autonuma-2012",
     ] {

@@ -185,6 +185,27 @@ fn set_values_of_every_field_type_are_refused_in_plain_words() {
         ],
     );
     policy("stable", "policy.swap_threshold=x", &["a number"]);
+    // `preferred`'s node is checked against the machine before any work.
+    policy(
+        "preferred",
+        "policy.node=7",
+        &[
+            "--set policy.node=7: policy.node: is 7 (allowed: a node of the machine with memory: 0-1)",
+        ],
+    );
+    policy(
+        "preferred",
+        "policy.node=x",
+        &["--set policy.node=x", "policy.node", "is \"x\""],
+    );
+    policy(
+        "weighted-interleave",
+        "policy.node=1",
+        &[
+            "policy.node",
+            "policy `weighted-interleave` has no tunables",
+        ],
+    );
 }
 
 /// A machine file's keys are named as they sit in the file (`topology.sockets`), not with a

@@ -738,14 +738,15 @@ fn policy_named(name: &str) -> toml::Table {
     t
 }
 
-/// Checks a policy spec (the policy crates know its tunables; this crate does not).
-pub type PolicyCheck<'a> = &'a dyn Fn(&PolicySpec) -> Result<(), InputError>;
+/// Checks a policy spec on the scenario's machine (the policy crates know its tunables and
+/// what they need of a machine; this crate does not).
+pub type PolicyCheck<'a> = &'a dyn Fn(&PolicySpec, &Machine) -> Result<(), InputError>;
 
 impl Scenario {
     /// Build and validate a scenario (the policy's tunables are not checked: see
     /// [`Scenario::build_with`]).
     pub fn build(input: &ScenarioInput, resolver: &dyn Resolver) -> Result<Scenario, InputError> {
-        Scenario::build_with(input, resolver, &|_| Ok(()))
+        Scenario::build_with(input, resolver, &|_, _| Ok(()))
     }
 
     /// Build and validate a scenario, the policy with `check_policy`; its errors are
@@ -787,7 +788,7 @@ impl Scenario {
         let (wtable, wlabel, wat) = pick(Kind::Workload, &input.workload, &mut scen)?;
         let workload = workload_of(resolver, wtable, &wlabel, wat, &machine, &ovs)?;
         let (ptable, plabel, pat) = pick(Kind::Policy, &input.policy, &mut scen)?;
-        let policy = policy_of(ptable, plabel, pat, &ovs, check_policy)?;
+        let policy = policy_of(ptable, plabel, pat, &ovs, &machine, check_policy)?;
         let sim = sim_of(&mut scen, &scen_label, input.seed, &ovs)?;
         let daemon = daemon_of(&mut scen, &scen_label, &ovs)?;
         Ok(Scenario {
@@ -865,6 +866,7 @@ fn policy_of(
     label: String,
     at: Place,
     ovs: &[Override],
+    machine: &Machine,
     check: PolicyCheck,
 ) -> Result<PolicySpec, InputError> {
     for ov in ovs.iter().filter(|o| o.section == "policy") {
@@ -882,7 +884,7 @@ fn policy_of(
         label: label.clone(),
     };
     // The policy crates name fields `policy.<key>`; the key sits where `at` says.
-    check(&policy).map_err(|mut e| {
+    check(&policy, machine).map_err(|mut e| {
         e.field = match e.field.strip_prefix("policy") {
             Some("") => String::new(),
             Some(rest) if rest.starts_with('.') => rest[1..].to_string(),
@@ -1066,7 +1068,7 @@ mod tests {
             ),
         ]);
         let build = |i: ScenarioInput| {
-            let check = |p: &PolicySpec| match p.tunables.keys().next() {
+            let check = |p: &PolicySpec, _: &Machine| match p.tunables.keys().next() {
                 Some(k) => Err(InputError::new(&p.label, format!("policy.{k}"), "no")),
                 None if p.kind == "nosuch" => Err(InputError::new(&p.label, "policy", "no")),
                 None => Ok(()),

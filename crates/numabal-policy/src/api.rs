@@ -278,6 +278,13 @@ pub trait Policy: Send {
         std::any::type_name::<Self>()
     }
 
+    /// Whether the policy, as its spec set it up, can run on `machine` (e.g. a node it
+    /// names exists and has memory): `Err((field, what is allowed))` when it cannot. A
+    /// backend asks before any work.
+    fn check_machine(&self, _machine: &Machine) -> Result<(), (&'static str, String)> {
+        Ok(())
+    }
+
     /// A process is starting; its threads have not run yet.
     fn on_process_start(
         &mut self,

@@ -7,14 +7,24 @@
 //!   half of the machine), the worst case.
 //! - `interleave`: `numactl --interleave=all`: every process's memory round-robin over its
 //!   allowed nodes; threads free.
+//! - `preferred`: `numactl --preferred=NODE`: every process's memory on one node first,
+//!   then along that node's zonelist (nearest first); threads free.
+//! - `weighted-interleave`: `numactl --weighted-interleave=all` (Linux 6.9): round robin
+//!   over the allowed nodes, each taking as many pages in a row as its system-wide weight
+//!   (the backend's; the simulator's are Linux 6.16's automatic ones, from bandwidth).
+//!
+//! The kernel's NUMA balancing does not scan memory under an explicit preferred,
+//! interleave or weighted-interleave policy (no `MPOL_F_MOF`), so these placements stay.
 //!
 //! A placement these policies set replaces the workload's own `affinity`/`mempolicy` for
 //! the process (the HARD_BIND builds of autonuma-benchmark replace the benchmark's own
 //! `set_mempolicy` calls the same way); cpusets always apply.
 
 use crate::api::{Action, Policy, ProcessInfo, ThreadInfo};
+use numabal_model::scenario::PolicySpec;
 use numabal_model::workload::{Placement, thread_slice};
-use numabal_model::{Machine, Mask, MemPolicy, Pid};
+use numabal_model::{InputError, KernelVersion, Machine, Mask, MemPolicy, Pid};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `none`.
@@ -42,6 +52,116 @@ impl Policy for Interleave {
             pid: p.pid,
             policy: MemPolicy::Interleave(mems),
         });
+    }
+}
+
+/// The nodes of `m` with memory (`N_MEMORY`).
+fn memory_nodes(m: &Machine) -> Mask {
+    Mask::from_ids((0..m.nr_nodes()).filter(|&n| m.nodes[n].memory_bytes > 0))
+}
+
+/// `weighted-interleave`.
+#[derive(Debug, Default)]
+pub struct WeightedInterleave;
+
+impl Policy for WeightedInterleave {
+    fn name(&self) -> &str {
+        "weighted-interleave"
+    }
+
+    fn on_process_start(&mut self, machine: &Machine, p: &ProcessInfo, out: &mut Vec<Action>) {
+        // set_mempolicy keeps the nodes of the cpuset that have memory (mpol_set_nodemask).
+        let mems = p.cpuset_mems.and(&memory_nodes(machine));
+        if mems.is_empty() {
+            return;
+        }
+        out.push(Action::SetProcessMempolicy {
+            pid: p.pid,
+            policy: MemPolicy::WeightedInterleave(mems),
+        });
+    }
+}
+
+/// Tunables of `preferred`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PreferredTunables {
+    /// `numactl --preferred=NODE`: the node. None: for each process, the node of the top
+    /// memory tier (as the newest kernel the model knows forms the tiers) that is nearest
+    /// (SLIT) to the node of its cpuset's first CPU, the lowest such id on a tie, within
+    /// its cpuset mems.
+    pub node: Option<u64>,
+}
+
+impl PreferredTunables {
+    /// Parse a policy table's tunables (a bad key or type names `policy.<key>`).
+    pub fn from_spec(spec: &PolicySpec) -> Result<PreferredTunables, InputError> {
+        spec.parse_tunables(&["node"])
+    }
+}
+
+/// `preferred`.
+#[derive(Debug, Default)]
+pub struct Preferred {
+    tun: PreferredTunables,
+    /// Per node: in the top memory tier (computed at the first process start).
+    toptier: Option<Vec<bool>>,
+}
+
+impl Preferred {
+    /// `numactl --preferred` with these tunables.
+    pub fn new(tun: PreferredTunables) -> Self {
+        Preferred { tun, toptier: None }
+    }
+
+    /// The node for process `p` when none was given.
+    fn default_node(&mut self, m: &Machine, p: &ProcessInfo) -> Option<usize> {
+        let top = self
+            .toptier
+            .get_or_insert_with(|| m.memory_tiers(KernelVersion::NEWEST).toptier);
+        let mems = p.cpuset_mems.and(&memory_nodes(m));
+        let from = p.cpuset_cpus.first().map_or(0, |c| m.cpus[c].node);
+        let nearest = |set: &Mask| set.iter().min_by_key(|&n| (m.distance[from][n], n));
+        let top_mems = Mask::from_ids(mems.iter().filter(|&n| top[n]));
+        nearest(&top_mems).or_else(|| nearest(&mems))
+    }
+}
+
+impl Policy for Preferred {
+    fn name(&self) -> &str {
+        "preferred"
+    }
+
+    fn check_machine(&self, machine: &Machine) -> Result<(), (&'static str, String)> {
+        let Some(n) = self.tun.node else {
+            return Ok(());
+        };
+        let mem = memory_nodes(machine);
+        if n >= machine.nr_nodes() as u64 || !mem.contains(n as usize) {
+            return Err((
+                "node",
+                format!(
+                    "is {n} (allowed: a node of the machine with memory: {})",
+                    mem.to_list_string()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn on_process_start(&mut self, machine: &Machine, p: &ProcessInfo, out: &mut Vec<Action>) {
+        let node = match self.tun.node {
+            Some(n) => Some(n as usize),
+            None => self.default_node(machine, p),
+        };
+        // A node outside the process's cpuset mems is kept, as after a cpuset change:
+        // allocations then start from the cpuset's nodes nearest to it.
+        if let Some(node) = node.filter(|&n| n < machine.nr_nodes()) {
+            out.push(Action::SetProcessMempolicy {
+                pid: p.pid,
+                policy: MemPolicy::Preferred(node),
+            });
+        }
     }
 }
 
@@ -249,6 +369,16 @@ mod tests {
     use crate::util::test::machine;
     use numabal_model::Tid;
 
+    impl Action {
+        /// The memory policy a `SetProcessMempolicy` sets, as text.
+        fn to_string_policy(&self) -> String {
+            match self {
+                Action::SetProcessMempolicy { policy, .. } => policy.to_string(),
+                a => panic!("not a process mempolicy: {a:?}"),
+            }
+        }
+    }
+
     fn proc(
         pid: u32,
         groups: Vec<(u32, Placement)>,
@@ -402,5 +532,73 @@ mod tests {
             })
             .collect();
         assert_eq!(mem, vec!["bind:2-3", "bind:0-1"]);
+    }
+
+    #[test]
+    fn weighted_interleave_covers_the_cpuset_memory_nodes() {
+        let m = machine("dram-cxl-2s");
+        let mut out = Vec::new();
+        WeightedInterleave.on_process_start(
+            &m,
+            &proc(1, vec![(4, Placement::Together)], vec![], &m),
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            vec![Action::SetProcessMempolicy {
+                pid: Pid(1),
+                policy: MemPolicy::WeightedInterleave(Mask::full(4))
+            }]
+        );
+        let mut p = proc(2, vec![(4, Placement::Together)], vec![], &m);
+        p.cpuset_mems = Mask::from_ids([1, 3]);
+        let mut out = Vec::new();
+        WeightedInterleave.on_process_start(&m, &p, &mut out);
+        assert_eq!(out[0].to_string_policy(), "weighted-interleave:1,3");
+    }
+
+    #[test]
+    fn preferred_takes_the_given_node_or_the_nearest_top_tier_node() {
+        let m = machine("dram-cxl-2s");
+        let policy_of = |pol: &mut Preferred, p: &ProcessInfo| {
+            let mut out = Vec::new();
+            pol.on_process_start(&m, p, &mut out);
+            out[0].to_string_policy()
+        };
+        let mut given = Preferred::new(PreferredTunables { node: Some(2) });
+        let p = proc(1, vec![(4, Placement::Together)], vec![], &m);
+        assert_eq!(policy_of(&mut given, &p), "preferred:2");
+        // Default: the top-tier (DRAM) node nearest the first CPU of the cpuset.
+        let mut default = Preferred::new(PreferredTunables::default());
+        assert_eq!(policy_of(&mut default, &p), "preferred:0");
+        let mut on_1 = proc(2, vec![(4, Placement::Together)], vec![], &m);
+        on_1.cpuset_cpus = m.nodes[1].cpus.clone();
+        assert_eq!(policy_of(&mut default, &on_1), "preferred:1");
+        // Only CXL memory allowed: the nearest of it.
+        on_1.cpuset_mems = Mask::from_ids([2, 3]);
+        assert_eq!(policy_of(&mut default, &on_1), "preferred:3");
+    }
+
+    #[test]
+    fn preferred_checks_its_node_against_the_machine() {
+        let m = machine("dram-cxl-2s");
+        let spec = crate::util::test::spec("preferred", "node = 4");
+        let t = PreferredTunables::from_spec(&spec).unwrap();
+        assert_eq!(
+            Preferred::new(t).check_machine(&m),
+            Err((
+                "node",
+                "is 4 (allowed: a node of the machine with memory: 0-3)".into()
+            ))
+        );
+        let ok = PreferredTunables::from_spec(&crate::util::test::spec("preferred", "node = 3"));
+        assert!(Preferred::new(ok.unwrap()).check_machine(&m).is_ok());
+        let e = PreferredTunables::from_spec(&crate::util::test::spec("preferred", "nodes = 3"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("policy.nodes") && e.contains("allowed: node"),
+            "{e}"
+        );
     }
 }

@@ -88,6 +88,7 @@ pub fn run_counted(
     progress: Option<&(dyn Fn(RunProgress) + Sync)>,
 ) -> Result<(RunResult, EngineCounts), SimError> {
     let built = registry.build_run(&sc.policy, sc.daemon.as_ref())?;
+    crate::registry::check_machine(&sc.policy, built.policy.as_ref(), &sc.machine)?;
     let mut sim = Sim::with_user(sc, UserSpace::new(built.policy, built.daemon, &sc.machine));
     if let Some(k) = built.kernel {
         sim.kernel = k(&mut sim.world);

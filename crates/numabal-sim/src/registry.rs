@@ -28,9 +28,11 @@ use crate::kernel::stable::StableNumaKernel;
 use crate::world::World;
 use numabal_daemon::sensor::{HostFacts, choose, judge};
 use numabal_model::scenario::PolicySpec;
-use numabal_model::{DaemonSettings, InputError, SensorKind};
+use numabal_model::{DaemonSettings, InputError, Machine, SensorKind};
 use numabal_policy::numad::{Numad, Tunables as NumadTunables};
-use numabal_policy::static_policies::{Bind, Interleave, NoPolicy};
+use numabal_policy::static_policies::{
+    Bind, Interleave, NoPolicy, Preferred, PreferredTunables, WeightedInterleave,
+};
 use numabal_policy::{Policy, home, stable};
 use serde::Serialize;
 use std::sync::OnceLock;
@@ -203,6 +205,13 @@ impl Registry {
         }
     }
 
+    /// Check what `spec` names against machine `m` before any work: it builds, and its
+    /// policy object can run there ([`Policy::check_machine`]: a node it names exists).
+    pub fn check(&self, spec: &PolicySpec, m: &Machine) -> Result<(), InputError> {
+        let built = self.build(spec)?;
+        check_machine(spec, built.policy.as_ref(), m)
+    }
+
     /// Build what `spec` names for the live daemon or replay: its policy core object and
     /// its tunables as used.
     pub fn build_live(&self, spec: &PolicySpec) -> Result<Built, InputError> {
@@ -348,6 +357,30 @@ const ENTRIES: &[Entry] = &[
         build: |spec| user(spec, Box::new(Interleave)),
     },
     Entry {
+        name: "preferred",
+        summary: "numactl --preferred=NODE: memory on one node first, then the nearest nodes with room; option node (default: the top-tier node nearest each process's CPUs)",
+        sim: true,
+        live: false,
+        daemon: DaemonUse::Never,
+        build: |spec| {
+            let t = PreferredTunables::from_spec(spec)?;
+            Ok(Built {
+                kernel: None,
+                tunables: json(spec, &t)?,
+                policy: Box::new(Preferred::new(t)),
+                daemon: None,
+            })
+        },
+    },
+    Entry {
+        name: "weighted-interleave",
+        summary: "numactl --weighted-interleave=all (Linux 6.9): memory over the allowed nodes in proportion to weights from their bandwidth (6.16's auto mode)",
+        sim: true,
+        live: false,
+        daemon: DaemonUse::Never,
+        build: |spec| user(spec, Box::new(WeightedInterleave)),
+    },
+    Entry {
         name: "stable-daemon",
         summary: "Stable-NUMA's rules in a user-space daemon (numabal daemon's default): page states and thread clustering on a sensor's access samples, sched_setaffinity + move_pages",
         sim: true,
@@ -451,6 +484,18 @@ fn sim_daemon(s: &DaemonSettings, tunables: serde_json::Value) -> Result<SimDaem
         sensor_why,
         tunables,
     })
+}
+
+/// [`Policy::check_machine`] of `policy`, built from `spec`, on machine `m`, as an input
+/// error naming `policy.<field>` in `spec`.
+pub fn check_machine(
+    spec: &PolicySpec,
+    policy: &dyn Policy,
+    m: &Machine,
+) -> Result<(), InputError> {
+    policy
+        .check_machine(m)
+        .map_err(|(field, msg)| InputError::new(&spec.label, format!("policy.{field}"), msg))
 }
 
 /// A memory-tiering configuration of `autonuma`: tiering mode and demotion on, plus `more`.

@@ -6,6 +6,7 @@ use super::tiering::Mark;
 use super::*;
 use crate::memory::{CHUNK, PAGE_BYTES};
 use numabal_model::InputError;
+use numabal_model::mempolicy::weighted_interleave_nid;
 
 impl World<'_> {
     /// The policy that governs an allocation at `page` of `region` by thread `t`.
@@ -52,7 +53,8 @@ impl World<'_> {
 
     /// Choose a node for `nr` pages; `None` if no allowed node has room. `il_index` is the
     /// interleave position: the page's offset for an `mbind` interleave, the thread's
-    /// `il_next` for a task interleave (the kernel's two interleave rules).
+    /// `il_next` for a task interleave (the kernel's two interleave rules); weighted
+    /// interleave walks the same position over the nodes' weights (`il_weights`).
     /// With memory tiering on, a node must keep free pages above `mark` (`tiering.rs`).
     pub(crate) fn pick_node(
         &self,
@@ -84,16 +86,26 @@ impl World<'_> {
                 zonelist(cpu_node)
                     .find(|&n| allowed.contains(n) && (rebound || mask.contains(n)) && room(n))
             }
-            MemPolicy::Interleave(mask) => {
+            MemPolicy::Interleave(mask) | MemPolicy::WeightedInterleave(mask) => {
+                // Weighted interleave leaves out nodes without memory, as mpol_set_nodemask
+                // does (N_MEMORY); plain interleave here keeps them (they fall back).
+                let weighted = matches!(pol, MemPolicy::WeightedInterleave(_));
                 let set: Vec<usize> = mask
                     .and(allowed)
                     .iter()
                     .filter(|&n| n < self.machine.nr_nodes())
+                    .filter(|&n| !weighted || self.machine.nodes[n].memory_bytes > 0)
                     .collect();
                 if set.is_empty() {
                     return zonelist(cpu_node).find(|&n| fits(n));
                 }
-                let target = set[(il_index % set.len() as u64) as usize];
+                // interleave_nid / weighted_interleave_nid; a full target falls back along
+                // its own zonelist (alloc_pages_mpol with the target as preferred node).
+                let target = if weighted {
+                    weighted_interleave_nid(&set, &self.il_weights, il_index)
+                } else {
+                    set[(il_index % set.len() as u64) as usize]
+                };
                 if fits(target) {
                     return Some(target);
                 }
@@ -115,11 +127,17 @@ impl World<'_> {
         let obj = r.obj;
         let pol = self.alloc_policy(t, region, page, phase_policy);
         // VMA (mbind) interleave uses the page offset; task interleave the thread's counter,
-        // which moves on only when an allocation succeeds.
+        // which moves on only when an allocation succeeds. Weighted interleave the same:
+        // the counter stands for il_prev and il_weight (each node its weight of
+        // allocations in a row), the offset for weighted_interleave_nid's ilx.
         let vma_pol =
             r.ranges.iter().any(|(a, b, _)| page >= *a && page < *b) || r.wl_policy.is_some();
         let il_next = self.threads[t].il_next as u64;
-        let task_interleave = !vma_pol && matches!(pol, MemPolicy::Interleave(_));
+        let task_interleave = !vma_pol
+            && matches!(
+                pol,
+                MemPolicy::Interleave(_) | MemPolicy::WeightedInterleave(_)
+            );
         let vma_offset = |nr: u64| -> u64 { if vma_pol { page / nr } else { il_next } };
         let o = &self.objects[obj];
         let chunk = page / CHUNK;

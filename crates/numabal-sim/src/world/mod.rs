@@ -299,6 +299,9 @@ pub struct World<'a> {
     /// Each node's fallback order, nearest first (`Machine::nodes_by_distance`, sorted
     /// once here: a first touch sorting them again per page was half of a 64-node run).
     zonelists: Vec<Vec<usize>>,
+    /// Per node: its weighted-interleave weight (`iw_table`, Linux 6.16's automatic
+    /// weights from the nodes' bandwidth; `mempolicy::auto_interleave_weights`).
+    il_weights: Vec<u8>,
     /// `advance`'s working buffers, kept between intervals (no allocation per interval).
     step: exec::StepBuffers,
     /// During `advance`: the interval's end.
@@ -570,6 +573,7 @@ impl<'a> World<'a> {
             check: sc.sim.check_invariants,
             scratch_hist: vec![0; m.nr_nodes()],
             zonelists: (0..m.nr_nodes()).map(|n| m.nodes_by_distance(n)).collect(),
+            il_weights: numabal_model::mempolicy::auto_interleave_weights(m),
             step: exec::StepBuffers::default(),
             interval_end: None,
             late: Vec::new(),

@@ -108,9 +108,15 @@ impl World<'_> {
                     vsize_bytes: vsize,
                     rss_bytes: node_bytes.iter().sum(),
                     node_bytes,
+                    // numad marks a process whose numa_maps has a token starting with
+                    // `interleave`: weighted interleave's `weighted interleave:N` too.
                     interleaved: p.regions.iter().any(|r| {
                         r.ranges.iter().any(|(_, _, pol)| {
-                            matches!(pol, numabal_model::MemPolicy::Interleave(_))
+                            matches!(
+                                pol,
+                                numabal_model::MemPolicy::Interleave(_)
+                                    | numabal_model::MemPolicy::WeightedInterleave(_)
+                            )
                         })
                     }),
                     mems_allowed: p.cpuset_mems.clone(),

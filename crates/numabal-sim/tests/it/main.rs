@@ -15,6 +15,7 @@ mod operators;
 mod progress;
 mod rhel;
 mod stable;
+mod static_placement;
 mod tiering;
 mod tiering_damos;
 mod util;
