@@ -329,6 +329,37 @@ impl MemObject {
         self.populated
     }
 
+    /// The `k`-th page (from 0, in page order) of those on `node`, if it has that many: the
+    /// chunk by a descent of the node's Fenwick tree, the page by a scan of the chunk.
+    pub fn select(&self, node: usize, mut k: u64) -> Option<u64> {
+        if k >= self.node_pages[node] {
+            return None;
+        }
+        let f = &self.fen[node];
+        let n = f.len() - 1;
+        let (mut pos, mut step) = (0, n.next_power_of_two());
+        while step > 0 {
+            let next = pos + step;
+            if next <= n && f[next] <= k {
+                pos = next;
+                k -= f[next];
+            }
+            step /= 2;
+        }
+        let c = pos as u64;
+        let first = c * CHUNK;
+        if self.huge[pos] {
+            return Some(first + k);
+        }
+        let pages = &self.node[first as usize..(first + self.chunk_len(c)) as usize];
+        let i = pages
+            .iter()
+            .enumerate()
+            .filter(|&(_, &x)| x as usize == node)
+            .nth(k as usize)?;
+        Some(first + i.0 as u64)
+    }
+
     fn fen_add(&mut self, node: usize, chunk: usize, delta: i64) {
         let f = &mut self.fen[node];
         let mut i = chunk + 1;
@@ -668,6 +699,27 @@ mod tests {
                 let want = (from..to.min(pages)).find(|&p| is(p));
                 assert_eq!(o.next_prot(from, to), want, "from {from} to {to}");
             }
+        }
+    }
+
+    /// `select` finds the k-th page of a node as a linear search does, across chunks,
+    /// in a THP and past the end.
+    #[test]
+    fn select_matches_a_linear_search() {
+        let mut o = MemObject::new(512 * 40 + 77, true, 3);
+        for p in 0..o.pages {
+            if p / CHUNK == 7 {
+                continue;
+            }
+            o.populate_page(p, ((p * 7 + p / 300) % 3) as usize);
+        }
+        o.populate_huge(7, 2);
+        for n in 0..3 {
+            let want: Vec<u64> = (0..o.pages).filter(|&p| o.node_of(p) == Some(n)).collect();
+            for (k, &p) in want.iter().enumerate() {
+                assert_eq!(o.select(n, k as u64), Some(p), "node {n}, k {k}");
+            }
+            assert_eq!(o.select(n, want.len() as u64), None);
         }
     }
 

@@ -3,17 +3,15 @@
 //! page moved to another node by a kernel thread.
 //!
 //! ```text
-//!   paddr order:  | object 0's pages ........ | object 1's pages ... | ...
-//!   node n's range = the whole order; a slot holding a page of node n is one of its
-//!   frames in use, any other slot counts as a free frame of n (never accessed, and no
-//!   size: quota charges and sizes count node n's pages only)
+//!   node n's addresses:  | object 0's pages on n | object 1's pages on n | ...
+//!                          0 1 2 ...  (each page of n numbered in page order, no gaps)
 //! ```
 //!
 //! Simplification (docs/model-notes.md, "DAMOS"): the model keeps no page frames, so a
-//! node's physical addresses are its pages in a fixed order (object, then page) rather
-//! than the order the buddy allocator handed frames out; a region is a range of that
-//! order. DAMON's regions are about finding hot and cold addresses, and like the kernel's
-//! they mix whatever pages land in them.
+//! node's physical addresses are its pages numbered in a fixed order (object, then page),
+//! without the free frames between them; a page that leaves the node or arrives on it
+//! moves the numbers after it by its size. A region is a range of those numbers; like the
+//! kernel's, it holds whatever pages fall in it.
 
 use super::tiering::Mark;
 use super::*;
@@ -22,59 +20,47 @@ use crate::memory::{CHUNK, PAGE_BYTES};
 /// An object's access rates: disjoint page ranges with accesses per page per ns.
 pub(crate) type AccessProfile = Vec<(u64, u64, f64)>;
 
-/// The paddr order's objects: where each starts (`bases[i]`), and its end.
+/// Node `node`'s addresses: where each object's pages on it start (`bases[i]`), and the
+/// node's pages in all.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PaddrLayout {
+    pub(crate) node: usize,
     pub(crate) bases: Vec<u64>,
     pub(crate) span: u64,
 }
 
 impl PaddrLayout {
-    /// The object and page at `slot`.
-    pub(crate) fn locate(&self, slot: u64) -> Option<(usize, u64)> {
-        if slot >= self.span {
+    /// The object holding address `a`, and `a`'s number among that object's pages on the
+    /// node.
+    fn object_of(&self, a: u64) -> Option<(usize, u64)> {
+        if a >= self.span {
             return None;
         }
-        let i = self.bases.partition_point(|&b| b <= slot) - 1;
-        Some((i, slot - self.bases[i]))
-    }
-
-    /// The objects overlapping `[a, b)`, each with its page range in it.
-    pub(crate) fn pieces(&self, a: u64, b: u64) -> Vec<(usize, u64, u64)> {
-        let mut out = Vec::new();
-        for (i, &base) in self.bases.iter().enumerate() {
-            let end = self.bases.get(i + 1).copied().unwrap_or(self.span);
-            let (lo, hi) = (a.max(base), b.min(end));
-            if lo < hi {
-                out.push((i, lo - base, hi - base));
-            }
-        }
-        out
+        let i = self.bases.partition_point(|&b| b <= a) - 1;
+        Some((i, a - self.bases[i]))
     }
 }
 
 impl World<'_> {
-    /// The paddr order of today's objects.
-    pub(crate) fn paddr_layout(&self) -> PaddrLayout {
+    /// Node `n`'s addresses as today's objects hold its pages.
+    pub(crate) fn paddr_layout(&self, n: usize) -> PaddrLayout {
         let mut bases = Vec::with_capacity(self.objects.len());
         let mut span = 0;
         for o in &self.objects {
             bases.push(span);
-            span += o.pages;
+            span += o.node_pages()[n];
         }
-        PaddrLayout { bases, span }
+        PaddrLayout {
+            node: n,
+            bases,
+            span,
+        }
     }
 
-    /// Pages of node `n` in slots `[a, b)`.
-    pub(crate) fn paddr_node_pages(&self, l: &PaddrLayout, a: u64, b: u64, n: usize) -> u64 {
-        let mut hist = vec![0u64; self.machine.nr_nodes()];
-        let mut sum = 0;
-        for (obj, pa, pb) in l.pieces(a, b) {
-            hist.iter_mut().for_each(|h| *h = 0);
-            self.objects[obj].range_hist(pa, pb, &mut hist);
-            sum += hist[n];
-        }
-        sum
+    /// The page at address `a` of the layout's node: (object, page).
+    pub(crate) fn paddr_page(&self, l: &PaddrLayout, a: u64) -> Option<(usize, u64)> {
+        let (obj, k) = l.object_of(a)?;
+        Some((obj, self.objects[obj].select(l.node, k)?))
     }
 
     /// The head of the entry holding `page` (a THP's first page) and its base pages.

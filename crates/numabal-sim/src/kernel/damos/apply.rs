@@ -39,7 +39,7 @@ impl DamosSet {
         let scored: Vec<(usize, u32, u64)> = (c.regions.iter().enumerate())
             .filter(|(_, r)| scheme::eligible(c.action, r.last_nr_accesses))
             .map(|(i, r)| {
-                let sz = w.paddr_node_pages(l, r.start, r.end, c.node) * PAGE_BYTES as u64;
+                let sz = (r.end - r.start) * PAGE_BYTES as u64;
                 let nr = r.last_nr_accesses;
                 (
                     i,
@@ -61,88 +61,69 @@ impl DamosSet {
             }
             let take = sz.min(left);
             c.quota.charged += take;
-            let (a, b) = (c.regions[i].start, c.regions[i].end);
-            let full = self.migrate_range(w, c, l, prof, (a, b), take / PAGE_BYTES as u64);
+            let a = c.regions[i].start;
+            let full = self.migrate_range(w, c, l, prof, a, take / PAGE_BYTES as u64);
             if full {
                 break;
             }
         }
     }
 
-    /// Up to `budget` pages of the context's node in slots `[a, b)`: each young page moved
-    /// (`migrate_hot`) or each one not young (`migrate_cold`) to the target. Returns
-    /// whether the target had no room.
+    /// Up to `budget` pages of the context's node from address `a` on: each young page
+    /// moved (`migrate_hot`) or each one not young (`migrate_cold`) to the target, unless
+    /// the scheme has no young filter (then every page). Returns whether the target had
+    /// no room.
     fn migrate_range(
         &mut self,
         w: &mut World,
         c: &Ctx,
         l: &PaddrLayout,
         prof: &[AccessProfile],
-        (a, b): (u64, u64),
+        a: u64,
         budget: u64,
     ) -> bool {
+        let Some((first_obj, first_page)) = w.paddr_page(l, a) else {
+            return false;
+        };
         let visit_ns = w.machine().spec.costs.pte_update_ns;
         let (mut seen_pages, mut ns, mut full) = (0u64, 0.0, false);
-        'pieces: for (obj, pa, pb) in l.pieces(a, b) {
-            let mut ch = pa / CHUNK;
-            while ch * CHUNK < pb && seen_pages < budget {
-                let heads = self.chunk_heads(w, obj, ch, (pa, pb), c.node);
-                let dt = self.young_dt(w.now(), obj, ch);
+        'objects: for (obj, profile) in prof.iter().enumerate().skip(first_obj) {
+            let from = if obj == first_obj { first_page } else { 0 };
+            let mut ch = from / CHUNK;
+            while ch < w.object(obj).chunks() {
+                let heads = chunk_heads(w, obj, ch, from, c.node);
+                let dt = if heads.is_empty() {
+                    0.0
+                } else {
+                    self.young_dt(w.now(), obj, ch)
+                };
                 ch += 1;
                 for (head, nr) in heads {
                     seen_pages += nr;
                     ns += visit_ns;
-                    let rate = profile_rate(&prof[obj], head) * nr as f64;
+                    let rate = profile_rate(profile, head) * nr as f64;
                     let wanted = !c.young_filter || {
                         let young = self.rng.random::<f64>() < 1.0 - (-rate * dt).exp();
                         young == (c.action == Action::MigrateHot)
                     };
                     if wanted {
-                        match w.kthread_move(obj, head, c.node, c.target, nr) {
-                            Some(m) => {
-                                ns += m;
-                                if c.counted {
-                                    w.count_damos_migration(c.node, c.target, nr);
-                                }
-                            }
-                            None => {
-                                full = true;
-                                break 'pieces;
-                            }
+                        let Some(m) = w.kthread_move(obj, head, c.node, c.target, nr) else {
+                            full = true;
+                            break 'objects;
+                        };
+                        ns += m;
+                        if c.counted {
+                            w.count_damos_migration(c.node, c.target, nr);
                         }
                     }
                     if seen_pages >= budget {
-                        break 'pieces;
+                        break 'objects;
                     }
                 }
             }
         }
         self.charge(w, c.node, ns);
         full
-    }
-
-    /// The entries (head, base pages) of node `node` in chunk `ch` of `obj` within pages
-    /// `[pa, pb)`.
-    fn chunk_heads(
-        &self,
-        w: &World,
-        obj: usize,
-        ch: u64,
-        (pa, pb): (u64, u64),
-        node: usize,
-    ) -> Vec<(u64, u64)> {
-        let o = w.object(obj);
-        if o.chunk_hist(ch)[node] == 0 {
-            return Vec::new();
-        }
-        if o.is_huge(ch) {
-            return vec![(ch * CHUNK, o.chunk_len(ch))];
-        }
-        let (from, to) = ((ch * CHUNK).max(pa), ((ch + 1) * CHUNK).min(pb));
-        (from..to)
-            .filter(|&p| o.node_of(p) == Some(node))
-            .map(|p| (p, 1))
-            .collect()
     }
 
     /// The time since a scheme last read chunk `ch`'s young bits (now cleared), ns.
@@ -163,16 +144,10 @@ impl DamosSet {
 /// Intervals tuned toward `access_bp` of the checks finding an access: the sample
 /// interval scaled by the feedback loop (at most halved, at most doubled), clamped, the
 /// aggregation interval kept at the same number of samples; ages rescaled.
-pub(super) fn tune_intervals(
-    w: &World,
-    c: &mut Ctx,
-    l: &PaddrLayout,
-    g: &IntervalsGoal,
-    max_nr: u32,
-) {
+pub(super) fn tune_intervals(c: &mut Ctx, g: &IntervalsGoal, max_nr: u32) {
     let (mut hit, mut all) = (0u128, 0u128);
     for r in &c.regions {
-        let sz = u128::from(w.paddr_node_pages(l, r.start, r.end, c.node));
+        let sz = u128::from(r.end - r.start);
         hit += sz * u128::from(r.nr_accesses);
         all += sz * u128::from(max_nr);
     }
@@ -189,4 +164,21 @@ pub(super) fn tune_intervals(
     }
     c.sample_us = sample;
     c.aggr_us = aggr;
+}
+
+/// The entries (head, base pages) of node `node` in chunk `ch` of `obj`, from page `from`
+/// on.
+fn chunk_heads(w: &World, obj: usize, ch: u64, from: u64, node: usize) -> Vec<(u64, u64)> {
+    let o = w.object(obj);
+    if o.chunk_hist(ch)[node] == 0 {
+        return Vec::new();
+    }
+    if o.is_huge(ch) {
+        return vec![(ch * CHUNK, o.chunk_len(ch))];
+    }
+    let first = (ch * CHUNK).max(from);
+    (first..ch * CHUNK + o.chunk_len(ch))
+        .filter(|&p| o.node_of(p) == Some(node))
+        .map(|p| (p, 1))
+        .collect()
 }

@@ -10,15 +10,16 @@
 //!  tick ─► each context whose aggregation interval ended:
 //!          sample: per region, aggr/sample checks of a random page of the node in it
 //!                  (touched within a sample interval with chance 1 - exp(-rate × dt))
-//!          merge (damon_core) ─► apply the scheme once its apply interval passed
-//!          (scheme.rs: quota, goal, scores; young filter per page) ─► reset ─► split
-//!          every `aggrs` aggregations: intervals tuned toward access_bp
+//!          merge (damon_core) ─► every `aggrs` aggregations: intervals tuned toward
+//!          access_bp ─► counts kept as the last ─► split
+//!        ─► each context whose apply interval ended: its scheme on the last counts
+//!          (apply.rs, scheme.rs: quota, goal, scores; young filter per page)
 //! ```
 //!
 //! The kernel version gates nothing here beyond the memory tiers; DAMOS migration is
 //! v6.11, quota goals on node memory v6.16 and interval tuning v6.15 (docs/research/
-//! tiering-kernel.md §6). Simplifications (docs/model-notes.md, "DAMOS"): paddr order
-//! (`world/paddr.rs`); a page's young bit is modelled per 2 MiB chunk from the time the
+//! tiering-kernel.md §6). Simplifications (docs/model-notes.md, "DAMOS"): a node's
+//! addresses are its pages numbered in order (`world/paddr.rs`); a page's young bit is modelled per 2 MiB chunk from the time the
 //! scheme last looked at it, and DAMON's own sampling does not clear it; a migration that
 //! finds its target below the min watermark fails (no fallback to another node).
 
@@ -44,9 +45,6 @@ use serde::{Deserialize, Serialize};
 const SEED: u64 = 0x6461_6d6f_735f_7469;
 /// Mixed into the scenario's seed for the workload's own schemes.
 const EXPERIMENT_SEED: u64 = 0x6368_7572_6e5f_6461;
-/// Tries to find a page of the context's node at a random address of a region before
-/// the check counts a free frame.
-const TRIES: u32 = 8;
 
 /// Tunables of `damon-tiering`, by default `samples/damon/mtier.c`'s.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -302,10 +300,10 @@ impl DamosSet {
         if !(self.ctxs.iter()).any(|c| c.next_aggr <= now || c.next_apply <= now) {
             return;
         }
-        let l = w.paddr_layout();
         let prof: Vec<AccessProfile> = (0..w.nr_objects()).map(|o| w.access_profile(o)).collect();
         for ci in 0..self.ctxs.len() {
             let mut c = std::mem::replace(&mut self.ctxs[ci], Ctx::new(PLACEHOLDER));
+            let l = w.paddr_layout(c.node);
             if c.next_aggr <= now {
                 self.aggregate(w, &mut c, &l, &prof);
             }
@@ -331,7 +329,7 @@ impl DamosSet {
             let (a, b) = (c.regions[i].start, c.regions[i].end);
             let mut nr = 0;
             for _ in 0..max_nr {
-                if self.check(w, l, prof, c.node, (a, b), sample_ns) {
+                if self.check(w, l, prof, (a, b), sample_ns) {
                     nr += 1;
                 }
             }
@@ -351,7 +349,7 @@ impl DamosSet {
             c.aggrs += 1;
             if c.aggrs >= g.aggrs {
                 c.aggrs = 0;
-                tune_intervals(w, c, l, &g, max_nr);
+                tune_intervals(c, &g, max_nr);
             }
         }
         for r in &mut c.regions {
@@ -367,30 +365,22 @@ impl DamosSet {
         c.next_aggr = now + c.aggr_us * 1000;
     }
 
-    /// One access check: a random page of `node` in slots `[a, b)`, touched within a
-    /// sample interval (a free frame, or no page of the node found, is not).
+    /// One access check: a random page of the layout's node in addresses `[a, b)`,
+    /// touched within a sample interval.
     fn check(
         &mut self,
         w: &World,
         l: &PaddrLayout,
         prof: &[AccessProfile],
-        node: usize,
         (a, b): (u64, u64),
         sample_ns: f64,
     ) -> bool {
-        for _ in 0..TRIES {
-            let slot = self.rng.random_range(a..b);
-            let Some((obj, page)) = l.locate(slot) else {
-                return false;
-            };
-            if w.object(obj).node_of(page) != Some(node) {
-                continue;
-            }
-            let (_, nr) = w.page_entry(obj, page);
-            let rate = profile_rate(&prof[obj], page) * nr as f64;
-            return self.rng.random::<f64>() < 1.0 - (-rate * sample_ns).exp();
-        }
-        false
+        let Some((obj, page)) = w.paddr_page(l, self.rng.random_range(a..b)) else {
+            return false;
+        };
+        let (_, nr) = w.page_entry(obj, page);
+        let rate = profile_rate(&prof[obj], page) * nr as f64;
+        self.rng.random::<f64>() < 1.0 - (-rate * sample_ns).exp()
     }
 
     fn charge(&mut self, w: &mut World, node: usize, ns: f64) {
@@ -417,17 +407,19 @@ const PLACEHOLDER: CtxSpec = CtxSpec {
     counted: false,
 };
 
-/// A context's regions cover slots `[0, span)`: the first ones made, new objects'
-/// slots added as one more region.
+/// A context's regions cover its node's addresses `[0, span)` as the node's pages come
+/// and go: the first ones made evenly, the last one stretched or the ones past the end cut.
 fn fit_to(regions: &mut Vec<Region>, span: u64, min_nr_regions: u64) {
-    let end = regions.last().map_or(0, |r| r.end);
-    if span <= end {
+    if regions.is_empty() {
+        if span > 0 {
+            push_even(regions, 0, span, min_nr_regions);
+        }
         return;
     }
-    if regions.is_empty() {
-        push_even(regions, 0, span, min_nr_regions);
-    } else {
-        regions.push(Region::fresh(0, end, span));
+    regions.retain(|r| r.start < span);
+    match regions.last_mut() {
+        Some(last) => last.end = span,
+        None => push_even(regions, 0, span, min_nr_regions),
     }
 }
 
