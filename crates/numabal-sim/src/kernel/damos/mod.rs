@@ -19,9 +19,10 @@
 //! The kernel version gates nothing here beyond the memory tiers; DAMOS migration is
 //! v6.11, quota goals on node memory v6.16 and interval tuning v6.15 (docs/research/
 //! tiering-kernel.md §6). Simplifications (docs/model-notes.md, "DAMOS"): a node's
-//! addresses are its pages numbered in order (`world/paddr.rs`); a page's young bit is modelled per 2 MiB chunk from the time the
-//! scheme last looked at it, and DAMON's own sampling does not clear it; a migration that
-//! finds its target below the min watermark fails (no fallback to another node).
+//! addresses are its pages numbered in order (`world/paddr.rs`); a page's young bit is
+//! modelled per 2 MiB chunk from the time a scheme last looked at it, and DAMON's own
+//! sampling does not clear it; a migration that finds its target below the min watermark
+//! fails (no fallback to another node).
 
 mod scheme;
 
