@@ -73,10 +73,11 @@ impl World<'_> {
         (head, self.entry_pages(obj, head))
     }
 
-    /// Accesses per page per ns over object `obj` from the threads now in an access phase
-    /// on it (the rates `page_access_rate` sums, for every page at once).
-    pub(crate) fn access_profile(&self, obj: usize) -> AccessProfile {
-        let mut edges: Vec<(u64, f64)> = Vec::new();
+    /// The page ranges of object `obj` the threads now in an access phase on it touch,
+    /// each with its accesses per page per ns, in thread order: a sweep's one reference
+    /// per page per pass over its slice, a random pattern's lines spread over its ranges by
+    /// weight, at each thread's latest rate.
+    pub(crate) fn access_ranges(&self, obj: usize, mut f: impl FnMut(u64, u64, f64)) {
         for (t, th) in self.threads.iter().enumerate() {
             if th.prog.access_rate <= 0.0 || !matches!(th.state, TState::Runnable) {
                 continue;
@@ -93,20 +94,30 @@ impl World<'_> {
                 continue;
             }
             if a.pattern == Pattern::Sweep {
-                let r = th.prog.access_rate / ((slice.1 - slice.0) as f64 * PAGE_BYTES);
-                edges.push((slice.0, r));
-                edges.push((slice.1, -r));
+                f(
+                    slice.0,
+                    slice.1,
+                    th.prog.access_rate / ((slice.1 - slice.0) as f64 * PAGE_BYTES),
+                );
                 continue;
             }
             let lines = th.prog.access_rate / 64.0;
             for (a0, b0, w) in access::pattern_ranges(a, slice) {
                 if b0 > a0 && w > 0.0 {
-                    let r = lines * w / (b0 - a0) as f64;
-                    edges.push((a0, r));
-                    edges.push((b0, -r));
+                    f(a0, b0, lines * w / (b0 - a0) as f64);
                 }
             }
         }
+    }
+
+    /// Accesses per page per ns over object `obj`, for every page at once: the
+    /// `access_ranges` added up into disjoint ranges.
+    pub(crate) fn access_profile(&self, obj: usize) -> AccessProfile {
+        let mut edges: Vec<(u64, f64)> = Vec::new();
+        self.access_ranges(obj, |a, b, r| {
+            edges.push((a, r));
+            edges.push((b, -r));
+        });
         edges.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)));
         let mut out = Vec::new();
         let (mut rate, mut from) = (0.0f64, 0u64);

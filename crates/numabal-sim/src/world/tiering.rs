@@ -513,32 +513,11 @@ impl World<'_> {
     /// a sweep's passes (one reference per page per pass), at each thread's latest rate.
     fn page_access_rate(&self, obj: usize, page: u64) -> f64 {
         let mut rate = 0.0;
-        for (t, th) in self.threads.iter().enumerate() {
-            if th.prog.access_rate <= 0.0 || !matches!(th.state, TState::Runnable) {
-                continue;
+        self.access_ranges(obj, |a, b, r| {
+            if page >= a && page < b {
+                rate += r;
             }
-            let p = &self.procs[th.proc];
-            let Some(PhaseRt::Access(a)) = p.groups[th.group].phases.get(th.phase) else {
-                continue;
-            };
-            if p.regions[a.region].obj != obj {
-                continue;
-            }
-            let slice = self.slice_of(t, a);
-            if page < slice.0 || page >= slice.1 {
-                continue;
-            }
-            if a.pattern == Pattern::Sweep {
-                rate += th.prog.access_rate / ((slice.1 - slice.0) as f64 * PAGE_BYTES);
-                continue;
-            }
-            let lines = th.prog.access_rate / 64.0;
-            for (a0, b0, w) in access::pattern_ranges(a, slice) {
-                if page >= a0 && page < b0 {
-                    rate += lines * w / (b0 - a0) as f64;
-                }
-            }
-        }
+        });
         rate
     }
 

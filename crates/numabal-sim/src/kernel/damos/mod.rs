@@ -268,13 +268,6 @@ impl Ctx {
     }
 }
 
-/// What DAMOS did, for the result.
-#[derive(Debug, Default, Clone)]
-struct Stats {
-    checks: u64,
-    cpu_ns: f64,
-}
-
 /// A set of kdamond contexts run together (their checks and split points from one
 /// random stream).
 pub(crate) struct DamosSet {
@@ -282,7 +275,8 @@ pub(crate) struct DamosSet {
     /// Per object, per chunk: when a scheme last read (and cleared) its young bits, ns.
     young_seen: Vec<Vec<u64>>,
     rng: Pcg64Mcg,
-    stats: Stats,
+    /// The kdamonds' CPU time, ns.
+    cpu_ns: f64,
 }
 
 impl DamosSet {
@@ -291,7 +285,7 @@ impl DamosSet {
             ctxs,
             young_seen: Vec::new(),
             rng: Pcg64Mcg::seed_from_u64(seed),
-            stats: Stats::default(),
+            cpu_ns: 0.0,
         }
     }
 
@@ -302,20 +296,20 @@ impl DamosSet {
             return;
         }
         let prof: Vec<AccessProfile> = (0..w.nr_objects()).map(|o| w.access_profile(o)).collect();
-        for ci in 0..self.ctxs.len() {
-            let mut c = std::mem::replace(&mut self.ctxs[ci], Ctx::new(PLACEHOLDER));
+        let mut ctxs = std::mem::take(&mut self.ctxs);
+        for c in &mut ctxs {
             let l = w.paddr_layout(c.node);
             if c.next_aggr <= now {
-                self.aggregate(w, &mut c, &l, &prof);
+                self.aggregate(w, c, &l, &prof);
             }
             // DAMOS applies at its own interval, on the last aggregation's counts (the
             // kernel's `nr_accesses_bp`, a moving sum that equals them once steady).
             if c.next_apply <= now {
                 c.next_apply = now + c.apply_us * 1000;
-                self.apply(w, &mut c, &l, &prof);
+                self.apply(w, c, &l, &prof);
             }
-            self.ctxs[ci] = c;
         }
+        self.ctxs = ctxs;
     }
 
     /// One aggregation interval of context `c` ended: its checks counted, regions merged,
@@ -338,7 +332,6 @@ impl DamosSet {
             max_seen = max_seen.max(nr);
         }
         let checks = c.regions.len() as u64 * u64::from(max_nr);
-        self.stats.checks += checks;
         self.charge(
             w,
             c.node,
@@ -385,28 +378,15 @@ impl DamosSet {
     }
 
     fn charge(&mut self, w: &mut World, node: usize, ns: f64) {
-        self.stats.cpu_ns += ns;
+        self.cpu_ns += ns;
         w.charge_kthread(node, ns);
     }
 
     /// CPU seconds the kdamonds spent.
     pub(crate) fn cpu_s(&self) -> f64 {
-        self.stats.cpu_ns / 1e9
+        self.cpu_ns / 1e9
     }
 }
-
-const PLACEHOLDER: CtxSpec = CtxSpec {
-    node: 0,
-    action: Action::MigrateHot,
-    target: 0,
-    quota: (0, 0),
-    goal: None,
-    young_filter: false,
-    intervals_us: (1, 1, 1),
-    nr_regions: (1, 3),
-    intervals_goal: None,
-    counted: false,
-};
 
 /// A context's regions cover its node's addresses `[0, span)` as the node's pages come
 /// and go: the first ones made evenly, the last one stretched or the ones past the end cut.
