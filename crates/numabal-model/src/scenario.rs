@@ -250,6 +250,12 @@ pub struct SimSettings {
     /// demotes its cold pages there instead of leaving them (kswapd and direct reclaim).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub demotion_enabled: bool,
+    /// Cache-aware scheduling (`CONFIG_SCHED_CACHE`, Linux 7.2; its switch is debugfs's
+    /// `sched/llc_balancing/enabled`, on by default there): the load balancer gathers a
+    /// process's threads on the LLC where it has run most. Off by default in the model
+    /// (docs/model-notes.md, "Cache-aware scheduling").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub llc_balancing: bool,
 }
 
 fn is_zero_f(x: &f64) -> bool {
@@ -289,6 +295,7 @@ impl Default for SimSettings {
             allow_numa_imbalance: true,
             warmup_s: 0.0,
             demotion_enabled: false,
+            llc_balancing: false,
         }
     }
 }

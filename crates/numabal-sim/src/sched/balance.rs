@@ -44,6 +44,9 @@ pub(super) struct LbEnv {
     pub(super) migration_type: Migration,
     /// What is left to move, in `migration_type`'s unit.
     pub(super) imbalance: f64,
+    /// `LBF_LLC_PINNED`: a task was refused only to keep its preferred LLC, which is not
+    /// a failure.
+    pub(super) llc_pinned: bool,
 }
 
 impl LbEnv {
@@ -61,6 +64,7 @@ impl LbEnv {
             cache_nice_tries: level.cache_nice_tries,
             migration_type: Migration::Load,
             imbalance: 0.0,
+            llc_pinned: false,
         }
     }
 
@@ -173,6 +177,15 @@ impl Sched {
             }
             return (0, false);
         }
+        if self.cache.enabled
+            && idle != CpuIdleType::NewlyIdle
+            && li > 0
+            && self.levels[li - 1].share_llc()
+            && !env.share_llc
+        {
+            // record_sg_llc_stats: the first level above the LLC, whose groups are LLCs.
+            self.record_llc_stats(&groups);
+        }
         let Some(bgi) = self.find_busiest_group(&mut env, &groups) else {
             self.balanced(cpu, li, idle);
             return (0, true);
@@ -187,10 +200,10 @@ impl Sched {
         self.attach_tasks(&env, src, &detached);
 
         if moved == 0 {
-            if idle != CpuIdleType::NewlyIdle {
+            if idle != CpuIdleType::NewlyIdle && !env.llc_pinned {
                 self.cpus[cpu].nr_balance_failed[li] += 1;
             }
-            if self.need_active_balance(&env)
+            if self.need_active_balance(&env, src)
                 && self.active_load_balance_cpu_stop(&env, src, now, can_move)
             {
                 moved = 1;
@@ -273,11 +286,11 @@ impl Sched {
                     Verdict::Skip => continue,
                 }
                 let amount = match env.migration_type {
-                    Migration::Task => 1.0,
+                    Migration::Task | Migration::LlcTask => 1.0,
                     Migration::Load => self.tasks[t as usize].runnable.max(1.0),
                     Migration::Util => self.tasks[t as usize].util,
                 };
-                if env.migration_type != Migration::Task
+                if !matches!(env.migration_type, Migration::Task | Migration::LlcTask)
                     && amount / 2f64.powi(failed.min(63) as i32) > env.imbalance
                 {
                     continue;
@@ -298,7 +311,7 @@ impl Sched {
     /// after `cache_nice_tries` failed attempts and a `Later` one only in the second pass.
     fn can_migrate_task(
         &self,
-        env: &LbEnv,
+        env: &mut LbEnv,
         t: u32,
         src: usize,
         failed: u32,
@@ -310,16 +323,29 @@ impl Sched {
             return Verdict::Skip;
         }
         if self.cpu_node[src] == self.cpu_node[cpu] {
-            return Verdict::Migrate;
+            return self.llc_verdict(env, t, src, failed);
         }
         let ctx = self.lb_ctx(t, src, cpu, env.idle == CpuIdleType::Idle, false);
         match can_move(&ctx) {
-            CanMigrate::Yes => Verdict::Migrate,
+            CanMigrate::Yes => self.llc_verdict(env, t, src, failed),
             CanMigrate::Hot if failed > env.cache_nice_tries => Verdict::Migrate,
             CanMigrate::Later if second_pass => Verdict::Migrate,
             CanMigrate::Later => Verdict::Defer,
             CanMigrate::Hot | CanMigrate::No => Verdict::Skip,
         }
+    }
+
+    /// A move NUMA locality allows (`migrate_degrades_locality` not positive; the engine
+    /// does not tell a neutral move from an improving one, and the model asks the LLC
+    /// question of both): refused if it breaks the task's preferred LLC
+    /// (`migrate_degrades_llc`), which pins it unless this pass moves LLC tasks.
+    fn llc_verdict(&self, env: &mut LbEnv, t: u32, src: usize, failed: u32) -> Verdict {
+        let llc_task = env.migration_type == Migration::LlcTask;
+        if self.migrate_degrades_llc(t, src, env.dst_cpu, llc_task, failed, env.cache_nice_tries) {
+            env.llc_pinned |= !llc_task;
+            return Verdict::Skip;
+        }
+        Verdict::Migrate
     }
 
     /// `attach_tasks`: the detached tasks join the balancing CPU's runqueue in the order
@@ -330,12 +356,17 @@ impl Sched {
         }
     }
 
-    /// `need_active_balance`: a periodic pass that moved nothing, counting tasks, after
-    /// more than `cache_nice_tries + 2` failures.
-    fn need_active_balance(&self, env: &LbEnv) -> bool {
-        env.idle != CpuIdleType::NewlyIdle
-            && env.migration_type == Migration::Task
-            && self.cpus[env.dst_cpu].nr_balance_failed[env.li] > env.cache_nice_tries + 2
+    /// `need_active_balance`: not off a CPU whose tasks are all in their preferred LLC
+    /// (`alb_break_llc`); a pass moving a task to its preferred LLC; a periodic pass
+    /// that moved nothing, counting tasks, after more than `cache_nice_tries + 2` failures.
+    fn need_active_balance(&self, env: &LbEnv, src: usize) -> bool {
+        if self.alb_break_llc(src, env.dst_cpu) {
+            return false;
+        }
+        env.migration_type == Migration::LlcTask
+            || env.idle != CpuIdleType::NewlyIdle
+                && env.migration_type == Migration::Task
+                && self.cpus[env.dst_cpu].nr_balance_failed[env.li] > env.cache_nice_tries + 2
     }
 
     /// `active_load_balance_cpu_stop`: the stopper pushes `src`'s current task to the

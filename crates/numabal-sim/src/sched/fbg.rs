@@ -15,6 +15,9 @@ pub(super) enum Migration {
     Task,
     Load,
     Util,
+    /// `migrate_llc_task` (cache-aware scheduling): one task preferring the balancing
+    /// CPU's LLC.
+    LlcTask,
 }
 
 /// `enum fbq_type`, in the kernel's order.
@@ -35,12 +38,13 @@ struct SdLbStats {
 
 impl Sched {
     /// `update_sg_lb_stats`; only a non-local group whose balancing CPU is idle can be
-    /// `smt_balance`.
+    /// `smt_balance`, only a non-local one above the LLC `llc_balance`.
     fn update_sg_lb_stats(&self, env: &LbEnv, g: &Group, local: bool) -> Sgs {
         let mut s = self.sum_group(g);
         // group_smt_balance: a non-local SMT core running two tasks while dst is idle.
         let smt_balance = !local && env.dst_idle() && g.smt && s.nr > 1;
-        s.gtype = group_classify(env.imbalance_pct, &s, smt_balance);
+        let llc_balance = !local && self.llc_balance(env, g, &mut s);
+        s.gtype = group_classify(env.imbalance_pct, &s, smt_balance, llc_balance);
         // Balancing computes avg_load only for overloaded groups.
         if s.gtype == GroupType::Overloaded {
             s.avg_load = s.load * CAPACITY / s.capacity;
@@ -99,7 +103,7 @@ impl Sched {
         // past the idle-CPU tests below).
         let force = env.span.prefer_sibling
             && local.gtype == GroupType::HasSpare
-            && sibling_imbalance(dst_idle, &b, local) > 1;
+            && (sibling_imbalance(dst_idle, &b, local) > 1 || b.gtype == GroupType::LlcBalance);
         if !force && b.gtype != GroupType::Overloaded {
             let out = !dst_idle
                 || (b.gtype != GroupType::SmtBalance || local.smt == b.smt)
@@ -163,12 +167,14 @@ impl Sched {
                     }
                 }
                 Migration::Util => nr > 1 && self.cpu_util(c) > best.0,
+                Migration::LlcTask => self.llc_count(c, self.llc_of[cpu]) as f64 > best.0,
             };
             if better {
                 best = match env.migration_type {
                     Migration::Task => (nr as f64, c),
                     Migration::Load => (self.cpu_load(c), c),
                     Migration::Util => (self.cpu_util(c), c),
+                    Migration::LlcTask => (self.llc_count(c, self.llc_of[cpu]) as f64, c),
                 };
                 src = Some(c);
             }
@@ -201,6 +207,8 @@ fn update_sd_pick_busiest(busiest: &Sgs, s: &Sgs) -> bool {
     }
     match s.gtype {
         GroupType::Overloaded => s.avg_load > b.avg_load,
+        // update_llc_busiest: more tasks preferring the balancing CPU's LLC.
+        GroupType::LlcBalance => s.nr_pref_dst_llc > b.nr_pref_dst_llc,
         GroupType::FullyBusy => !(s.avg_load < b.avg_load || (s.avg_load == b.avg_load && b.smt)),
         // smt_balance groups with no idle CPU compare like fully busy ones.
         GroupType::SmtBalance if s.idle == 0 && b.idle == 0 => {
@@ -240,6 +248,8 @@ fn calculate_imbalance(env: &mut LbEnv, local: &Sgs, b: &Sgs, sds_avg: f64) {
     let prefer_sibling = env.span.prefer_sibling;
     let (mtype, imbalance): (Migration, f64) = if b.gtype == GroupType::SmtBalance {
         (Migration::Task, 1.0)
+    } else if b.gtype == GroupType::LlcBalance {
+        (Migration::LlcTask, 1.0)
     } else if local.gtype == GroupType::HasSpare {
         if b.gtype > GroupType::FullyBusy && !env.share_llc {
             let mut imb = (local.capacity.max(local.util) - local.util).max(0.0);

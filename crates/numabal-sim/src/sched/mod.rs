@@ -28,9 +28,12 @@
 //!                                                             calculate_imbalance, ...
 //!   balance.rs    when balancing runs and what it moves       load_balance,
 //!                                                             detach_tasks, ...
+//!   cache.rs      Linux 7.2's cache-aware balancing (off      task_cache_work,
+//!                 unless sim.llc_balancing)                   can_migrate_llc, ...
 //! ```
 
 mod balance;
+mod cache;
 mod fbg;
 mod placement;
 mod stats;
@@ -131,6 +134,10 @@ pub struct Task {
     /// Every CPU whose runqueue has held it: its share of its process's `mm_cpumask`
     /// where the kernel keeps a CPU there after a switch (`core.mm_cpumask_kept`).
     pub ran_on: Mask,
+    /// Its process (`p->mm`), for cache-aware scheduling.
+    pub mm: Option<u32>,
+    /// `p->preferred_llc` (cache-aware scheduling).
+    pub preferred_llc: Option<usize>,
 }
 
 /// `can_migrate_task`'s answer for a load-balancer move across nodes.
@@ -235,6 +242,8 @@ pub struct Sched {
     /// CPUs that ran periodic balancing at the last `tick_balance` while busy (the
     /// `SCHED_SOFTIRQ` ran with `idle_balance` false), in CPU order.
     pub balanced_busy: Vec<usize>,
+    /// Cache-aware scheduling (off unless `enable_llc_balancing`).
+    cache: cache::SchedCache,
 }
 
 impl Sched {
@@ -250,6 +259,8 @@ impl Sched {
             alive: true,
             numa_preferred_nid: None,
             ran_on: Mask::new(),
+            mm: None,
+            preferred_llc: None,
         });
         (self.tasks.len() - 1) as u32
     }
@@ -368,6 +379,7 @@ impl Sched {
         if dt == 0 {
             return;
         }
+        self.account_llc_runtime(dt);
         let decay = 0.5f64.powf(dt as f64 / PELT_HALFLIFE_NS);
         for c in 0..self.cpus.len() {
             let k = self.cpus[c].tasks.len();

@@ -94,7 +94,7 @@ impl Sched {
     /// of fully busy groups too.
     fn update_sg_wakeup_stats(&self, g: &Group, pct: u64) -> Sgs {
         let mut s = self.sum_group(g);
-        s.gtype = group_classify(pct, &s, false);
+        s.gtype = group_classify(pct, &s, false, false);
         if s.gtype == GroupType::Overloaded || s.gtype == GroupType::FullyBusy {
             s.avg_load = s.load * CAPACITY / s.capacity;
         }
@@ -224,7 +224,8 @@ impl Sched {
                     return None;
                 }
             }
-            GroupType::SmtBalance => return None,
+            // Neither type is set for a wakeup (`update_sg_wakeup_stats`).
+            GroupType::SmtBalance | GroupType::LlcBalance => return None,
             GroupType::HasSpare => {
                 if level.numa() {
                     let local_allowed = span
@@ -325,7 +326,7 @@ fn update_pick_idlest(idlest: &Sgs, s: &Sgs) -> bool {
     }
     match s.gtype {
         GroupType::Overloaded | GroupType::FullyBusy => idlest.avg_load > s.avg_load,
-        GroupType::SmtBalance => false,
+        GroupType::SmtBalance | GroupType::LlcBalance => false,
         GroupType::HasSpare => {
             !(idlest.idle > s.idle || (idlest.idle == s.idle && idlest.util <= s.util))
         }

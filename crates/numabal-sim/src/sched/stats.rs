@@ -13,6 +13,9 @@ pub(super) enum GroupType {
     HasSpare,
     FullyBusy,
     SmtBalance,
+    /// `group_llc_balance` (cache-aware scheduling): threads there prefer the balancing
+    /// CPU's LLC.
+    LlcBalance,
     Overloaded,
 }
 
@@ -30,6 +33,8 @@ pub(super) struct Sgs {
     pub(super) gtype: GroupType,
     pub(super) avg_load: f64,
     pub(super) smt: bool,
+    /// `nr_pref_dst_llc`: tasks outside the balancing CPU's LLC that prefer it.
+    pub(super) nr_pref_dst_llc: u64,
 }
 
 impl Sched {
@@ -48,6 +53,7 @@ impl Sched {
             gtype: GroupType::HasSpare,
             avg_load: 0.0,
             smt: g.smt,
+            nr_pref_dst_llc: 0,
         };
         for &c in &g.cpus {
             let nr = self.cpus[c].tasks.len() as u64;
@@ -64,8 +70,9 @@ impl Sched {
 }
 
 /// `group_classify` with `group_is_overloaded` and `group_has_capacity`; `smt_balance` is
-/// `sgs->group_smt_balance`, which only `update_sg_lb_stats` sets.
-pub(super) fn group_classify(pct: u64, s: &Sgs, smt_balance: bool) -> GroupType {
+/// `sgs->group_smt_balance` and `llc_balance` cache-aware scheduling's `llc_balance()`,
+/// which only `update_sg_lb_stats` sets.
+pub(super) fn group_classify(pct: u64, s: &Sgs, smt_balance: bool, llc_balance: bool) -> GroupType {
     let overloaded = s.nr > s.weight
         && (s.capacity * 100.0 < s.util * pct as f64
             || s.capacity * (pct as f64) < s.runnable * 100.0);
@@ -74,6 +81,8 @@ pub(super) fn group_classify(pct: u64, s: &Sgs, smt_balance: bool) -> GroupType 
             && s.capacity * 100.0 > s.util * pct as f64;
     if overloaded {
         GroupType::Overloaded
+    } else if llc_balance {
+        GroupType::LlcBalance
     } else if smt_balance {
         GroupType::SmtBalance
     } else if !has_capacity {

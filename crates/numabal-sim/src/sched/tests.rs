@@ -15,7 +15,7 @@ fn run_ticks(s: &mut Sched, n: u64, can_move: CanMove<'_>) {
     }
 }
 
-fn machine(name: &str) -> Machine {
+pub(super) fn machine(name: &str) -> Machine {
     let src = PresetResolver.resolve(Kind::Machine, name).unwrap();
     Machine::from_spec(
         from_table(&src.label, parse_toml(&src).unwrap()).unwrap(),
@@ -24,7 +24,7 @@ fn machine(name: &str) -> Machine {
     .unwrap()
 }
 
-fn allow_all(_: &LbCtx) -> CanMigrate {
+pub(super) fn allow_all(_: &LbCtx) -> CanMigrate {
     CanMigrate::Yes
 }
 

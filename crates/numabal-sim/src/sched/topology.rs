@@ -347,6 +347,7 @@ impl Sched {
             llc_of: t.llc_of,
             moves: Vec::new(),
             balanced_busy: Vec::new(),
+            cache: Default::default(),
         }
     }
 

@@ -531,6 +531,9 @@ impl World<'_> {
     /// The scheduler's work at a tick: runqueue rotation, then periodic load balancing,
     /// asking `ag` before each inter-node move.
     pub(crate) fn tick_balance(&mut self, ag: &Agents<'_>) {
+        // The tick's accounting (task_tick_cache, account_mm_sched) before the softirq's
+        // balancing.
+        self.sched.tick_llc(self.now);
         self.sched.rotate();
         let mut sched = std::mem::take(&mut self.sched);
         sched.tick_balance(self.now, self.tick_ns, &|c: &LbCtx| ag.can_migrate(self, c));

@@ -287,6 +287,7 @@ impl World<'_> {
         for i in first..end {
             let start = on_node.clone().unwrap_or_else(|| base.clone());
             let tid = self.sched.add_task(start, creator_cpu) as usize;
+            self.sched.set_mm(tid as u32, pidx as u32);
             // Thread index == scheduler task id.
             debug_assert_eq!(tid, self.threads.len());
             // The process's first thread is the new process's task; later ones are its

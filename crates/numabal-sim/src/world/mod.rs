@@ -544,6 +544,9 @@ impl<'a> World<'a> {
                 if !sc.sim.allow_numa_imbalance {
                     s.disallow_numa_imbalance();
                 }
+                if sc.sim.llc_balancing {
+                    s.enable_llc_balancing();
+                }
                 s
             },
             cost: CostModel::new(m),

@@ -118,3 +118,51 @@ fn tpp_promotes_on_a_second_fault_and_keeps_headroom_on_the_fast_node() {
         "the tunables as used"
     );
 }
+
+/// The tiered guest's twin (scripts/vm/tiering-twin.sh): Linux 7.2's cache-aware
+/// balancing pulls the hot program's second writer to the node where the program ran
+/// (its first touch, on node 0), so the whole hot set is promoted there and the filler
+/// finds that much less room on node 0; without it each node gets a writer and half the
+/// set, as on 6.12.
+#[test]
+fn cache_aware_balancing_promotes_the_hot_set_to_one_node() {
+    let r = Inline(vec![(
+        "tiering-guest",
+        include_str!("../../../../presets/workloads/tiering_guest.toml").to_string(),
+    )]);
+    let sim = |llc: &str| {
+        let sets = [
+            "policy.numa_balancing=2",
+            "sim.demotion_enabled=true",
+            "policy.kernel=7.2",
+            "sim.transparent_hugepage=always",
+            llc,
+        ];
+        run(&scenario_with(
+            &r,
+            "qemu-guest-tiered",
+            "tiering-guest",
+            "autonuma",
+            1,
+            &sets,
+        ))
+    };
+    let hot_and_demoted = |r: &numabal_sim::RunResult| {
+        let t = r.metrics.tiering.as_ref().expect("tiering on");
+        let hot = r
+            .processes
+            .iter()
+            .find(|p| p.name == "numa01-like")
+            .unwrap();
+        (hot.node_mb.clone(), t.pgdemote_kswapd + t.pgdemote_direct)
+    };
+    let (gathered, demoted_gathered) = hot_and_demoted(&sim("sim.llc_balancing=true"));
+    let (split, demoted_split) = hot_and_demoted(&sim("sim.llc_balancing=false"));
+    assert!(gathered[0] > 250.0 && gathered[1] < 1.0, "{gathered:?}");
+    assert!(split[0] > 100.0 && split[1] > 100.0, "{split:?}");
+    // Node 0 had the other half of the hot set to give up as well.
+    assert!(
+        demoted_gathered > demoted_split + 100 * 256,
+        "{demoted_gathered} vs {demoted_split}"
+    );
+}
