@@ -12,7 +12,8 @@
 # The model takes from the guest run only what the machine and the workload were: each
 # node's MemTotal and the memory in use before the workloads (memory_per_node,
 # reserved_per_node), when the filler started and its size (node 0's free memory then plus
-# 192 MiB). Nothing of the model is fitted to the counters.
+# 192 MiB), and whether the kernel's cache-aware scheduling was on (sim.llc_balancing).
+# Nothing of the model is fitted to the counters.
 #
 # Usage: scripts/vm/tiering-twin.sh [--kernel K] [--guest FILE] [--seed N]
 #   K: 7.2 (default) or 6.12 (6.1 puts the slow node in the DRAM tier); --guest FILE
@@ -67,12 +68,18 @@ for n in 0 1 2; do
 done
 fill_at=$(at time filler_started) fill_mb=$(awk '$1 == "@fill_mb" { print $2; exit }' "$guest")
 [ -n "$fill_at" ] && [ -n "$fill_mb" ] || die "$guest has no filler (@time filler_started, @fill_mb)"
+# Cache-aware scheduling as the guest had it (its debugfs switch, printed by the scenario;
+# an output from before the scenario printed it: Linux 7.2's default, on).
+llc=$(sed -n 's/^== cache-aware scheduling: llc_balancing\/enabled=//p' "$guest" | head -1)
+[ -n "$llc" ] || { [ "$version" = 7.2 ] && llc=1 || llc=0; }
+[ "$llc" = 1 ] && llc_balancing=true || llc_balancing=false
 
-printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, in use before %s)\n' \
-  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved"
+printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, in use before %s; llc_balancing %s)\n' \
+  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved" "$llc_balancing"
 sim=(sim -m qemu-guest-tiered -w presets/workloads/tiering_guest.toml -p autonuma --seed "$seed"
      --set policy.numa_balancing=2 --set sim.demotion_enabled=true --set "policy.kernel=$version"
      --set sim.transparent_hugepage=always --set sim.proc_every_s=1
+     --set "sim.llc_balancing=$llc_balancing"
      --set "machine.topology.memory_per_node=[$sizes]"
      --set "machine.memory.reserved_per_node=[$reserved]"
      --set "workload.process.1.start_s=$fill_at"

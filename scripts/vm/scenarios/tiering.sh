@@ -29,7 +29,8 @@
 #   @counter NAME DELTA                   /proc/vmstat over the whole run
 #   @phase1 / @phase2 NAME DELTA          until the filler / from it on
 #   @node nodeN NAME VALUE                per-node pgpromote_success, pgdemote_kswapd/direct
-# Environment (run.sh --env): START (mem-node or preferred), HOT_MB (256), SECONDS_RUN
+# Environment (run.sh --env): LLC_BALANCING (0 or 1: writes the kernel's debugfs switch of
+# cache-aware scheduling, 7.2; unset: left as booted), START (mem-node or preferred), HOT_MB (256), SECONDS_RUN
 # (60), FILL_AT (30), FILL_SECONDS (20), FILL_EXTRA_MB (192), QUIET_S (3: seconds after
 # the hot set's start line before the first sample, in which the scenario starts no
 # process: its own processes tipped the load balancer's placement of the new writers,
@@ -92,6 +93,13 @@ echo "== kernel messages on HMAT and tiers (dmesg)"
 dmesg | grep -iE 'hmat|memory-tier|memory tier|demotion' | sed 's/^/  /'
 
 echo "== before: numa_balancing=$(cat /proc/sys/kernel/numa_balancing) demotion_enabled=$(cat /sys/kernel/mm/numa/demotion_enabled)"
+# Cache-aware scheduling (CONFIG_SCHED_CACHE, Linux 7.2): its switch is in debugfs.
+llc=/sys/kernel/debug/sched/llc_balancing/enabled
+[ -d /sys/kernel/debug/sched ] || mount -t debugfs nodev /sys/kernel/debug 2>/dev/null || true
+if [ -n "${LLC_BALANCING:-}" ]; then
+  echo "$LLC_BALANCING" > "$llc" || fail "LLC_BALANCING=$LLC_BALANCING: cannot write $llc"
+fi
+echo "== cache-aware scheduling: llc_balancing/enabled=$(cat "$llc" 2>/dev/null || echo absent)"
 # Before any load (its static key must not flip under load: docs/vm-tests.md, int3s).
 echo 2 > /proc/sys/kernel/numa_balancing || fail "numa_balancing=2"
 echo true > /sys/kernel/mm/numa/demotion_enabled || fail "demotion_enabled=true"
