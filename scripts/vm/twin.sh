@@ -53,10 +53,13 @@ printf '\n== twin: %s on Linux %s, guest\n' "$workload" "$version"
 scripts/vm/run.sh --nodes 4 --kernel "$kernel" --timeout 420 --env "TWIN_WORKLOAD=$workload" \
   --env "TWIN_TRACE=$trace" \
   --scenario target/vm/scen/twin.sh --log "$out/$name.guest.out"
-printf '\n== twin: %s under the simulated Linux %s on %s\n' "$workload" "$version" "$machine"
+# Cache-aware scheduling as the guest had it (the scenario prints its switch).
+llc=$(sed -n 's/^== cache-aware scheduling: llc_balancing\/enabled=//p' "$out/$name.guest.out" | head -1)
+[ "$llc" = 1 ] && llc_balancing=true || llc_balancing=false
+printf '\n== twin: %s under the simulated Linux %s on %s (llc_balancing %s)\n' "$workload" "$version" "$machine" "$llc_balancing"
 "$bin" sim -m "$machine" "${sim[@]}" -p autonuma --quiet --set "policy.kernel=$version" \
   --set sim.transparent_hugepage=always --set sim.proc_every_s=1 \
-  --json "$out/$name.sim.json" > /dev/null
+  --set "sim.llc_balancing=$llc_balancing" --json "$out/$name.sim.json" > /dev/null
 printf '\n== twin: %s, Linux %s against its model\n' "$workload" "$version"
 "$bin" twin --guest "$out/$name.guest.out" --sim "$out/$name.sim.json" \
   --json "$out/$name.json" --svg "$out/$name.svg"

@@ -27,6 +27,9 @@ esac
 echo 1 > /proc/sys/kernel/numa_balancing
 say "== twin: $cmd (numa_balancing=1, THP $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled))"
 say "kernel $(uname -r)"
+# Cache-aware scheduling (CONFIG_SCHED_CACHE, 7.2): scripts/vm/twin.sh models it when on.
+[ -d /sys/kernel/debug/sched ] || mount -t debugfs nodev /sys/kernel/debug 2>/dev/null || true
+say "== cache-aware scheduling: llc_balancing/enabled=$(cat /sys/kernel/debug/sched/llc_balancing/enabled 2>/dev/null || echo absent)"
 : > /tmp/twin.raw
 echo "@cpus $CPU_MAP" >> /tmp/twin.raw
 # The samples: twin-sample (crates/numabal-testprogs/src/sample.rs) runs the workload and
