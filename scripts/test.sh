@@ -25,6 +25,11 @@ fi
 
 step() { printf '\n== %s\n' "$*"; }
 
+# A fresh clone builds everything once: incremental compilation's caches only cost time
+# there (the optimised test build from scratch, 2026-11-30: 3 min 22 s without, 3 min 34 s
+# with).
+export CARGO_INCREMENTAL=0
+
 step "format"
 cargo fmt --all -- --check
 
