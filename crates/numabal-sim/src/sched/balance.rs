@@ -177,16 +177,22 @@ impl Sched {
             }
             return (0, false);
         }
-        if self.cache.enabled
+        // record_sg_llc_stats at the first level above the LLC (its groups are LLCs): each
+        // group after it was judged, so a remote group is judged on its stats of an earlier
+        // balance, and the local one, judged first, on fresh ones.
+        let record = self.cache.enabled
             && idle != CpuIdleType::NewlyIdle
             && li > 0
             && self.levels[li - 1].share_llc()
-            && !env.share_llc
-        {
-            // record_sg_llc_stats: the first level above the LLC, whose groups are LLCs.
-            self.record_llc_stats(&groups);
+            && !env.share_llc;
+        if record {
+            self.record_llc_stats(&groups[..1]);
         }
-        let Some(bgi) = self.find_busiest_group(&mut env, &groups) else {
+        let busiest = self.find_busiest_group(&mut env, &groups);
+        if record {
+            self.record_llc_stats(&groups[1..]);
+        }
+        let Some(bgi) = busiest else {
             self.balanced(cpu, li, idle);
             return (0, true);
         };
@@ -328,6 +334,7 @@ impl Sched {
         let ctx = self.lb_ctx(t, src, cpu, env.idle == CpuIdleType::Idle, false);
         match can_move(&ctx) {
             CanMigrate::Yes => self.llc_verdict(env, t, src, failed),
+            CanMigrate::Better => Verdict::Migrate,
             CanMigrate::Hot if failed > env.cache_nice_tries => Verdict::Migrate,
             CanMigrate::Later if second_pass => Verdict::Migrate,
             CanMigrate::Later => Verdict::Defer,
@@ -335,10 +342,9 @@ impl Sched {
         }
     }
 
-    /// A move NUMA locality allows (`migrate_degrades_locality` not positive; the engine
-    /// does not tell a neutral move from an improving one, and the model asks the LLC
-    /// question of both): refused if it breaks the task's preferred LLC
-    /// (`migrate_degrades_llc`), which pins it unless this pass moves LLC tasks.
+    /// A move neutral for NUMA locality (`migrate_degrades_locality` 0): refused if it
+    /// breaks the task's preferred LLC (`migrate_degrades_llc`), which pins it unless this
+    /// pass moves LLC tasks.
     fn llc_verdict(&self, env: &mut LbEnv, t: u32, src: usize, failed: u32) -> Verdict {
         let llc_task = env.migration_type == Migration::LlcTask;
         if self.migrate_degrades_llc(t, src, env.dst_cpu, llc_task, failed, env.cache_nice_tries) {

@@ -89,11 +89,13 @@ pub(super) struct SchedCache {
 }
 
 impl Sched {
-    /// Turn cache-aware scheduling on (`sim.llc_balancing`); nothing changes on a machine
-    /// with one LLC.
+    /// Turn cache-aware scheduling on (`sim.llc_balancing`); nothing changes unless the
+    /// topmost level sharing an LLC has a parent (`sched_cache_present`: several LLCs, of
+    /// more than one CPU).
     pub fn enable_llc_balancing(&mut self) {
         let nllc = self.llc_cpus.len();
-        if nllc < 2 {
+        let top = self.levels.iter().rposition(|l| l.share_llc());
+        if top.is_none_or(|i| i + 1 >= self.levels.len()) {
             return;
         }
         let c = &mut self.cache;
@@ -142,29 +144,28 @@ impl Sched {
         }
     }
 
-    /// At a tick: each process with a running thread scans (`task_cache_work`) when due,
-    /// and the running threads take the process's preferred LLC (`account_mm_sched`).
+    /// At a tick: a running thread of each process scans (`task_cache_work`) when due, and
+    /// the queued threads take the process's preferred LLC (`account_mm_sched`).
     pub fn tick_llc(&mut self, now: u64) {
         if !self.cache.enabled {
             return;
         }
-        // The first running thread of each process, in CPU order.
-        let mut runner: Vec<Option<(u32, usize)>> = vec![None; self.cache.mms.len()];
-        for (cpu, q) in self.cpus.iter().enumerate() {
-            for &t in &q.tasks {
-                if let Some(mm) = self.tasks[t as usize].mm {
-                    runner[mm as usize].get_or_insert((t, cpu));
-                }
-            }
-        }
-        for (mm, r) in runner.into_iter().enumerate() {
-            let Some((t, cpu)) = r else { continue };
+        // The running (current) threads, in CPU order; the first of each process scans.
+        let running: Vec<(u32, usize, usize)> = (0..self.cpus.len())
+            .filter_map(|cpu| {
+                let &t = self.cpus[cpu].tasks.first()?;
+                Some((t, self.tasks[t as usize].mm? as usize, cpu))
+            })
+            .collect();
+        let mut scanned = vec![false; self.cache.mms.len()];
+        for &(t, mm, cpu) in &running {
             let m = &mut self.cache.mms[mm];
             if now.saturating_sub(m.last_run) > AFFINITY_TIMEOUT_NS {
                 m.cpu = None;
             }
             m.last_run = now;
-            if now >= m.next_scan {
+            if !scanned[mm] && now >= m.next_scan {
+                scanned[mm] = true;
                 self.task_cache_work(mm, t, cpu, now);
             }
             if self.invalid_llc_nr(mm, cpu) {
@@ -317,11 +318,12 @@ impl Sched {
     ) -> LlcMig {
         let (su, sc) = self.cache.llc_stats[self.llc_of[src]];
         let (du, dc) = self.cache.llc_stats[self.llc_of[dst]];
+        // The LLCs as the move would leave them.
+        let su = (su - tsk_util).max(0.0);
+        let du = du + tsk_util;
         if !self.fits_llc(du, dc) && !self.fits_llc(su, sc) {
             return LlcMig::Unrestricted;
         }
-        let su = (su - tsk_util).max(0.0);
-        let du = du + tsk_util;
         let greater = |a: f64, b: f64| a * 100.0 > b * (100.0 + LLC_IMB_PCT);
         let forbid = if to_pref {
             !self.fits_llc(du, dc) && greater(du, su)
@@ -501,7 +503,11 @@ mod tests {
         // Away from it: only if it stays busy and > 1.2x the destination.
         assert_eq!(at(1800.0, 100.0, 600.0, false), LlcMig::Forbid);
         assert_eq!(at(2000.0, 100.0, 200.0, false), LlcMig::Llc);
-        assert_eq!(at(2000.0, 1400.0, 200.0, false), LlcMig::Forbid);
+        assert_eq!(at(2000.0, 1100.0, 400.0, false), LlcMig::Forbid);
+        // Both too busy as the move would leave them: generic balancing decides.
+        assert_eq!(at(2000.0, 1400.0, 200.0, false), LlcMig::Unrestricted);
+        // Judged as the move leaves them: both busy before, but the source then fits.
+        assert_eq!(at(1700.0, 1600.0, 400.0, false), LlcMig::Forbid);
     }
 
     /// nr_running_avg is an integer EWMA (divisor 2 for an LLC of 2 CPUs): two threads

@@ -145,6 +145,9 @@ pub struct Task {
 pub enum CanMigrate {
     /// Move it.
     Yes,
+    /// Move it: it improves NUMA locality (`migrate_degrades_locality` < 0), which
+    /// cache-aware scheduling's preference does not override.
+    Better,
     /// Cache-hot in the NUMA sense (`migrate_degrades_locality` > 0): only after
     /// `cache_nice_tries` failed balancing attempts.
     Hot,

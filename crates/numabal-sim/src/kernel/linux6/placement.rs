@@ -454,10 +454,10 @@ impl Linux6 {
         } else {
             self.task_weight_of(t, ctx.src_node) - self.task_weight_of(t, ctx.dst_node)
         };
-        if degrades > 0 {
-            CanMigrate::Hot
-        } else {
-            CanMigrate::Yes
+        match degrades.signum() {
+            1 => CanMigrate::Hot,
+            -1 => CanMigrate::Better,
+            _ => CanMigrate::Yes,
         }
     }
 }
