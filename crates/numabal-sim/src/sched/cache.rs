@@ -1,7 +1,8 @@
 //! Cache-aware scheduling (`CONFIG_SCHED_CACHE`, Linux 7.2, kernel/sched/fair.c): the load
 //! balancer gathers a process's threads on the LLC where the process has run most.
 //! `sim.llc_balancing` turns it on (the kernel's debugfs `sched/llc_balancing/enabled`,
-//! on by default in 7.2); it needs more than one LLC (`sched_cache_present`).
+//! on by default in 7.2); it needs more than one LLC of more than one CPU
+//! (`sched_cache_present`).
 //!
 //! ```text
 //!   update_load ── account_mm_sched: each process's share of each CPU's run time,
@@ -9,7 +10,7 @@
 //!   tick ───────── task_cache_work (once per 10 ms per process): the preferred LLC is
 //!                  the one with the largest summed share, switched only at 2x;
 //!                  nr_running_avg (integer EWMA of the threads running now);
-//!                  preferred_llc of the running threads (none on a NUMA conflict)
+//!                  preferred_llc of the queued threads (none on a NUMA conflict)
 //!   load_balance ─ record_sg_llc_stats (first level above the LLC, not newly idle)
 //!                  llc_balance: a remote group with threads preferring dst's LLC,
 //!                    when can_migrate_llc says MIG_LLC, is group_llc_balance
@@ -72,6 +73,8 @@ struct MmSched {
     next_scan: u64,
     /// The last tick at which a thread of it ran (`sc_stat.epoch`), ns.
     last_run: u64,
+    /// Its live threads (`get_nr_threads`), kept here as the balancer asks on every check.
+    nr_threads: usize,
 }
 
 /// Cache-aware scheduling's state.
@@ -109,12 +112,23 @@ impl Sched {
     pub fn set_mm(&mut self, tid: u32, mm: u32) {
         self.tasks[tid as usize].mm = Some(mm);
         let c = &mut self.cache;
-        if c.enabled && c.mms.len() <= mm as usize {
+        if !c.enabled {
+            return;
+        }
+        if c.mms.len() <= mm as usize {
             let n = self.cpus.len();
             c.mms.resize_with(mm as usize + 1, || MmSched {
                 runtime: vec![0.0; n],
                 ..MmSched::default()
             });
+        }
+        c.mms[mm as usize].nr_threads += 1;
+    }
+
+    /// A thread of a process left (`exit`).
+    pub(super) fn llc_task_exit(&mut self, tid: u32) {
+        if let Some(mm) = self.tasks[tid as usize].mm.filter(|_| self.cache.enabled) {
+            self.cache.mms[mm as usize].nr_threads -= 1;
         }
     }
 
@@ -126,7 +140,8 @@ impl Sched {
         }
         let decay = 0.5f64.powf(dt as f64 / EPOCH_NS);
         let c = &mut self.cache;
-        for m in &mut c.mms {
+        // A process without threads is never read again.
+        for m in c.mms.iter_mut().filter(|m| m.nr_threads > 0) {
             m.runtime.iter_mut().for_each(|r| *r *= decay);
         }
         for (cpu, q) in self.cpus.iter().enumerate() {
@@ -192,18 +207,10 @@ impl Sched {
         }
     }
 
-    /// Live threads of process `mm` (`get_nr_threads`).
-    fn nr_threads(&self, mm: usize) -> usize {
-        self.tasks
-            .iter()
-            .filter(|t| t.alive && t.mm == Some(mm as u32))
-            .count()
-    }
-
     /// `invalid_llc_nr` at `cpu`: a single thread, or more threads running on average
     /// than `cpu`'s LLC has cores (`fits_capacity`, with `llc_aggr_tolerance` 1).
     fn invalid_llc_nr(&self, mm: usize, cpu: usize) -> bool {
-        if self.nr_threads(mm) <= 1 {
+        if self.cache.mms[mm].nr_threads <= 1 {
             return true;
         }
         let avg = self.cache.mms[mm].nr_running_avg.max(0) as u64;

@@ -344,6 +344,7 @@ impl Sched {
     pub fn exit(&mut self, tid: u32, now: u64) -> Option<usize> {
         let c = self.dequeue(tid, now);
         self.tasks[tid as usize].alive = false;
+        self.llc_task_exit(tid);
         c
     }
 
