@@ -256,6 +256,12 @@ pub struct SimSettings {
     /// (docs/model-notes.md, "Cache-aware scheduling").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub llc_balancing: bool,
+    /// MGLRU, the multi-gen LRU (`CONFIG_LRU_GEN_ENABLED`, on in Debian's 6.12 and 7.2):
+    /// reclaim with memory tiering on demotes in MGLRU's order (generations, aging walks,
+    /// look-around) instead of the model's CLOCK. Off by default (docs/model-notes.md,
+    /// "MGLRU").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lru_gen: bool,
 }
 
 fn is_zero_f(x: &f64) -> bool {
@@ -296,6 +302,7 @@ impl Default for SimSettings {
             warmup_s: 0.0,
             demotion_enabled: false,
             llc_balancing: false,
+            lru_gen: false,
         }
     }
 }

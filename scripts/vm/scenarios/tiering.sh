@@ -40,7 +40,12 @@
 # the time says who moved it, migration/N being the stopper: active balancing or NUMA
 # balancing's moves and swaps), who asked the stopper, with the kernel stack (kprobes on
 # stop_one_cpu, stop_one_cpu_nowait, stop_two_cpus) and NUMA balancing's decisions
-# (sched_move_numa, sched_swap_numa, sched_stick_numa), printed after the counters.
+# (sched_move_numa, sched_swap_numa, sched_stick_numa), printed after the counters; and
+# the hot program's NUMA scanning: each task_numa_work, each range change_prot_numa
+# protects with the pages it returns (kprobes), each VMA it skips and why
+# (sched_skip_vma_numa, 6.7+), and its VMAs (/proc/PID/maps, at the filler's start);
+# and from the filler's start, every 0.2 s, MGLRU's generations of node 0
+# (debugfs lru_gen: each generation's seq, age in ms and anonymous pages).
 
 start=${START:-mem-node}
 case $start in mem-node|preferred) ;; *) echo "FAIL: START must be mem-node or preferred"; exit 1 ;; esac
@@ -100,6 +105,8 @@ if [ -n "${LLC_BALANCING:-}" ]; then
   echo "$LLC_BALANCING" > "$llc" || fail "LLC_BALANCING=$LLC_BALANCING: cannot write $llc"
 fi
 echo "== cache-aware scheduling: llc_balancing/enabled=$(cat "$llc" 2>/dev/null || echo absent)"
+# MGLRU decides what reclaim demotes (the twin models it with sim.lru_gen when on).
+echo "== multi-gen LRU: lru_gen/enabled=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
 # Before any load (its static key must not flip under load: docs/vm-tests.md, int3s).
 echo 2 > /proc/sys/kernel/numa_balancing || fail "numa_balancing=2"
 echo true > /sys/kernel/mm/numa/demotion_enabled || fail "demotion_enabled=true"
@@ -201,7 +208,7 @@ if [ "${TRACE:-0}" = 1 ]; then
   mount -t tracefs nodev $T 2>/dev/null || true
   echo 4096 > $T/buffer_size_kb
   for e in sched/sched_wakeup_new sched/sched_migrate_task sched/sched_move_numa \
-           sched/sched_swap_numa sched/sched_stick_numa; do
+           sched/sched_swap_numa sched/sched_stick_numa sched/sched_skip_vma_numa; do
     [ -e "$T/events/$e/enable" ] && echo 1 > "$T/events/$e/enable"
   done
   # Who asks a CPU's stopper (migration/N) to move a task, with the kernel stack: active
@@ -212,6 +219,16 @@ if [ "${TRACE:-0}" = 1 ]; then
       echo 1 > "$T/events/kprobes/tier_$fn/enable" &&
       echo stacktrace > "$T/events/kprobes/tier_$fn/trigger"
   done
+  # The scan: when it runs, what it protects (change_prot_numa(vma, addr, end) returns
+  # the pages it changed).
+  if grep -q " task_numa_work\$" /proc/kallsyms; then
+    echo "p:tier_scan task_numa_work" >> $T/kprobe_events && echo 1 > $T/events/kprobes/tier_scan/enable
+  fi
+  if grep -q " change_prot_numa\$" /proc/kallsyms; then
+    echo "p:tier_cpn change_prot_numa addr=%si:x64 end=%dx:x64" >> $T/kprobe_events &&
+      echo "r:tier_cpn_ret change_prot_numa pages=\$retval:s64" >> $T/kprobe_events &&
+      echo 1 > $T/events/kprobes/tier_cpn/enable && echo 1 > $T/events/kprobes/tier_cpn_ret/enable
+  fi
   echo 1 > $T/tracing_on
 fi
 
@@ -267,6 +284,14 @@ while kill -0 "$pid" 2>/dev/null; do
     free0=$(awk '$3 == "MemFree:" { print int($4 / 1024) }' "$sysnode/node0/meminfo")
     fill_mb=$((free0 + fill_extra))
     echo "@time filler_started $(since)" >> /tmp/at-time
+    if [ "${TRACE:-0}" = 1 ]; then
+      cp "/proc/$pid/maps" /tmp/hot.maps
+      if [ -r /sys/kernel/debug/lru_gen ]; then
+        ( while kill -0 "$pid" 2>/dev/null; do
+            read -r up _ < /proc/uptime; echo "@t $up"; cat /sys/kernel/debug/lru_gen; sleep 0.2
+          done > /tmp/lrugen.log ) &
+      fi
+    fi
     echo "@fill_mb $fill_mb" > /tmp/at-fill-mb
     numactl --membind=0 numa02-like --mb "$fill_mb" --threads 1 --seconds "$fill_s" > /tmp/fill.out 2>&1 &
     filler=$!  # numactl execs numa02-like: the same pid
@@ -300,6 +325,15 @@ if [ "${TRACE:-0}" = 1 ]; then
        /<stack trace>/ { if (last) { print; instack = 1 }; next }
        instack && /^ => / { print; next }
        { instack = 0; last = keep; if (keep) print; keep = 0 }' $T/trace | sed 's/^ *//' | head -n 600
+  echo "== trace: the hot program's NUMA scanning (task_numa_work, change_prot_numa, VMAs skipped)"
+  grep -E 'tier_scan|tier_cpn|sched_skip_vma_numa' $T/trace | grep -F "numa01-like-" | sed 's/^ *//' | head -n 5000
+  echo "== the hot program's VMAs at the filler's start"
+  cat /tmp/hot.maps 2>/dev/null
+  echo "== MGLRU's generations of node 0 from the filler's start (uptime s: seq/age ms/anon pages ...)"
+  awk '$1 == "@t" { if (line != "") print line; line = $2 ":"; node = -1; next }
+       $1 == "node" { node = $2; next }
+       node == 0 && NF >= 4 && $1 ~ /^[0-9]+$/ { line = line " " $1 "/" $2 "/" $3 }
+       END { if (line != "") print line }' /tmp/lrugen.log 2>/dev/null | head -n 600
 fi
 echo "== for the twin (scripts/vm/tiering-twin.sh)"
 cat /tmp/at-meminfo /tmp/at-time

@@ -146,6 +146,7 @@ impl World<'_> {
             let off = vma_offset(CHUNK);
             if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off, self.first_mark()) {
                 self.objects[obj].populate_huge(chunk, n);
+                self.lru_gen_add(obj, chunk * CHUNK, n, CHUNK, false);
                 self.node_used[n] += CHUNK;
                 self.after_alloc(n);
                 self.metrics.pgfault += 1;
@@ -173,6 +174,7 @@ impl World<'_> {
         match picked {
             Some(n) => {
                 self.objects[obj].populate_page(page, n);
+                self.lru_gen_add(obj, page, n, 1, false);
                 self.node_used[n] += 1;
                 self.after_alloc(n);
                 self.metrics.pgfault += 1;
@@ -229,7 +231,23 @@ impl World<'_> {
         dst: usize,
         nr: u64,
     ) -> f64 {
+        let referenced = self.lru_gen_del(obj, page, src, nr);
+        self.relocate_isolated(obj, page, src, dst, nr, referenced)
+    }
+
+    /// `relocate` for an entry already off `src`'s LRU (isolated by MGLRU's eviction),
+    /// put on `dst`'s with PG_referenced as given.
+    pub(crate) fn relocate_isolated(
+        &mut self,
+        obj: usize,
+        page: u64,
+        src: usize,
+        dst: usize,
+        nr: u64,
+        referenced: bool,
+    ) -> f64 {
         self.objects[obj].migrate(page, dst);
+        self.lru_gen_add(obj, page, dst, nr, referenced);
         self.node_used[src] -= nr;
         self.node_used[dst] += nr;
         if self.tiering.tiering_mode && self.tiering.toptier(src) != self.tiering.toptier(dst) {

@@ -60,6 +60,7 @@ impl World<'_> {
             }
         }
         self.sched.check().map_err(SimError::Invariant)?;
+        self.check_lru_gen().map_err(SimError::Invariant)?;
         for (t, th) in self.threads.iter().enumerate() {
             let on_rq = self.sched.tasks[t].cpu.is_some();
             if on_rq != (th.state == TState::Runnable) {

@@ -397,6 +397,7 @@ impl World<'_> {
             if self.obj_refs[o] == 0 {
                 ag.kernel.object_release(self, o);
                 let freed = self.objects[o].release();
+                self.lru_gen_release(o);
                 for (n, f) in freed.iter().enumerate() {
                     self.node_used[n] -= f;
                 }

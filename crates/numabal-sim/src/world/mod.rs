@@ -566,7 +566,7 @@ impl<'a> World<'a> {
             sys_ns: 0.0,
             migrate_ns: 0.0,
             wmark_high: wmark_high.clone(),
-            tiering: tiering::Tiering::new(m, &wmark_high, sc.sim.demotion_enabled),
+            tiering: tiering::Tiering::new(m, &wmark_high, &sc.sim),
             migrations: [0; NR_CAUSES],
             left_node_at: Vec::new(),
             node_moves: Vec::new(),

@@ -21,6 +21,8 @@
 //! balancing's tiering mode; otherwise none of this runs, and allocation fills a node to
 //! its last page as before (docs/model-notes.md, "Memory tiering").
 
+mod lru_gen;
+
 use super::*;
 use crate::memory::{CHUNK, PAGE_BYTES};
 use numabal_model::tiers::MemoryTiers;
@@ -70,6 +72,9 @@ pub struct TieringStats {
     /// Pages DAMOS moved down a tier (`migrate_cold`'s `sz_applied`, in pages).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub damos_demoted: u64,
+    /// MGLRU's aging walks (`sim.lru_gen`), over all nodes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lru_gen_walks: u64,
     /// The tiers at the end: `memory_tierN`, its nodes and the MiB in use on them.
     pub tiers: Vec<TierUse>,
 }
@@ -123,10 +128,16 @@ pub(crate) struct Tiering {
     demote: Vec<u64>,
     /// Per node: kswapd is awake.
     kswapd: Vec<bool>,
+    /// Per node: CPU ns kswapd's last work ran past its tick (MGLRU: an aging walk takes
+    /// several ticks, and kswapd does nothing else meanwhile).
+    kswapd_debt: Vec<f64>,
     /// Per node: the CLOCK hand, (object, chunk).
     hand: Vec<(usize, u64)>,
-    /// Per object, per chunk: when the hand last passed (ns).
+    /// Per object, per chunk: when the hand (or MGLRU's walk or look-around) last
+    /// cleared its young bits (ns).
     seen: Vec<Vec<u64>>,
+    /// MGLRU in place of the CLOCK (`sim.lru_gen`).
+    lru_gen: Option<lru_gen::LruGen>,
     /// Per tier: the most pages in use at a tick, and their sum over the ticks.
     peak: Vec<u64>,
     sum: Vec<f64>,
@@ -135,13 +146,17 @@ pub(crate) struct Tiering {
 }
 
 impl Tiering {
-    pub(crate) fn new(m: &Machine, wmark_high: &[u64], demotion_enabled: bool) -> Tiering {
+    pub(crate) fn new(
+        m: &Machine,
+        wmark_high: &[u64],
+        s: &numabal_model::scenario::SimSettings,
+    ) -> Tiering {
         let n = m.nr_nodes();
         // watermark_scale_factor = 10: a step of 0.1 % of the node between the marks.
         let step = |i: usize| m.node_usable_pages(i) / 1000;
         Tiering {
             tiers: m.memory_tiers(KernelVersion::NEWEST),
-            demotion_enabled,
+            demotion_enabled: s.demotion_enabled,
             tiering_mode: false,
             watermarks: false,
             min: (0..n)
@@ -153,8 +168,10 @@ impl Tiering {
             promo: (0..n).map(|i| wmark_high[i] + step(i)).collect(),
             demote: vec![0; n],
             kswapd: vec![false; n],
+            kswapd_debt: vec![0.0; n],
             hand: vec![(0, 0); n],
             seen: Vec::new(),
+            lru_gen: s.lru_gen.then(|| lru_gen::LruGen::new(n)),
             peak: Vec::new(),
             sum: Vec::new(),
             ticks: 0,
@@ -305,7 +322,8 @@ impl World<'_> {
         if !self.tiering.demotion_enabled {
             return 0.0;
         }
-        let (pages, ns, _) = self.demote_cold(node, SWAP_CLUSTER_MAX, f64::INFINITY);
+        let now = self.now;
+        let (pages, ns, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, false, now);
         self.tiering.stats.pgdemote_direct += pages;
         ns
     }
@@ -332,8 +350,23 @@ impl World<'_> {
                 .saturating_sub(self.free_pages(n))
                 .max(self.wmark_high[n])
                 .max(SWAP_CLUSTER_MAX);
-            let budget = self.tick_ns as f64;
-            let (pages, ns, hopeless) = self.demote_cold(n, want, budget);
+            let mut budget = self.tick_ns as f64;
+            let mut start = self.now;
+            if self.tiering.lru_gen.is_some() {
+                // The CLOCK's overrun (one chunk) is not carried; a walk's is.
+                let debt = &mut self.tiering.kswapd_debt[n];
+                let paid = debt.min(budget);
+                *debt -= paid;
+                budget -= paid;
+                start += paid as u64;
+                if budget <= 0.0 {
+                    continue;
+                }
+            }
+            let (pages, ns, hopeless) = self.reclaim(n, want, budget, true, start);
+            if self.tiering.lru_gen.is_some() {
+                self.tiering.kswapd_debt[n] = (ns - budget).max(0.0);
+            }
             self.tiering.stats.pgdemote_kswapd += pages;
             self.tiering.stats.kswapd_cpu_s += ns / 1e9;
             self.charge_kthread(n, ns);
@@ -386,6 +419,26 @@ impl World<'_> {
         for t in rq {
             self.steal_cpu(t, each);
         }
+    }
+
+    /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU, by kswapd or
+    /// direct reclaim, from time `start`: in MGLRU's order with `sim.lru_gen`, else the
+    /// CLOCK's.
+    fn reclaim(
+        &mut self,
+        n: usize,
+        want: u64,
+        budget: f64,
+        kswapd: bool,
+        start: u64,
+    ) -> (u64, f64, bool) {
+        if self.tiering.lru_gen.is_none() {
+            return self.demote_cold(n, want, budget);
+        }
+        if self.tiering.tiers.demotion[n].is_empty() {
+            return (0, 0.0, true);
+        }
+        self.evict_folios(n, want, budget, kswapd, start)
     }
 
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU: the CLOCK

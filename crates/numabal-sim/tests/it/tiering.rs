@@ -53,6 +53,29 @@ fn mode_2_promotes_the_hot_set_and_kswapd_demotes_the_cold_one() {
 }
 
 #[test]
+fn mglru_demotes_the_cold_process_and_keeps_every_page_on_its_lists() {
+    // sim.check_invariants: every node's generations hold exactly its pages, at each check.
+    let r = tiered("autonuma", &[MODE2, &["sim.lru_gen=true"]].concat());
+    let t = r.metrics.tiering.as_ref().expect("tiering on");
+    let mb = |name: &str| {
+        let p = r.processes.iter().find(|p| p.name == name).unwrap();
+        p.node_mb.clone()
+    };
+    assert!(t.lru_gen_walks > 0, "no aging walk: {t:?}");
+    assert!(mb("hot")[0] > 128.0, "hot: {:?}", mb("hot"));
+    assert!(mb("cold")[1] > 16.0, "cold: {:?}", mb("cold"));
+    assert!(t.pgdemote_kswapd > 0);
+    // Without it, the CLOCK demotes and no walk is counted.
+    let clock = tiered("autonuma", MODE2);
+    assert_eq!(clock.metrics.tiering.unwrap().lru_gen_walks, 0);
+    let again = tiered("autonuma", &[MODE2, &["sim.lru_gen=true"]].concat());
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        serde_json::to_string(&again).unwrap()
+    );
+}
+
+#[test]
 fn without_tiering_settings_nothing_demotes_and_no_tiering_counters_appear() {
     let r = tiered("autonuma", &[]);
     assert!(r.metrics.tiering.is_none());

@@ -1,0 +1,474 @@
+//! MGLRU, the multi-gen LRU (`CONFIG_LRU_GEN`, mm/vmscan.c): the order in which kswapd
+//! and direct reclaim pick the pages they demote on kernels that have it on (Debian's
+//! 6.12 and 7.2: `CONFIG_LRU_GEN_ENABLED=y`). `sim.lru_gen` turns it on; without it,
+//! reclaim is the CLOCK of `tiering.rs`.
+//!
+//! ```text
+//!   node n:   min_seq ... max_seq-2 | max_seq-1  max_seq     2 to 4 generations
+//!             evictable ────────────┘ └─ the two youngest, never evicted
+//!   first touch, migration arrival ──► max_seq-1
+//!   aging (try_to_inc_max_seq; kswapd with 3 or fewer generations left, direct reclaim
+//!   with 2): every page of the node is looked at; a young one that was young before
+//!   (PG_referenced) ──► max_seq, a young one seen for the first time ──► PG_referenced,
+//!   it stays; then max_seq + 1 (with 4 generations, min_seq folds into min_seq + 1)
+//!   eviction (evict_folios) from min_seq, chunk by chunk in the order they arrived,
+//!   each page checked by look-around:
+//!       young, PG_referenced ──► max_seq (activated)   young ──► PG_referenced, max_seq-1
+//!       not young ──► demoted (demote_folio_list)
+//!   min_seq's generation empty ──► min_seq + 1, while 2 generations remain
+//! ```
+//!
+//! The model keeps, per chunk and node, how many of its pages are in each generation with
+//! and without PG_referenced, not which ones: a chunk's pages share one access rate in the
+//! model, so they are alike to reclaim. A page leaving a node by a migration other than
+//! demotion is taken from the youngest generation (it is being used). Left out, as
+//! docs/model-notes.md ("MGLRU") says: the tiers and their PID controller (no refaults
+//! without swap), the Bloom filter, `min_ttl_ms`, memcgs, the file LRU, and look-around's
+//! exact window (the chunk stands for it).
+
+use super::super::*;
+use crate::memory::CHUNK;
+use std::collections::VecDeque;
+
+/// `MAX_NR_GENS`.
+const MAX_NR_GENS: u64 = 4;
+/// `MIN_NR_GENS`: the youngest two are never evicted.
+const MIN_NR_GENS: u64 = 2;
+/// Walks one reclaim call may start: one per priority round (`DEF_PRIORITY` rounds, each
+/// of which ages at most once, `get_nr_to_scan`).
+const MAX_WALKS_PER_CALL: u32 = 12;
+/// PTEs per cache line: the walk reads a page table a line at a time.
+const PTES_PER_LINE: u64 = 8;
+
+/// One node's generations (`struct lru_gen_folio`).
+#[derive(Debug, Clone)]
+struct Lrugen {
+    max_seq: u64,
+    min_seq: u64,
+    /// Per generation (`seq % MAX_NR_GENS`): the chunks with pages in it, oldest first.
+    lists: [VecDeque<(usize, u64)>; MAX_NR_GENS as usize],
+}
+
+impl Lrugen {
+    /// `lru_gen_init_lruvec`: `max_seq = MIN_NR_GENS + 1`, `min_seq = 0`.
+    fn new() -> Lrugen {
+        Lrugen {
+            max_seq: MIN_NR_GENS + 1,
+            min_seq: 0,
+            lists: Default::default(),
+        }
+    }
+
+    fn nr_gens(&self) -> u64 {
+        self.max_seq - self.min_seq + 1
+    }
+}
+
+fn slot(seq: u64) -> usize {
+    (seq % MAX_NR_GENS) as usize
+}
+
+/// A chunk's pages on one node: per generation slot, without and with PG_referenced.
+#[derive(Debug, Clone, Copy, Default)]
+struct ChunkGens {
+    pages: [[u16; 2]; MAX_NR_GENS as usize],
+    /// Slots whose list holds this chunk (one bit each).
+    listed: u8,
+}
+
+/// The multi-gen LRU of every node.
+#[derive(Debug, Clone)]
+pub(crate) struct LruGen {
+    nodes: Vec<Lrugen>,
+    /// Per object: per chunk and node (`c * nr_nodes + n`).
+    chunks: Vec<Vec<ChunkGens>>,
+    nr_nodes: usize,
+    /// The time the reclaim call under way has reached (ns): it starts at the caller's
+    /// time and advances by the CPU time of each walk and chunk, so a walk right after
+    /// another sees the accesses made while the first ran, not none.
+    clock: u64,
+}
+
+impl LruGen {
+    pub(crate) fn new(nr_nodes: usize) -> LruGen {
+        LruGen {
+            nodes: vec![Lrugen::new(); nr_nodes],
+            chunks: Vec::new(),
+            nr_nodes,
+            clock: 0,
+        }
+    }
+
+    fn gens(&mut self, obj: usize, c: u64, n: usize) -> &mut ChunkGens {
+        if self.chunks.len() <= obj {
+            self.chunks.resize(obj + 1, Vec::new());
+        }
+        let i = c as usize * self.nr_nodes + n;
+        let v = &mut self.chunks[obj];
+        if v.len() <= i {
+            v.resize((c as usize + 1) * self.nr_nodes, ChunkGens::default());
+        }
+        &mut v[i]
+    }
+
+    /// Add `nr` pages of chunk `c` on node `n` to generation `seq`.
+    fn put(&mut self, obj: usize, c: u64, n: usize, seq: u64, referenced: bool, nr: u64) {
+        let s = slot(seq);
+        let g = self.gens(obj, c, n);
+        g.pages[s][referenced as usize] += nr as u16;
+        if g.listed & (1 << s) == 0 {
+            g.listed |= 1 << s;
+            self.nodes[n].lists[s].push_back((obj, c));
+        }
+    }
+
+    /// `lru_gen_add_folio` for a page just faulted in or migrated here: `max_seq - 1`.
+    fn add(&mut self, obj: usize, c: u64, n: usize, referenced: bool, nr: u64) {
+        let seq = self.nodes[n].max_seq - 1;
+        self.put(obj, c, n, seq, referenced, nr);
+    }
+
+    /// Take `nr` pages of chunk `c` off node `n`'s lists, youngest first; whether they had
+    /// PG_referenced.
+    fn del(&mut self, obj: usize, c: u64, n: usize, mut nr: u64) -> bool {
+        let (min, max) = (self.nodes[n].min_seq, self.nodes[n].max_seq);
+        let g = self.gens(obj, c, n);
+        let mut referenced = false;
+        for seq in (min..=max).rev() {
+            for r in [1, 0] {
+                let have = &mut g.pages[slot(seq)][r];
+                let take = (*have as u64).min(nr);
+                *have -= take as u16;
+                nr -= take;
+                referenced |= take > 0 && r == 1;
+            }
+        }
+        debug_assert_eq!(nr, 0, "pages missing from the LRU of node {n}");
+        referenced
+    }
+
+    /// Pages of chunk `c` on node `n` the lists hold.
+    fn pages_of(&self, obj: usize, c: u64, n: usize) -> u64 {
+        let i = c as usize * self.nr_nodes + n;
+        self.chunks.get(obj).and_then(|v| v.get(i)).map_or(0, |g| {
+            g.pages.iter().flatten().map(|&p| p as u64).sum::<u64>()
+        })
+    }
+}
+
+impl World<'_> {
+    /// A page (or THP) of `nr` base pages was faulted in or migrated to node `n`.
+    pub(crate) fn lru_gen_add(&mut self, obj: usize, page: u64, n: usize, nr: u64, r: bool) {
+        if let Some(l) = &mut self.tiering.lru_gen {
+            l.add(obj, page / CHUNK, n, r, nr);
+        }
+    }
+
+    /// A page (or THP) of `nr` base pages leaves node `n` (not by eviction): whether it
+    /// had PG_referenced, which migration keeps (`folio_migrate_flags`).
+    pub(crate) fn lru_gen_del(&mut self, obj: usize, page: u64, n: usize, nr: u64) -> bool {
+        match &mut self.tiering.lru_gen {
+            Some(l) => l.del(obj, page / CHUNK, n, nr),
+            None => false,
+        }
+    }
+
+    /// Object `obj`'s pages were freed.
+    pub(crate) fn lru_gen_release(&mut self, obj: usize) {
+        if let Some(v) = self
+            .tiering
+            .lru_gen
+            .as_mut()
+            .and_then(|l| l.chunks.get_mut(obj))
+        {
+            v.clear();
+        }
+    }
+
+    /// Invariant: the lists hold exactly the pages of every node.
+    pub(crate) fn check_lru_gen(&self) -> Result<(), String> {
+        let Some(l) = &self.tiering.lru_gen else {
+            return Ok(());
+        };
+        for (obj, o) in self.objects.iter().enumerate() {
+            for c in 0..o.chunks() {
+                for (n, &p) in o.chunk_hist(c).iter().enumerate() {
+                    let listed = l.pages_of(obj, c, n);
+                    if listed != p as u64 {
+                        return Err(format!(
+                            "object {obj} chunk {c}: node {n} holds {p} pages, its LRU {listed}"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `evict_folios` with aging as `should_run_aging` asks (`kswapd`: with 3 generations
+    /// or fewer, else with 2): demote up to `want` pages of node `n` within `budget` ns,
+    /// starting at time `start`. Returns (pages demoted, ns, hopeless: no target had room,
+    /// or aging found nothing).
+    pub(super) fn evict_folios(
+        &mut self,
+        n: usize,
+        want: u64,
+        budget: f64,
+        kswapd: bool,
+        start: u64,
+    ) -> (u64, f64, bool) {
+        let (mut done, mut ns, mut walks) = (0u64, 0.0, 0u32);
+        while done < want && ns < budget {
+            self.lru_mut().clock = start + self.host_wall(ns) as u64;
+            self.try_to_inc_min_seq(n);
+            let lg = &self.lru().nodes[n];
+            let aging_at = if kswapd { 3 } else { MIN_NR_GENS };
+            if lg.nr_gens() <= aging_at {
+                if walks == MAX_WALKS_PER_CALL {
+                    return (done, ns, true);
+                }
+                walks += 1;
+                ns += self.try_to_inc_max_seq(n);
+                continue;
+            }
+            let s = slot(lg.min_seq);
+            let Some((obj, c)) = self.lru_mut().nodes[n].lists[s].pop_front() else {
+                continue;
+            };
+            let g = self.lru_mut().gens(obj, c, n);
+            if g.listed & (1 << s) == 0 {
+                continue; // a stale entry (the chunk was freed and faulted in again)
+            }
+            g.listed &= !(1 << s);
+            if g.pages[s] == [0, 0] {
+                continue;
+            }
+            let (d, spent, stop) = self.evict_chunk(n, obj, c, want - done);
+            done += d;
+            ns += spent;
+            if stop {
+                return (done, ns, true);
+            }
+        }
+        (done, ns, false)
+    }
+
+    /// `try_to_inc_min_seq`: an empty oldest generation is dropped while more than
+    /// `MIN_NR_GENS` remain.
+    fn try_to_inc_min_seq(&mut self, n: usize) {
+        let l = self.lru_mut();
+        while l.nodes[n].nr_gens() > MIN_NR_GENS {
+            let s = slot(l.nodes[n].min_seq);
+            while let Some(&(obj, c)) = l.nodes[n].lists[s].front() {
+                let g = l.gens(obj, c, n);
+                if g.listed & (1 << s) != 0 && g.pages[s] != [0, 0] {
+                    return;
+                }
+                g.listed &= !(1 << s);
+                l.nodes[n].lists[s].pop_front();
+            }
+            l.nodes[n].min_seq += 1;
+        }
+    }
+
+    /// The pages of chunk `c` in node `n`'s oldest generation, each checked by
+    /// look-around (`lru_gen_look_around`, `folio_check_references`): kept if young since
+    /// its young bits were last cleared, else demoted. Returns (pages demoted, ns, no
+    /// target had room). Pages left when `want` is met stay, first in line.
+    fn evict_chunk(&mut self, n: usize, obj: usize, c: u64, want: u64) -> (u64, f64, bool) {
+        use rand::RngExt;
+        let now = self.lru().clock;
+        let dt = now.saturating_sub(self.chunk_seen(obj, c)) as f64;
+        let rate = self.page_access_rate(obj, c * CHUNK);
+        let visit_ns = self.machine.spec.costs.pte_update_ns;
+        let o = &self.objects[obj];
+        let (first, len) = (c * CHUNK, o.chunk_len(c));
+        let huge = o.is_huge(c);
+        let nr = if huge { len } else { 1 };
+        let mut heads: VecDeque<u64> = (first..first + len)
+            .step_by(nr as usize)
+            .filter(|&p| o.node_of(p) == Some(n))
+            .collect();
+        let (min, max) = (self.lru().nodes[n].min_seq, self.lru().nodes[n].max_seq);
+        let p_young = 1.0 - (-rate * nr as f64 * dt).exp();
+        let (mut done, mut ns, mut stop) = (0u64, visit_ns, false);
+        'refs: for r in [false, true] {
+            loop {
+                let g = self.lru_mut().gens(obj, c, n);
+                if g.pages[slot(min)][r as usize] < nr as u16 {
+                    break;
+                }
+                if done >= want {
+                    break 'refs;
+                }
+                g.pages[slot(min)][r as usize] -= nr as u16;
+                ns += visit_ns;
+                if self.rng.random::<f64>() < p_young {
+                    // Young: kept, activated if it was young before.
+                    let seq = if r { max } else { max - 1 };
+                    self.lru_mut().put(obj, c, n, seq, true, nr);
+                    continue;
+                }
+                let target = self.demotion_target(n, nr);
+                let (Some(dst), Some(head)) = (target, heads.pop_front()) else {
+                    self.metrics.pgmigrate_fail += nr * target.is_none() as u64;
+                    self.lru_mut().gens(obj, c, n).pages[slot(min)][r as usize] += nr as u16;
+                    stop = target.is_none();
+                    break 'refs;
+                };
+                ns += self.relocate_isolated(obj, head, n, dst, nr, r);
+                self.series.demoted(n, nr);
+                done += nr;
+            }
+        }
+        let l = self.lru_mut();
+        let g = l.gens(obj, c, n);
+        if g.pages[slot(min)].iter().any(|&p| p > 0) && g.listed & (1 << slot(min)) == 0 {
+            g.listed |= 1 << slot(min);
+            l.nodes[n].lists[slot(min)].push_front((obj, c));
+        }
+        self.set_chunk_seen(obj, c, now);
+        (done, ns, stop)
+    }
+
+    /// `try_to_inc_max_seq`: the aging walk over node `n`'s pages (`walk_mm`), then a new
+    /// generation (`inc_max_seq`). Returns the ns of CPU it took: `pte_update_ns` per
+    /// cache line of entries read (8 PTEs of base pages; a THP's PMD).
+    fn try_to_inc_max_seq(&mut self, n: usize) -> f64 {
+        let visit_ns = self.machine.spec.costs.pte_update_ns;
+        let mut ns = 0.0;
+        for obj in 0..self.objects.len() {
+            for c in 0..self.objects[obj].chunks() {
+                let o = &self.objects[obj];
+                if o.chunk_hist(c)[n] > 0 {
+                    let entries = if o.is_huge(c) { 1 } else { o.chunk_len(c) };
+                    ns += entries.div_ceil(PTES_PER_LINE) as f64 * visit_ns;
+                    self.walk_chunk(n, obj, c);
+                }
+            }
+        }
+        self.tiering.stats.lru_gen_walks += 1;
+        let l = self.lru_mut();
+        if l.nodes[n].nr_gens() == MAX_NR_GENS {
+            l.inc_min_seq(n);
+        }
+        l.nodes[n].max_seq += 1;
+        ns
+    }
+
+    /// One chunk of the walk (`walk_pte_range`, `walk_pmd_range_locked` for a THP, then
+    /// `folio_update_gen`): each entry young since its young bits were last cleared moves
+    /// to `max_seq` if it has PG_referenced, else gets it.
+    fn walk_chunk(&mut self, n: usize, obj: usize, c: u64) {
+        use rand::RngExt;
+        let now = self.lru().clock;
+        let dt = now.saturating_sub(self.chunk_seen(obj, c)) as f64;
+        let rate = self.page_access_rate(obj, c * CHUNK);
+        let o = &self.objects[obj];
+        let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
+        let p_young = 1.0 - (-rate * nr as f64 * dt).exp();
+        let (min, max) = (self.lru().nodes[n].min_seq, self.lru().nodes[n].max_seq);
+        // Decided on the counts as the walk found them: a page moved to max_seq is not
+        // looked at twice.
+        let found = self.lru_mut().gens(obj, c, n).pages;
+        for seq in min..=max {
+            for r in [false, true] {
+                let entries = found[slot(seq)][r as usize] as u64 / nr;
+                let y = (0..entries)
+                    .filter(|_| self.rng.random::<f64>() < p_young)
+                    .count() as u64;
+                if y == 0 {
+                    continue;
+                }
+                self.lru_mut().gens(obj, c, n).pages[slot(seq)][r as usize] -= (y * nr) as u16;
+                let to = if r { max } else { seq };
+                self.lru_mut().put(obj, c, n, to, true, y * nr);
+            }
+        }
+        self.set_chunk_seen(obj, c, now);
+    }
+
+    fn lru(&self) -> &LruGen {
+        self.tiering.lru_gen.as_ref().expect("MGLRU on")
+    }
+
+    fn lru_mut(&mut self) -> &mut LruGen {
+        self.tiering.lru_gen.as_mut().expect("MGLRU on")
+    }
+}
+
+impl LruGen {
+    /// `inc_min_seq`: the oldest generation's pages join the next one, ahead of its own
+    /// (evicted first, "prevent cold/hot inversion"); the kernel moves them from the old
+    /// list's tail to the new one's, which reverses their order.
+    fn inc_min_seq(&mut self, n: usize) {
+        let min = self.nodes[n].min_seq;
+        let from = slot(min);
+        let list = std::mem::take(&mut self.nodes[n].lists[from]);
+        for (obj, c) in list {
+            let g = self.gens(obj, c, n);
+            if g.listed & (1 << from) == 0 {
+                continue;
+            }
+            g.listed &= !(1 << from);
+            let moved = std::mem::take(&mut g.pages[from]);
+            let to = slot(min + 1);
+            for (r, &p) in moved.iter().enumerate() {
+                g.pages[to][r] += p;
+            }
+            if moved != [0, 0] && g.listed & (1 << to) == 0 {
+                g.listed |= 1 << to;
+                self.nodes[n].lists[to].push_front((obj, c));
+            }
+        }
+        self.nodes[n].min_seq += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Chunks of object 0 on node 0's list of generation `seq`, in eviction order.
+    fn order(l: &LruGen, seq: u64) -> Vec<u64> {
+        let s = slot(seq);
+        l.nodes[0].lists[s]
+            .iter()
+            .filter(|&&(o, c)| l.chunks[o][c as usize].listed & (1 << s) != 0)
+            .map(|&(_, c)| c)
+            .collect()
+    }
+
+    #[test]
+    fn pages_enter_max_seq_minus_one_and_leave_youngest_first() {
+        let mut l = LruGen::new(1);
+        l.add(0, 0, 0, false, 10);
+        assert_eq!(l.nodes[0].max_seq, 3);
+        assert_eq!(l.chunks[0][0].pages[slot(2)], [10, 0]);
+        l.put(0, 0, 0, 3, true, 4);
+        // A migration takes from max_seq first (PG_referenced there), then max_seq - 1.
+        assert!(l.del(0, 0, 0, 6));
+        assert_eq!(l.chunks[0][0].pages[slot(3)], [0, 0]);
+        assert_eq!(l.chunks[0][0].pages[slot(2)], [8, 0]);
+        assert!(!l.del(0, 0, 0, 8));
+        assert_eq!(l.pages_of(0, 0, 0), 0);
+    }
+
+    #[test]
+    fn inc_min_seq_puts_the_oldest_generation_first_in_reverse_order() {
+        let mut l = LruGen::new(1);
+        // Generation 0 holds chunks 1, 2, 3 (oldest first); generation 1 holds chunk 9.
+        for c in [1, 2, 3] {
+            l.put(0, c, 0, 0, false, 1);
+        }
+        l.put(0, 9, 0, 1, true, 1);
+        l.inc_min_seq(0);
+        assert_eq!(l.nodes[0].min_seq, 1);
+        // As list_move_tail from the old list's tail leaves them: the newest of the folded
+        // chunks is evicted first, and all of them before generation 1's own.
+        assert_eq!(order(&l, 1), vec![3, 2, 1, 9]);
+        assert_eq!(l.chunks[0][3].pages[slot(1)], [1, 0]);
+        assert_eq!(l.chunks[0][9].pages[slot(1)], [0, 1]);
+        assert!(order(&l, 0).is_empty());
+    }
+}
