@@ -2,8 +2,8 @@
 # Builds the initramfs of one QEMU guest scenario (docs/vm-tests.md):
 #   target/vm/initrd-NAME.gz   (gzipped newc cpio)
 # with static busybox and its applet links, the project's release binaries (numabal,
-# numa01-like, numa02-like, numa-costs, twin-sample, placement; debug info stripped when `strip`
-# exists), numactl, numastat,
+# numa01-like, numa02-like, numa-costs, twin-sample, placement, spawner, page-flags; debug
+# info stripped when `strip` exists), numactl, numastat,
 # migratepages, perf (the real binary, also when /usr/bin/perf is Debian's wrapper script),
 # every shared library `ldd` names for them, the scenario as /scenario.sh, and an /init
 # that mounts proc, sysfs, devtmpfs, /tmp, cgroup2, runs the scenario between markers and
@@ -39,7 +39,7 @@ mkdir -p "$out_dir"
 
 # --- what goes in ----------------------------------------------------------------------
 project_bins=()
-for b in numabal numa01-like numa02-like numa-costs twin-sample placement spawner; do
+for b in numabal numa01-like numa02-like numa-costs twin-sample placement spawner page-flags; do
   p=$repo/target/release/$b
   [ -x "$p" ] || die "$p is missing: cargo build --release --locked -p numabal-cli -p numabal-testprogs"
   project_bins+=("$p")

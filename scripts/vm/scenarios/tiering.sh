@@ -45,7 +45,10 @@
 # protects with the pages it returns (kprobes), each VMA it skips and why
 # (sched_skip_vma_numa, 6.7+), and its VMAs (/proc/PID/maps, at the filler's start);
 # and from the filler's start, every 0.2 s, MGLRU's generations of node 0
-# (debugfs lru_gen: each generation's seq, age in ms and anonymous pages).
+# (debugfs lru_gen: each generation's seq, age in ms and anonymous pages); and the page
+# flags of the hot program's buffer at the filler's start and 10 s later (page-flags);
+# TRACE=2 adds them right after the buffer's move to the slow node (a process run in the
+# writers' first seconds, which may change where the balancer puts them).
 
 start=${START:-mem-node}
 case $start in mem-node|preferred) ;; *) echo "FAIL: START must be mem-node or preferred"; exit 1 ;; esac
@@ -204,7 +207,7 @@ for n in $nodes; do
 done > /tmp/at-meminfo
 
 T=/sys/kernel/tracing
-if [ "${TRACE:-0}" = 1 ]; then
+if [ "${TRACE:-0}" -ge 1 ]; then
   mount -t tracefs nodev $T 2>/dev/null || true
   echo 4096 > $T/buffer_size_kb
   for e in sched/sched_wakeup_new sched/sched_migrate_task sched/sched_move_numa \
@@ -229,6 +232,13 @@ if [ "${TRACE:-0}" = 1 ]; then
       echo "r:tier_cpn_ret change_prot_numa pages=\$retval:s64" >> $T/kprobe_events &&
       echo 1 > $T/events/kprobes/tier_cpn/enable && echo 1 > $T/events/kprobes/tier_cpn_ret/enable
   fi
+  # MGLRU's aging, with who asked for it (kswapd or an allocation's direct reclaim).
+  for fn in inc_max_seq try_to_inc_max_seq; do
+    grep -q " $fn\$" /proc/kallsyms || continue
+    echo "p:tier_age_$fn $fn" >> $T/kprobe_events &&
+      echo 1 > "$T/events/kprobes/tier_age_$fn/enable" &&
+      echo "stacktrace 5" > "$T/events/kprobes/tier_age_$fn/trigger"
+  done
   echo 1 > $T/tracing_on
 fi
 
@@ -258,6 +268,9 @@ case $first in
 esac
 pid=${first#* pid=}
 pid=${pid%% *}
+# The buffer's flags as placed (moved to the slow node, not yet promoted): a diagnostic
+# that runs a process in the writers' first seconds, so only with TRACE=2.
+[ "${TRACE:-0}" = 2 ] && page-flags "$pid" --tag placed > /tmp/hot.flags 2>&1
 # The writers' first QUIET_S seconds without a process of the scenario's: the shell waits
 # on the FIFO (the next line comes at the end of the run).
 IFS= read -t "$quiet_s" -r more <&3 && echo "$more" >> /tmp/hot.out
@@ -277,6 +290,9 @@ while kill -0 "$pid" 2>/dev/null; do
   now_cs
   elapsed=$(( (NOW - t1) / 100 ))
   sample "+${elapsed}s (+$(secs $((NOW - t0))) s)" "$pid" "$filler"
+  if [ "${TRACE:-0}" -ge 1 ] && [ -n "$filler" ] && [ -z "${flags_after:-}" ] && [ "$elapsed" -ge $((fill_at + 10)) ]; then
+    page-flags "$pid" --tag after_reclaim >> /tmp/hot.flags 2>&1; flags_after=1
+  fi
   if [ -z "$filler" ] && [ "$elapsed" -ge "$fill_at" ] && kill -0 "$pid" 2>/dev/null; then
     # --- 2. pressure on node 0 ----------------------------------------------------------
     snap /tmp/c2
@@ -284,8 +300,9 @@ while kill -0 "$pid" 2>/dev/null; do
     free0=$(awk '$3 == "MemFree:" { print int($4 / 1024) }' "$sysnode/node0/meminfo")
     fill_mb=$((free0 + fill_extra))
     echo "@time filler_started $(since)" >> /tmp/at-time
-    if [ "${TRACE:-0}" = 1 ]; then
+    if [ "${TRACE:-0}" -ge 1 ]; then
       cp "/proc/$pid/maps" /tmp/hot.maps
+      page-flags "$pid" --tag before_filler >> /tmp/hot.flags 2>&1
       if [ -r /sys/kernel/debug/lru_gen ]; then
         ( while kill -0 "$pid" 2>/dev/null; do
             read -r up _ < /proc/uptime; echo "@t $up"; cat /sys/kernel/debug/lru_gen; sleep 0.2
@@ -295,6 +312,9 @@ while kill -0 "$pid" 2>/dev/null; do
     echo "@fill_mb $fill_mb" > /tmp/at-fill-mb
     numactl --membind=0 numa02-like --mb "$fill_mb" --threads 1 --seconds "$fill_s" > /tmp/fill.out 2>&1 &
     filler=$!  # numactl execs numa02-like: the same pid
+    if [ "${TRACE:-0}" = 2 ]; then  # the filler's first-touched pages, before reclaim
+      sleep 2; page-flags "$filler" --tag filler_2s >> /tmp/hot.flags 2>&1
+    fi
     echo "== 2. numactl --membind=0 numa02-like --mb $fill_mb --threads 1 --seconds $fill_s (node 0 free: $free0 MiB)"
   fi
 done
@@ -317,7 +337,7 @@ pernode_vmstat
 meminfo "after"
 echo "== dmesg: OOM and warnings"
 dmesg | grep -iE 'oom|killed process|warning|bug:' | tail -n 20 | sed 's/^/  /'
-if [ "${TRACE:-0}" = 1 ]; then
+if [ "${TRACE:-0}" -ge 1 ]; then
   echo 0 > $T/tracing_on
   echo "== trace: the workloads' threads (new-thread placement, moves between CPUs, NUMA decisions)"
   # Each event of the workloads' threads, and each stopper request with its stack.
@@ -327,6 +347,11 @@ if [ "${TRACE:-0}" = 1 ]; then
        { instack = 0; last = keep; if (keep) print; keep = 0 }' $T/trace | sed 's/^ *//' | head -n 600
   echo "== trace: the hot program's NUMA scanning (task_numa_work, change_prot_numa, VMAs skipped)"
   grep -E 'tier_scan|tier_cpn|sched_skip_vma_numa' $T/trace | grep -F "numa01-like-" | sed 's/^ *//' | head -n 5000
+  echo "== trace: MGLRU's aging (inc_max_seq / try_to_inc_max_seq, with the caller's stack)"
+  awk '/tier_age_/ { keep = 1; print; next } keep && /^ => / { print; next } { keep = 0 }' $T/trace |
+    sed 's/^ *//' | head -n 400
+  echo "== the hot program's page flags (page-flags: pages present referenced active lru thp huge_heads)"
+  cat /tmp/hot.flags 2>/dev/null
   echo "== the hot program's VMAs at the filler's start"
   cat /tmp/hot.maps 2>/dev/null
   echo "== MGLRU's generations of node 0 from the filler's start (uptime s: seq/age ms/anon pages ...)"

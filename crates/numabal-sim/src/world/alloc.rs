@@ -146,7 +146,7 @@ impl World<'_> {
             let off = vma_offset(CHUNK);
             if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off, self.first_mark()) {
                 self.objects[obj].populate_huge(chunk, n);
-                self.lru_gen_add(obj, chunk * CHUNK, n, CHUNK, false);
+                self.lru_gen_add(obj, chunk * CHUNK, n, CHUNK, true);
                 self.node_used[n] += CHUNK;
                 self.after_alloc(n);
                 self.metrics.pgfault += 1;
@@ -174,7 +174,7 @@ impl World<'_> {
         match picked {
             Some(n) => {
                 self.objects[obj].populate_page(page, n);
-                self.lru_gen_add(obj, page, n, 1, false);
+                self.lru_gen_add(obj, page, n, 1, true);
                 self.node_used[n] += 1;
                 self.after_alloc(n);
                 self.metrics.pgfault += 1;

@@ -486,7 +486,7 @@ impl World<'_> {
         let now = self.now;
         let seen = self.chunk_seen(obj, c);
         let dt = now.saturating_sub(seen) as f64;
-        let rate = self.page_access_rate(obj, c * CHUNK);
+        let rate = self.chunk_access_rate(obj, c, n);
         let o = &self.objects[obj];
         let huge = o.is_huge(c);
         let (first, len) = (c * CHUNK, o.chunk_len(c));
@@ -559,6 +559,18 @@ impl World<'_> {
             seen[obj].resize(chunks, 0);
         }
         seen[obj][c as usize] = t;
+    }
+
+    /// Accesses per ns to each page of chunk `c` of object `obj` on node `n`: the rate at
+    /// its first page there (the chunk's pages share one rate in reclaim's view; the
+    /// first page of the object's chunk may lie outside every access range, as the head
+    /// of a malloc'd buffer that is not 2 MiB-aligned does).
+    fn chunk_access_rate(&self, obj: usize, c: u64, n: usize) -> f64 {
+        let o = &self.objects[obj];
+        let first = c * CHUNK;
+        (first..first + o.chunk_len(c))
+            .find(|&p| o.node_of(p) == Some(n))
+            .map_or(0.0, |p| self.page_access_rate(obj, p))
     }
 
     /// Accesses per ns to the 4 KiB page `page` of object `obj` by the threads now in an

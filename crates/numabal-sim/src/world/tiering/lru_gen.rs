@@ -45,8 +45,14 @@ const PTES_PER_LINE: u64 = 8;
 struct Lrugen {
     max_seq: u64,
     min_seq: u64,
-    /// Per generation (`seq % MAX_NR_GENS`): the chunks with pages in it, oldest first.
+    /// Per generation (`seq % MAX_NR_GENS`): the chunks on its list, evicted first at the
+    /// front (the kernel's tail). A chunk is on the list of the generation its pages were
+    /// in when they last moved there by list; the aging walk changes a page's generation
+    /// without moving it (`folio_update_gen`), and eviction or `inc_min_seq` moves it
+    /// later, as `sort_folio` and `inc_min_seq` do.
     lists: [VecDeque<(usize, u64)>; MAX_NR_GENS as usize],
+    /// Per generation: its pages (`nr_pages`).
+    nr_pages: [u64; MAX_NR_GENS as usize],
 }
 
 impl Lrugen {
@@ -56,6 +62,7 @@ impl Lrugen {
             max_seq: MIN_NR_GENS + 1,
             min_seq: 0,
             lists: Default::default(),
+            nr_pages: [0; MAX_NR_GENS as usize],
         }
     }
 
@@ -72,7 +79,8 @@ fn slot(seq: u64) -> usize {
 #[derive(Debug, Clone, Copy, Default)]
 struct ChunkGens {
     pages: [[u16; 2]; MAX_NR_GENS as usize],
-    /// Slots whose list holds this chunk (one bit each).
+    /// Slots whose list holds this chunk (one bit each). Pages in a slot without its bit
+    /// moved there by the walk and still sit on one of the chunk's lists.
     listed: u8,
 }
 
@@ -111,15 +119,74 @@ impl LruGen {
         &mut v[i]
     }
 
-    /// Add `nr` pages of chunk `c` on node `n` to generation `seq`.
+    /// Add `nr` pages of chunk `c` on node `n` to generation `seq`, the chunk onto that
+    /// generation's list (last to be evicted: `list_add`) unless it is on it.
     fn put(&mut self, obj: usize, c: u64, n: usize, seq: u64, referenced: bool, nr: u64) {
+        self.put_lazy(obj, c, n, seq, referenced, nr);
+        self.link(obj, c, n, slot(seq), false);
+    }
+
+    /// Add `nr` pages of chunk `c` on node `n` to generation `seq` without moving the
+    /// chunk between lists (the aging walk's `folio_update_gen`).
+    fn put_lazy(&mut self, obj: usize, c: u64, n: usize, seq: u64, referenced: bool, nr: u64) {
         let s = slot(seq);
+        self.gens(obj, c, n).pages[s][referenced as usize] += nr as u16;
+        self.nodes[n].nr_pages[s] += nr;
+    }
+
+    /// Take `nr` pages of chunk `c` on node `n` out of generation slot `s`.
+    fn take(&mut self, obj: usize, c: u64, n: usize, s: usize, referenced: bool, nr: u64) {
+        self.gens(obj, c, n).pages[s][referenced as usize] -= nr as u16;
+        self.nodes[n].nr_pages[s] -= nr;
+    }
+
+    /// Put chunk `c` on node `n`'s list of slot `s` unless it is on it: at the front (the
+    /// kernel's tail, evicted first: `list_move_tail`) or at the back (`list_move`).
+    fn link(&mut self, obj: usize, c: u64, n: usize, s: usize, front: bool) {
         let g = self.gens(obj, c, n);
-        g.pages[s][referenced as usize] += nr as u16;
-        if g.listed & (1 << s) == 0 {
-            g.listed |= 1 << s;
-            self.nodes[n].lists[s].push_back((obj, c));
+        if g.listed & (1 << s) != 0 {
+            return;
         }
+        g.listed |= 1 << s;
+        let list = &mut self.nodes[n].lists[s];
+        if front {
+            list.push_front((obj, c));
+        } else {
+            list.push_back((obj, c));
+        }
+    }
+
+    /// Chunk `c` was taken off the list of slot `off`: its pages whose generation the
+    /// walk changed go onto their generation's list (`sort_folio`'s `list_move`;
+    /// `inc_min_seq`'s `list_move_tail` with `front`).
+    /// Returns the pages moved.
+    fn sort(&mut self, obj: usize, c: u64, n: usize, off: usize, front: bool) -> u64 {
+        let g = *self.gens(obj, c, n);
+        let mut moved = 0;
+        for s in (0..MAX_NR_GENS as usize).filter(|&s| s != off) {
+            if g.pages[s] != [0, 0] && g.listed & (1 << s) == 0 {
+                self.link(obj, c, n, s, front);
+                moved += (g.pages[s][0] + g.pages[s][1]) as u64;
+            }
+        }
+        moved
+    }
+
+    /// Whether the entry of chunk `c` on node `n`'s list of slot `s` holds pages: its own
+    /// generation's, or those the walk moved from it. An entry that holds none is dropped
+    /// (its bit cleared).
+    fn holds(&mut self, obj: usize, c: u64, n: usize, s: usize) -> bool {
+        let g = self.gens(obj, c, n);
+        if g.listed & (1 << s) == 0 {
+            return false;
+        }
+        let unlisted = (0..MAX_NR_GENS as usize)
+            .any(|t| t != s && g.listed & (1 << t) == 0 && g.pages[t] != [0, 0]);
+        if g.pages[s] == [0, 0] && !unlisted {
+            g.listed &= !(1 << s);
+            return false;
+        }
+        true
     }
 
     /// `lru_gen_add_folio` for a page just faulted in or migrated here: `max_seq - 1`.
@@ -132,15 +199,16 @@ impl LruGen {
     /// PG_referenced.
     fn del(&mut self, obj: usize, c: u64, n: usize, mut nr: u64) -> bool {
         let (min, max) = (self.nodes[n].min_seq, self.nodes[n].max_seq);
-        let g = self.gens(obj, c, n);
         let mut referenced = false;
         for seq in (min..=max).rev() {
-            for r in [1, 0] {
-                let have = &mut g.pages[slot(seq)][r];
-                let take = (*have as u64).min(nr);
-                *have -= take as u16;
-                nr -= take;
-                referenced |= take > 0 && r == 1;
+            for r in [true, false] {
+                let have = self.gens(obj, c, n).pages[slot(seq)][r as usize] as u64;
+                let take = have.min(nr);
+                if take > 0 {
+                    self.take(obj, c, n, slot(seq), r, take);
+                    nr -= take;
+                    referenced |= r;
+                }
             }
         }
         debug_assert_eq!(nr, 0, "pages missing from the LRU of node {n}");
@@ -175,21 +243,40 @@ impl World<'_> {
 
     /// Object `obj`'s pages were freed.
     pub(crate) fn lru_gen_release(&mut self, obj: usize) {
-        if let Some(v) = self
-            .tiering
-            .lru_gen
-            .as_mut()
-            .and_then(|l| l.chunks.get_mut(obj))
-        {
-            v.clear();
+        let Some(l) = self.tiering.lru_gen.as_mut() else {
+            return;
+        };
+        let Some(v) = l.chunks.get_mut(obj) else {
+            return;
+        };
+        for (i, g) in v.iter().enumerate() {
+            for (s, p) in g.pages.iter().enumerate() {
+                l.nodes[i % l.nr_nodes].nr_pages[s] -= (p[0] + p[1]) as u64;
+            }
         }
+        v.clear();
     }
 
-    /// Invariant: the lists hold exactly the pages of every node.
+    /// Invariant: the lists hold exactly the pages of every node, and each generation's
+    /// total is its pages'.
     pub(crate) fn check_lru_gen(&self) -> Result<(), String> {
         let Some(l) = &self.tiering.lru_gen else {
             return Ok(());
         };
+        let mut totals = vec![[0u64; MAX_NR_GENS as usize]; l.nr_nodes];
+        for (i, g) in l.chunks.iter().flatten().enumerate() {
+            for (s, p) in g.pages.iter().enumerate() {
+                totals[i % l.nr_nodes][s] += (p[0] + p[1]) as u64;
+            }
+        }
+        for (n, t) in totals.iter().enumerate() {
+            if *t != l.nodes[n].nr_pages {
+                return Err(format!(
+                    "node {n}: generations hold {t:?} pages, their totals say {:?}",
+                    l.nodes[n].nr_pages
+                ));
+            }
+        }
         for (obj, o) in self.objects.iter().enumerate() {
             for c in 0..o.chunks() {
                 for (n, &p) in o.chunk_hist(c).iter().enumerate() {
@@ -233,14 +320,20 @@ impl World<'_> {
             }
             let s = slot(lg.min_seq);
             let Some((obj, c)) = self.lru_mut().nodes[n].lists[s].pop_front() else {
-                continue;
+                continue; // emptied: try_to_inc_min_seq drops the generation
             };
-            let g = self.lru_mut().gens(obj, c, n);
+            let l = self.lru_mut();
+            let g = l.gens(obj, c, n);
             if g.listed & (1 << s) == 0 {
                 continue; // a stale entry (the chunk was freed and faulted in again)
             }
             g.listed &= !(1 << s);
-            if g.pages[s] == [0, 0] {
+            let in_min = g.pages[s] != [0, 0];
+            // sort_folio: pages the walk moved to a younger generation go to its list,
+            // at a list operation's cost per folio.
+            let moved = l.sort(obj, c, n, s, false);
+            ns += self.folios(obj, c, moved) as f64 * self.machine.spec.costs.pte_update_ns;
+            if !in_min {
                 continue;
             }
             let (d, spent, stop) = self.evict_chunk(n, obj, c, want - done);
@@ -253,18 +346,17 @@ impl World<'_> {
         (done, ns, false)
     }
 
-    /// `try_to_inc_min_seq`: an empty oldest generation is dropped while more than
-    /// `MIN_NR_GENS` remain.
+    /// `try_to_inc_min_seq`: the oldest generation is dropped when its list is empty,
+    /// while more than `MIN_NR_GENS` remain. The list, not the count: pages the walk moved
+    /// to a younger generation still sit on it until eviction sorts them.
     fn try_to_inc_min_seq(&mut self, n: usize) {
         let l = self.lru_mut();
         while l.nodes[n].nr_gens() > MIN_NR_GENS {
             let s = slot(l.nodes[n].min_seq);
             while let Some(&(obj, c)) = l.nodes[n].lists[s].front() {
-                let g = l.gens(obj, c, n);
-                if g.listed & (1 << s) != 0 && g.pages[s] != [0, 0] {
+                if l.holds(obj, c, n, s) {
                     return;
                 }
-                g.listed &= !(1 << s);
                 l.nodes[n].lists[s].pop_front();
             }
             l.nodes[n].min_seq += 1;
@@ -279,7 +371,7 @@ impl World<'_> {
         use rand::RngExt;
         let now = self.lru().clock;
         let dt = now.saturating_sub(self.chunk_seen(obj, c)) as f64;
-        let rate = self.page_access_rate(obj, c * CHUNK);
+        let rate = self.chunk_access_rate(obj, c, n);
         let visit_ns = self.machine.spec.costs.pte_update_ns;
         let o = &self.objects[obj];
         let (first, len) = (c * CHUNK, o.chunk_len(c));
@@ -294,14 +386,13 @@ impl World<'_> {
         let (mut done, mut ns, mut stop) = (0u64, visit_ns, false);
         'refs: for r in [false, true] {
             loop {
-                let g = self.lru_mut().gens(obj, c, n);
-                if g.pages[slot(min)][r as usize] < nr as u16 {
+                if (self.lru_mut().gens(obj, c, n).pages[slot(min)][r as usize] as u64) < nr {
                     break;
                 }
                 if done >= want {
                     break 'refs;
                 }
-                g.pages[slot(min)][r as usize] -= nr as u16;
+                self.lru_mut().take(obj, c, n, slot(min), r, nr);
                 ns += visit_ns;
                 if self.rng.random::<f64>() < p_young {
                     // Young: kept, activated if it was young before.
@@ -312,7 +403,7 @@ impl World<'_> {
                 let target = self.demotion_target(n, nr);
                 let (Some(dst), Some(head)) = (target, heads.pop_front()) else {
                     self.metrics.pgmigrate_fail += nr * target.is_none() as u64;
-                    self.lru_mut().gens(obj, c, n).pages[slot(min)][r as usize] += nr as u16;
+                    self.lru_mut().put_lazy(obj, c, n, min, r, nr);
                     stop = target.is_none();
                     break 'refs;
                 };
@@ -322,10 +413,8 @@ impl World<'_> {
             }
         }
         let l = self.lru_mut();
-        let g = l.gens(obj, c, n);
-        if g.pages[slot(min)].iter().any(|&p| p > 0) && g.listed & (1 << slot(min)) == 0 {
-            g.listed |= 1 << slot(min);
-            l.nodes[n].lists[slot(min)].push_front((obj, c));
+        if l.gens(obj, c, n).pages[slot(min)] != [0, 0] {
+            l.link(obj, c, n, slot(min), true);
         }
         self.set_chunk_seen(obj, c, now);
         (done, ns, stop)
@@ -349,11 +438,23 @@ impl World<'_> {
         }
         self.tiering.stats.lru_gen_walks += 1;
         let l = self.lru_mut();
+        let mut folded = Vec::new();
         if l.nodes[n].nr_gens() == MAX_NR_GENS {
-            l.inc_min_seq(n);
+            folded = l.inc_min_seq(n);
         }
         l.nodes[n].max_seq += 1;
-        ns
+        let folios: u64 = folded.iter().map(|&(o, c, p)| self.folios(o, c, p)).sum();
+        ns + folios as f64 * visit_ns
+    }
+
+    /// Folios in `pages` base pages of chunk `c` of object `obj`: one THP, or a page each.
+    fn folios(&self, obj: usize, c: u64, pages: u64) -> u64 {
+        let o = &self.objects[obj];
+        if o.is_huge(c) {
+            pages.div_ceil(o.chunk_len(c))
+        } else {
+            pages
+        }
     }
 
     /// One chunk of the walk (`walk_pte_range`, `walk_pmd_range_locked` for a THP, then
@@ -363,7 +464,7 @@ impl World<'_> {
         use rand::RngExt;
         let now = self.lru().clock;
         let dt = now.saturating_sub(self.chunk_seen(obj, c)) as f64;
-        let rate = self.page_access_rate(obj, c * CHUNK);
+        let rate = self.chunk_access_rate(obj, c, n);
         let o = &self.objects[obj];
         let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
         let p_young = 1.0 - (-rate * nr as f64 * dt).exp();
@@ -380,9 +481,9 @@ impl World<'_> {
                 if y == 0 {
                     continue;
                 }
-                self.lru_mut().gens(obj, c, n).pages[slot(seq)][r as usize] -= (y * nr) as u16;
-                let to = if r { max } else { seq };
-                self.lru_mut().put(obj, c, n, to, true, y * nr);
+                let l = self.lru_mut();
+                l.take(obj, c, n, slot(seq), r, y * nr);
+                l.put_lazy(obj, c, n, if r { max } else { seq }, true, y * nr);
             }
         }
         self.set_chunk_seen(obj, c, now);
@@ -401,9 +502,11 @@ impl LruGen {
     /// `inc_min_seq`: the oldest generation's pages join the next one, ahead of its own
     /// (evicted first, "prevent cold/hot inversion"); the kernel moves them from the old
     /// list's tail to the new one's, which reverses their order.
-    fn inc_min_seq(&mut self, n: usize) {
+    /// Returns each chunk moved with its pages (the folios cost a list move each).
+    fn inc_min_seq(&mut self, n: usize) -> Vec<(usize, u64, u64)> {
+        let mut out = Vec::new();
         let min = self.nodes[n].min_seq;
-        let from = slot(min);
+        let (from, to) = (slot(min), slot(min + 1));
         let list = std::mem::take(&mut self.nodes[n].lists[from]);
         for (obj, c) in list {
             let g = self.gens(obj, c, n);
@@ -412,16 +515,26 @@ impl LruGen {
             }
             g.listed &= !(1 << from);
             let moved = std::mem::take(&mut g.pages[from]);
-            let to = slot(min + 1);
             for (r, &p) in moved.iter().enumerate() {
                 g.pages[to][r] += p;
             }
-            if moved != [0, 0] && g.listed & (1 << to) == 0 {
-                g.listed |= 1 << to;
-                self.nodes[n].lists[to].push_front((obj, c));
-            }
+            let nr = (moved[0] + moved[1]) as u64;
+            self.nodes[n].nr_pages[from] -= nr;
+            self.nodes[n].nr_pages[to] += nr;
+            // Its pages of every generation, the folded ones and those the walk moved,
+            // go to the tail of their lists (evicted first), in reverse order.
+            let to_listed = self.gens(obj, c, n).listed & (1 << to) != 0;
+            let sorted = self.sort(obj, c, n, from, true);
+            // Each folio of the old generation moves; so do those the walk had moved.
+            let lazy = if to_listed {
+                sorted
+            } else {
+                sorted.saturating_sub(nr)
+            };
+            out.push((obj, c, nr + lazy));
         }
         self.nodes[n].min_seq += 1;
+        out
     }
 }
 
@@ -462,7 +575,7 @@ mod tests {
             l.put(0, c, 0, 0, false, 1);
         }
         l.put(0, 9, 0, 1, true, 1);
-        l.inc_min_seq(0);
+        assert_eq!(l.inc_min_seq(0).len(), 3);
         assert_eq!(l.nodes[0].min_seq, 1);
         // As list_move_tail from the old list's tail leaves them: the newest of the folded
         // chunks is evicted first, and all of them before generation 1's own.
