@@ -358,7 +358,7 @@ impl World<'_> {
                 let paid = debt.min(budget);
                 *debt -= paid;
                 budget -= paid;
-                start += paid as u64;
+                start += self.host_wall(paid) as u64;
                 if budget <= 0.0 {
                     continue;
                 }

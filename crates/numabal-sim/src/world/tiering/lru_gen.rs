@@ -34,9 +34,11 @@ use std::collections::VecDeque;
 const MAX_NR_GENS: u64 = 4;
 /// `MIN_NR_GENS`: the youngest two are never evicted.
 const MIN_NR_GENS: u64 = 2;
+/// `DEF_PRIORITY`: reclaim's first round; it scans a node's pages >> 12.
+const DEF_PRIORITY: u32 = 12;
 /// Walks one reclaim call may start: one per priority round (`DEF_PRIORITY` rounds, each
 /// of which ages at most once, `get_nr_to_scan`).
-const MAX_WALKS_PER_CALL: u32 = 12;
+const MAX_WALKS_PER_CALL: u32 = DEF_PRIORITY;
 /// PTEs per cache line: the walk reads a page table a line at a time.
 const PTES_PER_LINE: u64 = 8;
 
@@ -50,7 +52,7 @@ struct Lrugen {
     /// in when they last moved there by list; the aging walk changes a page's generation
     /// without moving it (`folio_update_gen`), and eviction or `inc_min_seq` moves it
     /// later, as `sort_folio` and `inc_min_seq` do.
-    lists: [VecDeque<(usize, u64)>; MAX_NR_GENS as usize],
+    lists: [VecDeque<Entry>; MAX_NR_GENS as usize],
     /// Per generation: its pages (`nr_pages`).
     nr_pages: [u64; MAX_NR_GENS as usize],
 }
@@ -71,6 +73,10 @@ impl Lrugen {
     }
 }
 
+/// A chunk on a list: object, chunk, and the chunk's epoch for that list when linked (an
+/// entry whose epoch is no longer the chunk's is stale: the chunk was moved or freed).
+type Entry = (usize, u64, u32);
+
 fn slot(seq: u64) -> usize {
     (seq % MAX_NR_GENS) as usize
 }
@@ -82,6 +88,11 @@ struct ChunkGens {
     /// Slots whose list holds this chunk (one bit each). Pages in a slot without its bit
     /// moved there by the walk and still sit on one of the chunk's lists.
     listed: u8,
+    /// Per slot: the epoch of the chunk's live entry on that list.
+    epoch: [u32; MAX_NR_GENS as usize],
+    /// When the walk or look-around last cleared the young bits of its pages on this node
+    /// (ns; each walk visits only its own node's pages, `get_pte_pfn`).
+    seen: u64,
 }
 
 /// The multi-gen LRU of every node.
@@ -119,11 +130,12 @@ impl LruGen {
         &mut v[i]
     }
 
-    /// Add `nr` pages of chunk `c` on node `n` to generation `seq`, the chunk onto that
-    /// generation's list (last to be evicted: `list_add`) unless it is on it.
+    /// Add `nr` pages of chunk `c` on node `n` to generation `seq`, the chunk last on that
+    /// generation's list (last to be evicted: `list_add`), moved there if it was on it
+    /// (simplified: its pages already there move with it).
     fn put(&mut self, obj: usize, c: u64, n: usize, seq: u64, referenced: bool, nr: u64) {
         self.put_lazy(obj, c, n, seq, referenced, nr);
-        self.link(obj, c, n, slot(seq), false);
+        self.relink(obj, c, n, slot(seq), false);
     }
 
     /// Add `nr` pages of chunk `c` on node `n` to generation `seq` without moving the
@@ -143,17 +155,38 @@ impl LruGen {
     /// Put chunk `c` on node `n`'s list of slot `s` unless it is on it: at the front (the
     /// kernel's tail, evicted first: `list_move_tail`) or at the back (`list_move`).
     fn link(&mut self, obj: usize, c: u64, n: usize, s: usize, front: bool) {
-        let g = self.gens(obj, c, n);
-        if g.listed & (1 << s) != 0 {
+        if self.gens(obj, c, n).listed & (1 << s) == 0 {
+            self.relink(obj, c, n, s, front);
+        }
+    }
+
+    /// Put chunk `c` at the front or the back of node `n`'s list of slot `s`, moving it
+    /// there if it is elsewhere on the list (its old entry goes stale).
+    fn relink(&mut self, obj: usize, c: u64, n: usize, s: usize, front: bool) {
+        let g = *self.gens(obj, c, n);
+        let list = &self.nodes[n].lists[s];
+        let at = if front { list.front() } else { list.back() };
+        if g.listed & (1 << s) != 0 && at == Some(&(obj, c, g.epoch[s])) {
             return;
         }
+        let g = self.gens(obj, c, n);
+        if g.listed & (1 << s) != 0 {
+            g.epoch[s] = g.epoch[s].wrapping_add(1);
+        }
         g.listed |= 1 << s;
+        let e = (obj, c, g.epoch[s]);
         let list = &mut self.nodes[n].lists[s];
         if front {
-            list.push_front((obj, c));
+            list.push_front(e);
         } else {
-            list.push_back((obj, c));
+            list.push_back(e);
         }
+    }
+
+    /// Whether `e` is chunk's live entry on node `n`'s list of slot `s`.
+    fn live(&mut self, e: Entry, n: usize, s: usize) -> bool {
+        let g = self.gens(e.0, e.1, n);
+        g.listed & (1 << s) != 0 && g.epoch[s] == e.2
     }
 
     /// Chunk `c` was taken off the list of slot `off`: its pages whose generation the
@@ -175,11 +208,11 @@ impl LruGen {
     /// Whether the entry of chunk `c` on node `n`'s list of slot `s` holds pages: its own
     /// generation's, or those the walk moved from it. An entry that holds none is dropped
     /// (its bit cleared).
-    fn holds(&mut self, obj: usize, c: u64, n: usize, s: usize) -> bool {
-        let g = self.gens(obj, c, n);
-        if g.listed & (1 << s) == 0 {
+    fn holds(&mut self, e: Entry, n: usize, s: usize) -> bool {
+        if !self.live(e, n, s) {
             return false;
         }
+        let g = self.gens(e.0, e.1, n);
         let unlisted = (0..MAX_NR_GENS as usize)
             .any(|t| t != s && g.listed & (1 << t) == 0 && g.pages[t] != [0, 0]);
         if g.pages[s] == [0, 0] && !unlisted {
@@ -249,12 +282,16 @@ impl World<'_> {
         let Some(v) = l.chunks.get_mut(obj) else {
             return;
         };
-        for (i, g) in v.iter().enumerate() {
+        for (i, g) in v.iter_mut().enumerate() {
             for (s, p) in g.pages.iter().enumerate() {
                 l.nodes[i % l.nr_nodes].nr_pages[s] -= (p[0] + p[1]) as u64;
             }
+            // Its entries go stale; the epochs stay, so none of them matches again.
+            *g = ChunkGens {
+                epoch: g.epoch.map(|e| e.wrapping_add(1)),
+                ..ChunkGens::default()
+            };
         }
-        v.clear();
     }
 
     /// Invariant: the lists hold exactly the pages of every node, and each generation's
@@ -270,10 +307,18 @@ impl World<'_> {
             }
         }
         for (n, t) in totals.iter().enumerate() {
-            if *t != l.nodes[n].nr_pages {
+            let lg = &l.nodes[n];
+            if *t != lg.nr_pages {
                 return Err(format!(
                     "node {n}: generations hold {t:?} pages, their totals say {:?}",
-                    l.nodes[n].nr_pages
+                    lg.nr_pages
+                ));
+            }
+            let in_use = |s: usize| (lg.min_seq..=lg.max_seq).any(|q| slot(q) == s);
+            if let Some(s) = (0..MAX_NR_GENS as usize).find(|&s| !in_use(s) && t[s] > 0) {
+                return Err(format!(
+                    "node {n}: retired generation slot {s} holds {} pages",
+                    t[s]
                 ));
             }
         }
@@ -305,11 +350,19 @@ impl World<'_> {
         start: u64,
     ) -> (u64, f64, bool) {
         let (mut done, mut ns, mut walks) = (0u64, 0.0, 0u32);
+        // Direct reclaim's first round runs at DEF_PRIORITY, which never ages and scans
+        // at most the node's pages >> DEF_PRIORITY; its later rounds age as kswapd's.
+        let first_round: u64 = self.lru().nodes[n].nr_pages.iter().sum::<u64>() >> DEF_PRIORITY;
+        let mut scanned = 0u64;
         while done < want && ns < budget {
             self.lru_mut().clock = start + self.host_wall(ns) as u64;
             self.try_to_inc_min_seq(n);
             let lg = &self.lru().nodes[n];
-            let aging_at = if kswapd { 3 } else { MIN_NR_GENS };
+            let aging_at = if kswapd || scanned >= first_round {
+                MIN_NR_GENS + 1
+            } else {
+                MIN_NR_GENS
+            };
             if lg.nr_gens() <= aging_at {
                 if walks == MAX_WALKS_PER_CALL {
                     return (done, ns, true);
@@ -319,16 +372,18 @@ impl World<'_> {
                 continue;
             }
             let s = slot(lg.min_seq);
-            let Some((obj, c)) = self.lru_mut().nodes[n].lists[s].pop_front() else {
+            let Some(e) = self.lru_mut().nodes[n].lists[s].pop_front() else {
                 continue; // emptied: try_to_inc_min_seq drops the generation
             };
+            let (obj, c, _) = e;
             let l = self.lru_mut();
-            let g = l.gens(obj, c, n);
-            if g.listed & (1 << s) == 0 {
-                continue; // a stale entry (the chunk was freed and faulted in again)
+            if !l.live(e, n, s) {
+                continue; // stale: the chunk moved on this list, or was freed
             }
+            let g = l.gens(obj, c, n);
             g.listed &= !(1 << s);
             let in_min = g.pages[s] != [0, 0];
+            scanned += (g.pages[s][0] + g.pages[s][1]) as u64;
             // sort_folio: pages the walk moved to a younger generation go to its list,
             // at a list operation's cost per folio.
             let moved = l.sort(obj, c, n, s, false);
@@ -353,8 +408,8 @@ impl World<'_> {
         let l = self.lru_mut();
         while l.nodes[n].nr_gens() > MIN_NR_GENS {
             let s = slot(l.nodes[n].min_seq);
-            while let Some(&(obj, c)) = l.nodes[n].lists[s].front() {
-                if l.holds(obj, c, n, s) {
+            while let Some(&e) = l.nodes[n].lists[s].front() {
+                if l.holds(e, n, s) {
                     return;
                 }
                 l.nodes[n].lists[s].pop_front();
@@ -363,14 +418,18 @@ impl World<'_> {
         }
     }
 
-    /// The pages of chunk `c` in node `n`'s oldest generation, each checked by
-    /// look-around (`lru_gen_look_around`, `folio_check_references`): kept if young since
-    /// its young bits were last cleared, else demoted. Returns (pages demoted, ns, no
+    /// The pages of chunk `c` in node `n`'s oldest generation, each checked as
+    /// `folio_check_references` does: young since its young bit was last cleared → kept
+    /// (`max_seq` with PG_referenced, else PG_referenced and `max_seq - 1`), and the first
+    /// young one runs look-around over the chunk's other pages (`lru_gen_look_around`:
+    /// their young bits cleared, young ones moved as the walk moves them); not young →
+    /// demoted, or, with no target room, activated (`activate_locked`: `max_seq - 1`, or
+    /// `max_seq` with PG_referenced) and the pass ends. Returns (pages demoted, ns, no
     /// target had room). Pages left when `want` is met stay, first in line.
     fn evict_chunk(&mut self, n: usize, obj: usize, c: u64, want: u64) -> (u64, f64, bool) {
         use rand::RngExt;
         let now = self.lru().clock;
-        let dt = now.saturating_sub(self.chunk_seen(obj, c)) as f64;
+        let dt = now.saturating_sub(self.lru_mut().gens(obj, c, n).seen) as f64;
         let rate = self.chunk_access_rate(obj, c, n);
         let visit_ns = self.machine.spec.costs.pte_update_ns;
         let o = &self.objects[obj];
@@ -384,6 +443,8 @@ impl World<'_> {
         let (min, max) = (self.lru().nodes[n].min_seq, self.lru().nodes[n].max_seq);
         let p_young = 1.0 - (-rate * nr as f64 * dt).exp();
         let (mut done, mut ns, mut stop) = (0u64, visit_ns, false);
+        // Pages to put back, by PG_referenced before and whether they stay referenced.
+        let mut back = [[0u64; 2]; 2];
         'refs: for r in [false, true] {
             loop {
                 if (self.lru_mut().gens(obj, c, n).pages[slot(min)][r as usize] as u64) < nr {
@@ -395,16 +456,22 @@ impl World<'_> {
                 self.lru_mut().take(obj, c, n, slot(min), r, nr);
                 ns += visit_ns;
                 if self.rng.random::<f64>() < p_young {
-                    // Young: kept, activated if it was young before.
-                    let seq = if r { max } else { max - 1 };
-                    self.lru_mut().put(obj, c, n, seq, true, nr);
+                    back[r as usize][1] += nr;
                     continue;
                 }
-                let target = self.demotion_target(n, nr);
-                let (Some(dst), Some(head)) = (target, heads.pop_front()) else {
-                    self.metrics.pgmigrate_fail += nr * target.is_none() as u64;
-                    self.lru_mut().put_lazy(obj, c, n, min, r, nr);
-                    stop = target.is_none();
+                let Some(dst) = self.demotion_target(n, nr) else {
+                    self.metrics.pgmigrate_fail += nr;
+                    back[r as usize][r as usize] += nr;
+                    stop = true;
+                    break 'refs;
+                };
+                let Some(head) = heads.pop_front() else {
+                    debug_assert!(
+                        false,
+                        "chunk {c} of object {obj}: its LRU counts more pages on node {n} than it has"
+                    );
+                    back[r as usize][r as usize] += nr;
+                    stop = true;
                     break 'refs;
                 };
                 ns += self.relocate_isolated(obj, head, n, dst, nr, r);
@@ -412,11 +479,20 @@ impl World<'_> {
                 done += nr;
             }
         }
+        if back[0][1] + back[1][1] > 0 && !stop {
+            // lru_gen_look_around from the first young page: the other generations'.
+            self.walk_chunk(n, obj, c, Some(slot(min)));
+        }
         let l = self.lru_mut();
+        for (was, to) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+            if back[was][to] > 0 {
+                let seq = if was == 1 { max } else { max - 1 };
+                l.put(obj, c, n, seq, to == 1, back[was][to]);
+            }
+        }
         if l.gens(obj, c, n).pages[slot(min)] != [0, 0] {
             l.link(obj, c, n, slot(min), true);
         }
-        self.set_chunk_seen(obj, c, now);
         (done, ns, stop)
     }
 
@@ -432,7 +508,7 @@ impl World<'_> {
                 if o.chunk_hist(c)[n] > 0 {
                     let entries = if o.is_huge(c) { 1 } else { o.chunk_len(c) };
                     ns += entries.div_ceil(PTES_PER_LINE) as f64 * visit_ns;
-                    self.walk_chunk(n, obj, c);
+                    self.walk_chunk(n, obj, c, None);
                 }
             }
         }
@@ -459,11 +535,12 @@ impl World<'_> {
 
     /// One chunk of the walk (`walk_pte_range`, `walk_pmd_range_locked` for a THP, then
     /// `folio_update_gen`): each entry young since its young bits were last cleared moves
-    /// to `max_seq` if it has PG_referenced, else gets it.
-    fn walk_chunk(&mut self, n: usize, obj: usize, c: u64) {
+    /// to `max_seq` if it has PG_referenced, else gets it. Look-around does the same but
+    /// for the generation being evicted (`skip`).
+    fn walk_chunk(&mut self, n: usize, obj: usize, c: u64, skip: Option<usize>) {
         use rand::RngExt;
         let now = self.lru().clock;
-        let dt = now.saturating_sub(self.chunk_seen(obj, c)) as f64;
+        let dt = now.saturating_sub(self.lru_mut().gens(obj, c, n).seen) as f64;
         let rate = self.chunk_access_rate(obj, c, n);
         let o = &self.objects[obj];
         let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
@@ -472,7 +549,7 @@ impl World<'_> {
         // Decided on the counts as the walk found them: a page moved to max_seq is not
         // looked at twice.
         let found = self.lru_mut().gens(obj, c, n).pages;
-        for seq in min..=max {
+        for seq in (min..=max).filter(|&q| Some(slot(q)) != skip) {
             for r in [false, true] {
                 let entries = found[slot(seq)][r as usize] as u64 / nr;
                 let y = (0..entries)
@@ -486,7 +563,7 @@ impl World<'_> {
                 l.put_lazy(obj, c, n, if r { max } else { seq }, true, y * nr);
             }
         }
-        self.set_chunk_seen(obj, c, now);
+        self.lru_mut().gens(obj, c, n).seen = now;
     }
 
     fn lru(&self) -> &LruGen {
@@ -508,29 +585,25 @@ impl LruGen {
         let min = self.nodes[n].min_seq;
         let (from, to) = (slot(min), slot(min + 1));
         let list = std::mem::take(&mut self.nodes[n].lists[from]);
-        for (obj, c) in list {
-            let g = self.gens(obj, c, n);
-            if g.listed & (1 << from) == 0 {
+        for e in list {
+            let (obj, c, _) = e;
+            if !self.live(e, n, from) {
                 continue;
             }
+            let g = self.gens(obj, c, n);
             g.listed &= !(1 << from);
+            // folio_inc_gen clears PG_referenced and PG_workingset.
             let moved = std::mem::take(&mut g.pages[from]);
-            for (r, &p) in moved.iter().enumerate() {
-                g.pages[to][r] += p;
-            }
             let nr = (moved[0] + moved[1]) as u64;
+            g.pages[to][0] += moved[0] + moved[1];
             self.nodes[n].nr_pages[from] -= nr;
             self.nodes[n].nr_pages[to] += nr;
             // Its pages of every generation, the folded ones and those the walk moved,
             // go to the tail of their lists (evicted first), in reverse order.
-            let to_listed = self.gens(obj, c, n).listed & (1 << to) != 0;
-            let sorted = self.sort(obj, c, n, from, true);
-            // Each folio of the old generation moves; so do those the walk had moved.
-            let lazy = if to_listed {
-                sorted
-            } else {
-                sorted.saturating_sub(nr)
-            };
+            if nr > 0 {
+                self.relink(obj, c, n, to, true);
+            }
+            let lazy = self.sort(obj, c, n, from, true);
             out.push((obj, c, nr + lazy));
         }
         self.nodes[n].min_seq += 1;
@@ -547,8 +620,11 @@ mod tests {
         let s = slot(seq);
         l.nodes[0].lists[s]
             .iter()
-            .filter(|&&(o, c)| l.chunks[o][c as usize].listed & (1 << s) != 0)
-            .map(|&(_, c)| c)
+            .filter(|&&(o, c, e)| {
+                let g = &l.chunks[o][c as usize];
+                g.listed & (1 << s) != 0 && g.epoch[s] == e
+            })
+            .map(|&(_, c, _)| c)
             .collect()
     }
 
@@ -583,5 +659,36 @@ mod tests {
         assert_eq!(l.chunks[0][3].pages[slot(1)], [1, 0]);
         assert_eq!(l.chunks[0][9].pages[slot(1)], [0, 1]);
         assert!(order(&l, 0).is_empty());
+    }
+
+    #[test]
+    fn folding_clears_pg_referenced_and_moves_a_listed_chunk_first() {
+        let mut l = LruGen::new(1);
+        l.put(0, 9, 0, 1, false, 1);
+        l.put(0, 4, 0, 1, false, 1);
+        l.put(0, 4, 0, 0, true, 2);
+        l.inc_min_seq(0);
+        // Chunk 4 was on generation 1's list behind chunk 9; its folded pages put it first.
+        assert_eq!(order(&l, 1), vec![4, 9]);
+        assert_eq!(l.chunks[0][4].pages[slot(1)], [3, 0]);
+        assert_eq!(l.nodes[0].nr_pages[slot(1)], 4);
+    }
+
+    #[test]
+    fn pages_added_to_a_listed_chunk_move_it_last_and_leave_a_stale_entry() {
+        let mut l = LruGen::new(1);
+        for c in [1, 2] {
+            l.add(0, c, 0, true, 1);
+        }
+        l.add(0, 1, 0, true, 1);
+        assert_eq!(order(&l, 2), vec![2, 1]);
+        assert_eq!(
+            l.nodes[0].lists[slot(2)].len(),
+            3,
+            "the old entry stays, stale"
+        );
+        // Adding to the chunk already last moves nothing.
+        l.add(0, 1, 0, true, 1);
+        assert_eq!(l.nodes[0].lists[slot(2)].len(), 3);
     }
 }
