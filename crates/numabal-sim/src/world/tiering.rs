@@ -323,7 +323,15 @@ impl World<'_> {
             return 0.0;
         }
         let now = self.now;
-        let (pages, ns, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, false, now);
+        let (mut pages, mut ns, _) =
+            self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, false, now);
+        if pages == 0 && self.tiering.lru_gen.is_none() {
+            // The CLOCK went round once and found every page referenced: that pass used
+            // their second chance, so a second one demotes those not used since (direct
+            // reclaim goes on at lower priorities rather than fail the allocation).
+            let (p, more, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, false, now);
+            (pages, ns) = (p, ns + more);
+        }
         self.tiering.stats.pgdemote_direct += pages;
         ns
     }

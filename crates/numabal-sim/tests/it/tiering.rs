@@ -189,3 +189,50 @@ fn cache_aware_balancing_promotes_the_hot_set_to_one_node() {
         "{demoted_gathered} vs {demoted_split}"
     );
 }
+
+/// A guest run of 2026-11-30 (run 5 in docs/vm-tests.md, "MGLRU in the guest"): the
+/// filler asks for 860 MiB of node 0 at 32.6 s. Every page on node 0 was in use when its
+/// direct reclaim came, so the CLOCK's first pass found all of them referenced and demoted
+/// nothing, and the allocation failed as out of memory; the second pass its second chance
+/// allows now demotes. MGLRU reclaims the same node without that.
+#[test]
+fn direct_reclaim_demotes_when_the_clock_finds_every_page_referenced_once() {
+    let r = Inline(vec![(
+        "tiering-guest",
+        include_str!("../../../../presets/workloads/tiering_guest.toml").to_string(),
+    )]);
+    for lru_gen in ["sim.lru_gen=false", "sim.lru_gen=true"] {
+        let sets = [
+            "policy.numa_balancing=2",
+            "sim.demotion_enabled=true",
+            "policy.kernel=7.2",
+            "sim.transparent_hugepage=always",
+            "sim.llc_balancing=true",
+            "machine.topology.memory_per_node=[\"964MiB\",\"1007MiB\",\"1007MiB\"]",
+            "machine.memory.reserved_per_node=[\"36MiB\",\"75MiB\",\"15MiB\"]",
+            "workload.process.1.start_s=32.6",
+            "workload.process.1.region.5.size=\"860MiB\"",
+            lru_gen,
+        ];
+        let res = run(&scenario_with(
+            &r,
+            "qemu-guest-tiered",
+            "tiering-guest",
+            "autonuma",
+            1,
+            &sets,
+        ));
+        let t = res.metrics.tiering.as_ref().expect("tiering on");
+        let filler = res
+            .processes
+            .iter()
+            .find(|p| p.name == "numa02-like")
+            .unwrap();
+        assert!(
+            filler.node_mb[2] > 100.0,
+            "{lru_gen}: filler {:?}",
+            filler.node_mb
+        );
+        assert!(t.pgdemote_direct > 0, "{lru_gen}: {t:?}");
+    }
+}
