@@ -66,7 +66,9 @@ placed() {
 # Wait until FILE has N lines matching PATTERN (at most 120 s).
 wait_lines() {
   i=0
-  while [ "$(grep -c "$3" "$1" 2>/dev/null || true)" -lt "$2" ]; do
+  # A file not created yet counts 0 lines (grep prints nothing then: a bare test of the
+  # empty string is an error, which used to end the wait at once).
+  while n=$(grep -c "$3" "$1" 2>/dev/null) || true; [ "${n:-0}" -lt "$2" ]; do
     i=$((i + 1)); [ $i -gt 1200 ] && { cat "$1"; fail "waited 120 s for $2 lines '$3' in $1"; return 1; }
     sleep 0.1
   done
