@@ -44,7 +44,9 @@
 # the hot program's NUMA scanning: each task_numa_work, each range change_prot_numa
 # protects with the pages it returns (kprobes), each VMA it skips and why
 # (sched_skip_vma_numa, 6.7+), and its VMAs (/proc/PID/maps, at the filler's start);
-# and from the filler's start, every 0.2 s, MGLRU's generations of node 0
+# MGLRU's agings and reclaim's rounds around them (kprobes on try_to_inc_max_seq,
+# inc_max_seq, balance_pgdat, try_to_free_pages, shrink_node: the comm says kswapd or the
+# allocating process); and from the filler's start, every 0.2 s, MGLRU's generations of node 0
 # (debugfs lru_gen: each generation's seq, age in ms and anonymous pages); and the page
 # flags of the hot program's buffer at the filler's start and 10 s later (page-flags);
 # TRACE=2 adds them right after the buffer's move to the slow node (a process run in the
@@ -232,6 +234,13 @@ if [ "${TRACE:-0}" -ge 1 ]; then
       echo "r:tier_cpn_ret change_prot_numa pages=\$retval:s64" >> $T/kprobe_events &&
       echo 1 > $T/events/kprobes/tier_cpn/enable && echo 1 > $T/events/kprobes/tier_cpn_ret/enable
   fi
+  # Reclaim's rounds (entry and return): kswapd's balance_pgdat, direct reclaim's
+  # try_to_free_pages, and shrink_node under both.
+  for fn in balance_pgdat try_to_free_pages shrink_node; do
+    grep -q " $fn\$" /proc/kallsyms || continue
+    echo "p:tier_rc_$fn $fn" >> $T/kprobe_events && echo 1 > "$T/events/kprobes/tier_rc_$fn/enable"
+    echo "r:tier_rc_${fn}_ret $fn" >> $T/kprobe_events && echo 1 > "$T/events/kprobes/tier_rc_${fn}_ret/enable"
+  done
   # MGLRU's aging, with who asked for it (kswapd or an allocation's direct reclaim).
   for fn in inc_max_seq try_to_inc_max_seq; do
     grep -q " $fn\$" /proc/kallsyms || continue
@@ -349,6 +358,10 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   grep -E 'tier_scan|tier_cpn|sched_skip_vma_numa' $T/trace | grep -F "numa01-like-" | sed 's/^ *//' | head -n 5000
   echo "== trace: MGLRU's aging (inc_max_seq / try_to_inc_max_seq, with the caller's stack)"
   awk '/tier_age_/ { keep = 1; print; next } keep && /^ => / { print; next } { keep = 0 }' $T/trace |
+    sed 's/^ *//' | head -n 400
+  echo "== trace: reclaim's rounds and MGLRU's agings, 50 ms before the first aging to 60 ms after"
+  t0a=$(grep -m1 'tier_age_' $T/trace | awk '{ sub(":", "", $4); print $4 }')
+  awk -v t0="${t0a:-0}" '/tier_rc_|tier_age_/ { t = $4; sub(":", "", t); if (t >= t0 - 0.05 && t <= t0 + 0.06) print }' $T/trace |
     sed 's/^ *//' | head -n 400
   echo "== the hot program's page flags (page-flags: pages present referenced active lru thp huge_heads)"
   cat /tmp/hot.flags 2>/dev/null
