@@ -133,8 +133,8 @@ pub(crate) struct Tiering {
     kswapd_debt: Vec<f64>,
     /// Per node: the CLOCK hand, (object, chunk).
     hand: Vec<(usize, u64)>,
-    /// Per object, per chunk: when the hand (or MGLRU's walk or look-around) last
-    /// cleared its young bits (ns).
+    /// Per object, per chunk: when the CLOCK's hand last passed (ns; MGLRU keeps its own
+    /// per chunk and node).
     seen: Vec<Vec<u64>>,
     /// MGLRU in place of the CLOCK (`sim.lru_gen`).
     lru_gen: Option<lru_gen::LruGen>,
@@ -442,9 +442,6 @@ impl World<'_> {
     ) -> (u64, f64, bool) {
         if self.tiering.lru_gen.is_none() {
             return self.demote_cold(n, want, budget);
-        }
-        if self.tiering.tiers.demotion[n].is_empty() {
-            return (0, 0.0, true);
         }
         self.evict_folios(n, want, budget, kswapd, start)
     }

@@ -142,6 +142,31 @@ fn tpp_promotes_on_a_second_fault_and_keeps_headroom_on_the_fast_node() {
     );
 }
 
+/// The tiered guest's workload (presets/workloads/tiering_guest.toml) on its machine under
+/// Linux 7.2's NUMA balancing in tiering mode with demotion and THP, plus `sets`, as
+/// scripts/vm/tiering-twin.sh runs it.
+fn tiering_guest(sets: &[&str]) -> numabal_sim::RunResult {
+    let r = Inline(vec![(
+        "tiering-guest",
+        include_str!("../../../../presets/workloads/tiering_guest.toml").to_string(),
+    )]);
+    let mut all = vec![
+        "policy.numa_balancing=2",
+        "sim.demotion_enabled=true",
+        "policy.kernel=7.2",
+        "sim.transparent_hugepage=always",
+    ];
+    all.extend_from_slice(sets);
+    run(&scenario_with(
+        &r,
+        "qemu-guest-tiered",
+        "tiering-guest",
+        "autonuma",
+        1,
+        &all,
+    ))
+}
+
 /// The tiered guest's twin (scripts/vm/tiering-twin.sh): Linux 7.2's cache-aware
 /// balancing pulls the hot program's second writer to the node where the program ran
 /// (its first touch, on node 0), so the whole hot set is promoted there and the filler
@@ -149,27 +174,7 @@ fn tpp_promotes_on_a_second_fault_and_keeps_headroom_on_the_fast_node() {
 /// set, as on 6.12.
 #[test]
 fn cache_aware_balancing_promotes_the_hot_set_to_one_node() {
-    let r = Inline(vec![(
-        "tiering-guest",
-        include_str!("../../../../presets/workloads/tiering_guest.toml").to_string(),
-    )]);
-    let sim = |llc: &str| {
-        let sets = [
-            "policy.numa_balancing=2",
-            "sim.demotion_enabled=true",
-            "policy.kernel=7.2",
-            "sim.transparent_hugepage=always",
-            llc,
-        ];
-        run(&scenario_with(
-            &r,
-            "qemu-guest-tiered",
-            "tiering-guest",
-            "autonuma",
-            1,
-            &sets,
-        ))
-    };
+    let sim = |llc: &str| tiering_guest(&[llc]);
     let hot_and_demoted = |r: &numabal_sim::RunResult| {
         let t = r.metrics.tiering.as_ref().expect("tiering on");
         let hot = r
@@ -197,31 +202,15 @@ fn cache_aware_balancing_promotes_the_hot_set_to_one_node() {
 /// allows now demotes. MGLRU reclaims the same node without that.
 #[test]
 fn direct_reclaim_demotes_when_the_clock_finds_every_page_referenced_once() {
-    let r = Inline(vec![(
-        "tiering-guest",
-        include_str!("../../../../presets/workloads/tiering_guest.toml").to_string(),
-    )]);
     for lru_gen in ["sim.lru_gen=false", "sim.lru_gen=true"] {
-        let sets = [
-            "policy.numa_balancing=2",
-            "sim.demotion_enabled=true",
-            "policy.kernel=7.2",
-            "sim.transparent_hugepage=always",
+        let res = tiering_guest(&[
             "sim.llc_balancing=true",
             "machine.topology.memory_per_node=[\"964MiB\",\"1007MiB\",\"1007MiB\"]",
             "machine.memory.reserved_per_node=[\"36MiB\",\"75MiB\",\"15MiB\"]",
             "workload.process.1.start_s=32.6",
             "workload.process.1.region.5.size=\"860MiB\"",
             lru_gen,
-        ];
-        let res = run(&scenario_with(
-            &r,
-            "qemu-guest-tiered",
-            "tiering-guest",
-            "autonuma",
-            1,
-            &sets,
-        ));
+        ]);
         let t = res.metrics.tiering.as_ref().expect("tiering on");
         let filler = res
             .processes

@@ -349,6 +349,9 @@ impl World<'_> {
         kswapd: bool,
         start: u64,
     ) -> (u64, f64, bool) {
+        if self.tiering.tiers.demotion[n].is_empty() {
+            return (0, 0.0, true);
+        }
         let (mut done, mut ns, mut walks) = (0u64, 0.0, 0u32);
         // Direct reclaim's first round runs at DEF_PRIORITY, which never ages and scans
         // at most the node's pages >> DEF_PRIORITY; its later rounds age as kswapd's.
@@ -436,10 +439,9 @@ impl World<'_> {
         let (first, len) = (c * CHUNK, o.chunk_len(c));
         let huge = o.is_huge(c);
         let nr = if huge { len } else { 1 };
-        let mut heads: VecDeque<u64> = (first..first + len)
-            .step_by(nr as usize)
-            .filter(|&p| o.node_of(p) == Some(n))
-            .collect();
+        // The chunk's entries on the node, in page order, searched as demotions need them
+        // (most chunks evicted keep every page young).
+        let mut next_head = first;
         let (min, max) = (self.lru().nodes[n].min_seq, self.lru().nodes[n].max_seq);
         let p_young = 1.0 - (-rate * nr as f64 * dt).exp();
         let (mut done, mut ns, mut stop) = (0u64, visit_ns, false);
@@ -465,7 +467,11 @@ impl World<'_> {
                     stop = true;
                     break 'refs;
                 };
-                let Some(head) = heads.pop_front() else {
+                let o = &self.objects[obj];
+                let head = (next_head..first + len)
+                    .step_by(nr as usize)
+                    .find(|&p| o.node_of(p) == Some(n));
+                let Some(head) = head else {
                     debug_assert!(
                         false,
                         "chunk {c} of object {obj}: its LRU counts more pages on node {n} than it has"
@@ -474,6 +480,7 @@ impl World<'_> {
                     stop = true;
                     break 'refs;
                 };
+                next_head = head + nr;
                 ns += self.relocate_isolated(obj, head, n, dst, nr, r);
                 self.series.demoted(n, nr);
                 done += nr;
