@@ -46,8 +46,12 @@
 # (sched_skip_vma_numa, 6.7+), and its VMAs (/proc/PID/maps, at the filler's start);
 # MGLRU's agings and reclaim's rounds around them (kprobes on try_to_inc_max_seq,
 # inc_max_seq, balance_pgdat, try_to_free_pages, shrink_node: the comm says kswapd or the
-# allocating process); and from the filler's start, every 0.2 s, MGLRU's generations of node 0
-# (debugfs lru_gen: each generation's seq, age in ms and anonymous pages); and the page
+# allocating process); MGLRU's page-table walks (kprobes on walk_page_range, its mm, start
+# and return, and on lru_gen_add_mm, which names each process's mm at fork and exec), each
+# THP young bit tested and cleared (pmdp_test_and_clear_young: by a walk, or by DAMON_STAT's
+# kdamond until the first walk) and reclaimers' failed spin_trylock calls; from
+# the filler's start, every 0.2 s, MGLRU's generations of node 0 (debugfs lru_gen_full:
+# each generation's seq, age in ms and anonymous pages, and the walks' counts); and the page
 # flags of the hot program's buffer at the filler's start and 10 s later (page-flags);
 # TRACE=2 adds them right after the buffer's move to the slow node (a process run in the
 # writers' first seconds, which may change where the balancer puts them).
@@ -112,6 +116,9 @@ fi
 echo "== cache-aware scheduling: llc_balancing/enabled=$(cat "$llc" 2>/dev/null || echo absent)"
 # MGLRU decides what reclaim demotes (the twin models it with sim.lru_gen when on).
 echo "== multi-gen LRU: lru_gen/enabled=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
+# DAMON_STAT (6.17+) runs a kdamond over physical memory whose checks clear accessed bits
+# that MGLRU's walk then misses (the twin models it with sim.damon_stat when on).
+echo "== DAMON_STAT: damon_stat/parameters/enabled=$(cat /sys/module/damon_stat/parameters/enabled 2>/dev/null || echo absent)"
 # Before any load (its static key must not flip under load: docs/vm-tests.md, int3s).
 echo 2 > /proc/sys/kernel/numa_balancing || fail "numa_balancing=2"
 echo true > /sys/kernel/mm/numa/demotion_enabled || fail "demotion_enabled=true"
@@ -248,6 +255,26 @@ if [ "${TRACE:-0}" -ge 1 ]; then
       echo 1 > "$T/events/kprobes/tier_age_$fn/enable" &&
       echo "stacktrace 5" > "$T/events/kprobes/tier_age_$fn/trigger"
   done
+  # MGLRU's page-table walks: each mm an aging walks and how the walk ended
+  # (walk_page_range), and which process an mm is (lru_gen_add_mm, at fork and exec: the
+  # pid is the exec'ing process, or the parent at a fork).
+  for spec in "p:tier_mm_add lru_gen_add_mm mm=%di:x64" \
+              "p:tier_walk walk_page_range mm=%di:x64 start=%si:x64" \
+              "r:tier_walk_ret walk_page_range ret=\$retval:s32" \
+              "p:tier_pmdy pmdp_test_and_clear_young addr=%si:x64" \
+              "r:tier_pmdy_ret pmdp_test_and_clear_young young=\$retval:s32"; do
+    fn=${spec#* }; fn=${fn%% *}; ev=${spec%% *}; ev=${ev#*:}
+    grep -q " $fn\$" /proc/kallsyms || continue
+    echo "$spec" >> $T/kprobe_events && echo 1 > "$T/events/kprobes/$ev/enable"
+  done
+  # A walk skips a batch of THPs whose PMD table's lock it cannot take
+  # (walk_pmd_range_locked's spin_trylock): failed trylocks in a reclaimer, with the stack.
+  if grep -q " _raw_spin_trylock\$" /proc/kallsyms &&
+     echo "r:tier_trylock _raw_spin_trylock ok=\$retval:s32" >> $T/kprobe_events; then
+    echo 'ok == 0 && (comm == "numa02-like" || comm == "kswapd0")' > $T/events/kprobes/tier_trylock/filter &&
+      echo "stacktrace 6" > $T/events/kprobes/tier_trylock/trigger &&
+      echo 1 > $T/events/kprobes/tier_trylock/enable
+  fi
   echo 1 > $T/tracing_on
 fi
 
@@ -314,10 +341,11 @@ while kill -0 "$pid" 2>/dev/null; do
       page-flags "$pid" --tag before_filler >> /tmp/hot.flags 2>&1
       if [ -r /sys/kernel/debug/lru_gen ]; then
         ( while kill -0 "$pid" 2>/dev/null; do
-            read -r up _ < /proc/uptime; echo "@t $up"; cat /sys/kernel/debug/lru_gen; sleep 0.2
+            read -r up _ < /proc/uptime; echo "@t $up"; cat /sys/kernel/debug/lru_gen_full; sleep 0.2
           done > /tmp/lrugen.log ) &
       fi
     fi
+    read -r fill_up _ < /proc/uptime
     echo "@fill_mb $fill_mb" > /tmp/at-fill-mb
     numactl --membind=0 numa02-like --mb "$fill_mb" --threads 1 --seconds "$fill_s" > /tmp/fill.out 2>&1 &
     filler=$!  # numactl execs numa02-like: the same pid
@@ -363,14 +391,33 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   t0a=$(grep -m1 'tier_age_' $T/trace | awk '{ sub(":", "", $4); print $4 }')
   awk -v t0="${t0a:-0}" '/tier_rc_|tier_age_/ { t = $4; sub(":", "", t); if (t >= t0 - 0.05 && t <= t0 + 0.06) print }' $T/trace |
     sed 's/^ *//' | head -n 400
+  echo "== trace: failed spin_trylock in reclaimers (kswapd0, the filler), with the stack"
+  awk '/tier_trylock/ { keep = 1; print; next } keep && /^ => / { print; next } { keep = 0 }' $T/trace |
+    sed 's/^ *//' | head -n 400
+  echo "== trace: MGLRU's page-table walks by reclaim (walk_page_range: each mm walked from its start address, one call per 512 GiB region, and its return; pmdp_test_and_clear_young on each THP a walk tries, and whether it was young, with other tasks' (DAMON_STAT's kdamond) from the filler's start to 0.5 s after the first aging; mm named hot or filler from lru_gen_add_mm at their exec)"
+  # The last lru_gen_add_mm by a pid is its exec's mm (numactl execs the filler).
+  grep -E 'tier_mm_add|tier_walk|tier_pmdy' $T/trace | sed 's/^ *//' |
+    awk -v hot="$pid" -v fill="${filler:-none}" -v from="${fill_up:-0}" -v aged="${t0a:-0}" '
+      /tier_mm_add/ { p = $1; sub(/.*-/, "", p); m = $NF; sub(/mm=/, "", m)
+                      if (p == hot) name[m] = "hot"
+                      if (p == fill) { if (fm != "") delete name[fm]; fm = m; name[m] = "filler" }
+                      next }
+      /tier_walk|tier_pmdy/ { p = $1; sub(/.*-/, "", p)
+                    if ($1 !~ /^kswapd/ && p != fill && !/tier_pmdy/) next
+                    t = $4; sub(":", "", t); if (/tier_pmdy/ && t < from) next
+                    # Clears by other tasks (the DAMON_STAT kdamond) until the first walk.
+                    if (/tier_pmdy/ && $1 !~ /^kswapd/ && p != fill && t > aged + 0.5) next
+                    for (i = 1; i <= NF; i++) if ($i ~ /^mm=/) { m = substr($i, 4); if (m in name) $i = $i "(" name[m] ")" }
+                    print }' | head -n 5000
   echo "== the hot program's page flags (page-flags: pages present referenced active lru thp huge_heads)"
   cat /tmp/hot.flags 2>/dev/null
   echo "== the hot program's VMAs at the filler's start"
   cat /tmp/hot.maps 2>/dev/null
-  echo "== MGLRU's generations of node 0 from the filler's start (uptime s: seq/age ms/anon pages ...)"
+  echo "== MGLRU's generations of node 0 from the filler's start (uptime s: seq/age ms/anon pages ...; walks: the mm walks' entries seen T, young Y, PMD tables found F and added A)"
   awk '$1 == "@t" { if (line != "") print line; line = $2 ":"; node = -1; next }
        $1 == "node" { node = $2; next }
-       node == 0 && NF >= 4 && $1 ~ /^[0-9]+$/ { line = line " " $1 "/" $2 "/" $3 }
+       node == 0 && NF == 4 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { line = line " " $1 "/" $2 "/" $3 }
+       node == 0 && NF >= 4 && NF <= 6 && $1 ~ /^[0-9]+[A-Za-wyz]$/ { $1 = $1; line = line " | walks " $0 }
        END { if (line != "") print line }' /tmp/lrugen.log 2>/dev/null | head -n 600
 fi
 echo "== for the twin (scripts/vm/tiering-twin.sh)"
