@@ -13,7 +13,7 @@
 # node's MemTotal and the memory in use before the workloads (memory_per_node,
 # reserved_per_node), when the filler started and its size (node 0's free memory then plus
 # 192 MiB), whether the kernel's cache-aware scheduling was on (sim.llc_balancing) and
-# whether MGLRU was (sim.lru_gen).
+# whether MGLRU was (sim.lru_gen) and DAMON_STAT (sim.damon_stat).
 # Nothing of the model is fitted to the counters.
 #
 # Usage: scripts/vm/tiering-twin.sh [--kernel K] [--guest FILE] [--seed N]
@@ -78,13 +78,19 @@ llc=$(sed -n 's/^== cache-aware scheduling: llc_balancing\/enabled=//p' "$guest"
 # output from before it printed it: the kernel's CONFIG_LRU_GEN_ENABLED, y on 6.12 and 7.2).
 lru=$(sed -n 's/^== multi-gen LRU: lru_gen\/enabled=//p' "$guest" | head -1)
 case ${lru:-0x0001} in 0x0000|absent) lru_gen=false ;; *) lru_gen=true ;; esac
+# DAMON_STAT as the guest had it (/sys/module/damon_stat/parameters/enabled; an output from
+# before the scenario printed it: CONFIG_DAMON_STAT_ENABLED_DEFAULT, y on 7.2, absent on 6.12).
+stat=$(sed -n 's/^== DAMON_STAT: damon_stat\/parameters\/enabled=//p' "$guest" | head -1)
+[ -n "$stat" ] || { [ "$version" = 7.2 ] && stat=Y || stat=absent; }
+[ "$stat" = Y ] && damon_stat=true || damon_stat=false
 
-printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, in use before %s; llc_balancing %s, lru_gen %s)\n' \
-  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved" "$llc_balancing" "$lru_gen"
+printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, in use before %s; llc_balancing %s, lru_gen %s, damon_stat %s)\n' \
+  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved" "$llc_balancing" "$lru_gen" "$damon_stat"
 sim=(sim -m qemu-guest-tiered -w presets/workloads/tiering_guest.toml -p autonuma --seed "$seed"
      --set policy.numa_balancing=2 --set sim.demotion_enabled=true --set "policy.kernel=$version"
      --set sim.transparent_hugepage=always --set sim.proc_every_s=1
      --set "sim.llc_balancing=$llc_balancing" --set "sim.lru_gen=$lru_gen"
+     --set "sim.damon_stat=$damon_stat"
      --set "machine.topology.memory_per_node=[$sizes]"
      --set "machine.memory.reserved_per_node=[$reserved]"
      --set "workload.process.1.start_s=$fill_at"

@@ -262,6 +262,12 @@ pub struct SimSettings {
     /// "MGLRU").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lru_gen: bool,
+    /// DAMON_STAT (`CONFIG_DAMON_STAT_ENABLED_DEFAULT`, Linux 6.17+, on in Debian's 7.2):
+    /// a kdamond sampling the physical address space from boot, whose checks clear the
+    /// accessed bits MGLRU's aging walk reads. Off by default (docs/model-notes.md,
+    /// "DAMON_STAT").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub damon_stat: bool,
 }
 
 fn is_zero_f(x: &f64) -> bool {
@@ -303,6 +309,7 @@ impl Default for SimSettings {
             demotion_enabled: false,
             llc_balancing: false,
             lru_gen: false,
+            damon_stat: false,
         }
     }
 }

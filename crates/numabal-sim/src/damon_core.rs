@@ -61,6 +61,22 @@ pub(crate) fn merge(regions: &mut Vec<Region>, attrs: &Attrs, threshold: u32) {
     }
 }
 
+/// The end of an aggregation after the merge (`kdamond_reset_aggregated`, then
+/// `kdamond_split_regions`): each region's count kept as its last and zeroed, the regions
+/// split.
+pub(crate) fn reset_and_split(
+    regions: &mut Vec<Region>,
+    last_nr_regions: &mut usize,
+    attrs: &Attrs,
+    rng: &mut Pcg64Mcg,
+) {
+    for r in regions.iter_mut() {
+        r.last_nr_accesses = r.nr_accesses;
+        r.nr_accesses = 0;
+    }
+    split(regions, last_nr_regions, attrs, rng);
+}
+
 /// `kdamond_split_regions`: while at most half of `max_nr_regions`, split every region
 /// in two (three when the count did not change since the last split and is under a
 /// third of the maximum) at random tenths of its size.

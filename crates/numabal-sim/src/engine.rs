@@ -46,6 +46,8 @@ pub struct Sim<'a> {
     counts: EngineCounts,
     /// The workload's own DAMOS schemes (`[[damos]]`), run whatever the policy.
     experiment: Option<crate::kernel::damos::DamosSet>,
+    /// DAMON_STAT's kdamond (`sim.damon_stat`), run whatever the policy.
+    damon_stat: Option<crate::kernel::damos::stat::DamonStat>,
 }
 
 /// What the engine did in a run: the cost of a run is about `steps x running threads`
@@ -117,9 +119,12 @@ impl<'a> Sim<'a> {
     fn with_user(sc: &'a Scenario, user: UserSpace) -> Self {
         let mut world = World::new(sc);
         let experiment = crate::kernel::damos::experiment(&mut world, &sc.workload.spec.damos);
+        let damon_stat =
+            (sc.sim.damon_stat).then(|| crate::kernel::damos::stat::DamonStat::new(sc.sim.seed));
         Sim {
             world,
             experiment,
+            damon_stat,
             kernel: Box::new(NoBalancing),
             user,
             progress: None,
@@ -229,6 +234,9 @@ impl<'a> Sim<'a> {
     /// checks, a daemon's queued page migrations, samples, progress.
     fn tick(&mut self) -> Result<(), SimError> {
         if let Some(d) = self.experiment.as_mut() {
+            d.tick(&mut self.world);
+        }
+        if let Some(d) = self.damon_stat.as_mut() {
             d.tick(&mut self.world);
         }
         let (w, a) = self.split();

@@ -156,6 +156,9 @@ impl World<'_> {
             used += time * frac;
             bytes_done += take;
             self.user_ns += time * frac;
+            if take > 0.0 {
+                self.lru_gen_swept(obj, c, slot.wall(slot.total - budget + used));
+            }
             let th = &mut self.threads[t];
             th.prog.pos += take;
             if !th.prog.timed {

@@ -77,7 +77,17 @@ impl World<'_> {
     /// each with its accesses per page per ns, in thread order: a sweep's one reference
     /// per page per pass over its slice, a random pattern's lines spread over its ranges by
     /// weight, at each thread's latest rate.
-    pub(crate) fn access_ranges(&self, obj: usize, mut f: impl FnMut(u64, u64, f64)) {
+    pub(crate) fn access_ranges(&self, obj: usize, f: impl FnMut(u64, u64, f64)) {
+        self.access_ranges_of(obj, true, f);
+    }
+
+    /// `access_ranges`, the sweeps' left out unless `sweeps`.
+    pub(crate) fn access_ranges_of(
+        &self,
+        obj: usize,
+        sweeps: bool,
+        mut f: impl FnMut(u64, u64, f64),
+    ) {
         for (t, th) in self.threads.iter().enumerate() {
             if th.prog.access_rate <= 0.0 || !matches!(th.state, TState::Runnable) {
                 continue;
@@ -94,6 +104,9 @@ impl World<'_> {
                 continue;
             }
             if a.pattern == Pattern::Sweep {
+                if !sweeps {
+                    continue;
+                }
                 f(
                     slice.0,
                     slice.1,

@@ -75,6 +75,9 @@ pub struct TieringStats {
     /// MGLRU's aging walks (`sim.lru_gen`), over all nodes.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lru_gen_walks: u64,
+    /// Pages DAMON_STAT checked, as many made old (`sim.damon_stat`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub damon_stat_checks: u64,
     /// The tiers at the end: `memory_tierN`, its nodes and the MiB in use on them.
     pub tiers: Vec<TierUse>,
 }
@@ -323,13 +326,12 @@ impl World<'_> {
             return 0.0;
         }
         let now = self.now;
-        let (mut pages, mut ns, _) =
-            self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, false, now);
+        let (mut pages, mut ns, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now);
         if pages == 0 && self.tiering.lru_gen.is_none() {
             // The CLOCK went round once and found every page referenced: that pass used
             // their second chance, so a second one demotes those not used since (direct
             // reclaim goes on at lower priorities rather than fail the allocation).
-            let (p, more, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, false, now);
+            let (p, more, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now);
             (pages, ns) = (p, ns + more);
         }
         self.tiering.stats.pgdemote_direct += pages;
@@ -371,7 +373,7 @@ impl World<'_> {
                     continue;
                 }
             }
-            let (pages, ns, hopeless) = self.reclaim(n, want, budget, true, start);
+            let (pages, ns, hopeless) = self.reclaim(n, want, budget, start);
             if self.tiering.lru_gen.is_some() {
                 self.tiering.kswapd_debt[n] = (ns - budget).max(0.0);
             }
@@ -383,6 +385,13 @@ impl World<'_> {
                 self.tiering.kswapd[n] = false;
             }
         }
+    }
+
+    /// DAMON_STAT checked `n` pages and made as many old: counted, and their CPU time
+    /// (`pte_update_ns` each, twice) taken from node 0's CPUs.
+    pub(crate) fn damon_stat_checked(&mut self, n: u64) {
+        self.tiering.stats.damon_stat_checks += n;
+        self.charge_kthread(0, 2.0 * n as f64 * self.machine.spec.costs.pte_update_ns);
     }
 
     /// Each tier's memory in use at this tick.
@@ -432,18 +441,11 @@ impl World<'_> {
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU, by kswapd or
     /// direct reclaim, from time `start`: in MGLRU's order with `sim.lru_gen`, else the
     /// CLOCK's.
-    fn reclaim(
-        &mut self,
-        n: usize,
-        want: u64,
-        budget: f64,
-        kswapd: bool,
-        start: u64,
-    ) -> (u64, f64, bool) {
+    fn reclaim(&mut self, n: usize, want: u64, budget: f64, start: u64) -> (u64, f64, bool) {
         if self.tiering.lru_gen.is_none() {
             return self.demote_cold(n, want, budget);
         }
-        self.evict_folios(n, want, budget, kswapd, start)
+        self.evict_folios(n, want, budget, start)
     }
 
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU: the CLOCK
@@ -571,19 +573,27 @@ impl World<'_> {
     /// first page of the object's chunk may lie outside every access range, as the head
     /// of a malloc'd buffer that is not 2 MiB-aligned does).
     fn chunk_access_rate(&self, obj: usize, c: u64, n: usize) -> f64 {
-        let o = &self.objects[obj];
-        let first = c * CHUNK;
-        (first..first + o.chunk_len(c))
-            .find(|&p| o.node_of(p) == Some(n))
-            .map_or(0.0, |p| self.page_access_rate(obj, p))
+        self.chunk_rate_of(obj, c, n, true)
     }
 
-    /// Accesses per ns to the 4 KiB page `page` of object `obj` by the threads now in an
+    /// `chunk_access_rate` of the random patterns only: MGLRU's young bits know a sweep's
+    /// passes one by one (`lru_gen_swept`).
+    pub(super) fn chunk_random_rate(&self, obj: usize, c: u64, n: usize) -> f64 {
+        self.chunk_rate_of(obj, c, n, false)
+    }
+
+    /// Accesses per ns to the first page of chunk `c` on node `n` by the threads now in an
     /// access phase over it: a random pattern's lines spread over its ranges by weight,
-    /// a sweep's passes (one reference per page per pass), at each thread's latest rate.
-    fn page_access_rate(&self, obj: usize, page: u64) -> f64 {
+    /// and with `sweeps` a sweep's passes (one reference per page per pass), at each
+    /// thread's latest rate.
+    fn chunk_rate_of(&self, obj: usize, c: u64, n: usize, sweeps: bool) -> f64 {
+        let o = &self.objects[obj];
+        let first = c * CHUNK;
+        let Some(page) = (first..first + o.chunk_len(c)).find(|&p| o.node_of(p) == Some(n)) else {
+            return 0.0;
+        };
         let mut rate = 0.0;
-        self.access_ranges(obj, |a, b, r| {
+        self.access_ranges_of(obj, sweeps, |a, b, r| {
             if page >= a && page < b {
                 rate += r;
             }

@@ -167,6 +167,31 @@ fn tiering_guest(sets: &[&str]) -> numabal_sim::RunResult {
     ))
 }
 
+/// DAMON_STAT's kdamond (Debian's 7.2 runs it from boot) clears the accessed bits of the
+/// pages it samples, which MGLRU's walks read: with it the same run ages and demotes
+/// differently, every generation still holds exactly its node's pages, and the run is
+/// deterministic.
+#[test]
+fn damon_stat_samples_beside_mglru_and_changes_what_its_walks_find() {
+    let sets = ["sim.lru_gen=true", "sim.check_invariants=true"];
+    let with = |damon_stat: bool| {
+        let ds = format!("sim.damon_stat={damon_stat}");
+        tiering_guest(&[&sets[..], &[ds.as_str()]].concat())
+    };
+    let r = with(true);
+    let t = r.metrics.tiering.as_ref().expect("tiering on");
+    assert!(
+        t.damon_stat_checks > 1000,
+        "DAMON_STAT checked {}",
+        t.damon_stat_checks
+    );
+    let off = with(false);
+    assert_eq!(off.metrics.tiering.as_ref().unwrap().damon_stat_checks, 0);
+    let json = |r: &numabal_sim::RunResult| serde_json::to_string(&r.metrics).unwrap();
+    assert_ne!(json(&r), json(&off), "DAMON_STAT changed nothing");
+    assert_eq!(json(&r), json(&with(true)));
+}
+
 /// The tiered guest's twin (scripts/vm/tiering-twin.sh): Linux 7.2's cache-aware
 /// balancing pulls the hot program's second writer to the node where the program ran
 /// (its first touch, on node 0), so the whole hot set is promoted there and the filler

@@ -3,6 +3,7 @@
 
 use super::scheme::{self, Action, Metric, min_score};
 use super::{Ctx, DamosSet, IntervalsGoal};
+use crate::damon_core::Region;
 use crate::memory::{CHUNK, PAGE_BYTES};
 use crate::world::World;
 use crate::world::paddr::{AccessProfile, PaddrLayout, profile_rate};
@@ -145,8 +146,23 @@ impl DamosSet {
 /// interval scaled by the feedback loop (at most halved, at most doubled), clamped, the
 /// aggregation interval kept at the same number of samples; ages rescaled.
 pub(super) fn tune_intervals(c: &mut Ctx, g: &IntervalsGoal, max_nr: u32) {
+    tune_intervals_of(
+        &mut c.regions,
+        (&mut c.sample_us, &mut c.aggr_us),
+        g,
+        max_nr,
+    );
+}
+
+/// `tune_intervals` for any region list and its (sample, aggregation) intervals, µs.
+pub(crate) fn tune_intervals_of(
+    regions: &mut [Region],
+    (sample_us, aggr_us): (&mut u64, &mut u64),
+    g: &IntervalsGoal,
+    max_nr: u32,
+) {
     let (mut hit, mut all) = (0u128, 0u128);
-    for r in &c.regions {
+    for r in regions.iter() {
         let sz = u128::from(r.end - r.start);
         hit += sz * u128::from(r.nr_accesses);
         all += sz * u128::from(max_nr);
@@ -157,13 +173,13 @@ pub(super) fn tune_intervals(c: &mut Ctx, g: &IntervalsGoal, max_nr: u32) {
     if adaptation <= 10_000 {
         adaptation = 5_000 + adaptation / 2;
     }
-    let sample = (c.sample_us * adaptation / 10_000).clamp(g.min_sample_us, g.max_sample_us);
+    let sample = (*sample_us * adaptation / 10_000).clamp(g.min_sample_us, g.max_sample_us);
     let aggr = sample * u64::from(max_nr);
-    for r in &mut c.regions {
-        r.age = (u64::from(r.age) * c.aggr_us / aggr.max(1)) as u32;
+    for r in regions.iter_mut() {
+        r.age = (u64::from(r.age) * *aggr_us / aggr.max(1)) as u32;
     }
-    c.sample_us = sample;
-    c.aggr_us = aggr;
+    *sample_us = sample;
+    *aggr_us = aggr;
 }
 
 /// The entries (head, base pages) of node `node` in chunk `ch` of `obj`, from page `from`

@@ -25,8 +25,9 @@
 //! fails (no fallback to another node).
 
 mod scheme;
+pub(crate) mod stat;
 
-use crate::damon_core::{Region, merge, push_even, split};
+use crate::damon_core::{Region, merge, push_even, reset_and_split};
 use crate::kernel::KernelModel;
 use crate::world::paddr::{AccessProfile, PaddrLayout, profile_rate};
 use crate::world::records::Metrics;
@@ -346,11 +347,7 @@ impl DamosSet {
                 tune_intervals(c, &g, max_nr);
             }
         }
-        for r in &mut c.regions {
-            r.last_nr_accesses = r.nr_accesses;
-            r.nr_accesses = 0;
-        }
-        split(
+        reset_and_split(
             &mut c.regions,
             &mut c.last_nr_regions,
             &attrs,
@@ -390,7 +387,7 @@ impl DamosSet {
 
 /// A context's regions cover its node's addresses `[0, span)` as the node's pages come
 /// and go: the first ones made evenly, the last one stretched or the ones past the end cut.
-fn fit_to(regions: &mut Vec<Region>, span: u64, min_nr_regions: u64) {
+pub(crate) fn fit_to(regions: &mut Vec<Region>, span: u64, min_nr_regions: u64) {
     if regions.is_empty() {
         if span > 0 {
             push_even(regions, 0, span, min_nr_regions);
@@ -518,3 +515,4 @@ impl KernelModel for DamonTiering {
 
 mod apply;
 use apply::tune_intervals;
+pub(crate) use apply::tune_intervals_of;

@@ -7,8 +7,8 @@
 //!   node n:   min_seq ... max_seq-2 | max_seq-1  max_seq     2 to 4 generations
 //!             evictable ────────────┘ └─ the two youngest, never evicted
 //!   first touch, migration arrival ──► max_seq-1
-//!   aging (try_to_inc_max_seq; kswapd with 3 or fewer generations left, direct reclaim
-//!   with 2): every page of the node is looked at; a young one that was young before
+//!   aging (try_to_inc_max_seq; kswapd and direct reclaim with 2 generations left, with
+//!   3 after a first round at DEF_PRIORITY): every page of the node is looked at; a young one that was young before
 //!   (PG_referenced) ──► max_seq, a young one seen for the first time ──► PG_referenced,
 //!   it stays; then max_seq + 1 (with 4 generations, min_seq folds into min_seq + 1)
 //!   eviction (evict_folios) from min_seq, chunk by chunk in the order they arrived,
@@ -90,9 +90,13 @@ struct ChunkGens {
     listed: u8,
     /// Per slot: the epoch of the chunk's live entry on that list.
     epoch: [u32; MAX_NR_GENS as usize],
-    /// When the walk or look-around last cleared the young bits of its pages on this node
-    /// (ns; each walk visits only its own node's pages, `get_pte_pfn`).
+    /// When the walk, look-around or DAMON last cleared the young bits of its pages on
+    /// this node (ns; each walk visits only its own node's pages, `get_pte_pfn`).
     seen: u64,
+    /// PG_young of its THP on this node: DAMON found its young bit set when it cleared it
+    /// (`damon_pmdp_mkold`); reclaim's reference check counts and clears it
+    /// (`folio_referenced`), the aging walk does not look at it.
+    pg_young: bool,
 }
 
 /// The multi-gen LRU of every node.
@@ -101,6 +105,11 @@ pub(crate) struct LruGen {
     nodes: Vec<Lrugen>,
     /// Per object: per chunk and node (`c * nr_nodes + n`).
     chunks: Vec<Vec<ChunkGens>>,
+    /// Per object, per chunk: the last two times a sweep passed it (ns), the later last. A
+    /// sweep touches each page once a pass, so its young bits are set by the pass, not at
+    /// a rate. Two, because the threads of one step run ahead of a reclaim that one of
+    /// them makes in its middle: the later pass may lie after the reclaim's time.
+    swept: Vec<Vec<[u64; 2]>>,
     nr_nodes: usize,
     /// The time the reclaim call under way has reached (ns): it starts at the caller's
     /// time and advances by the CPU time of each walk and chunk, so a walk right after
@@ -113,6 +122,7 @@ impl LruGen {
         LruGen {
             nodes: vec![Lrugen::new(); nr_nodes],
             chunks: Vec::new(),
+            swept: Vec::new(),
             nr_nodes,
             clock: 0,
         }
@@ -248,6 +258,27 @@ impl LruGen {
         referenced
     }
 
+    /// A sweep passed chunk `c` at time `t`.
+    fn note_swept(&mut self, obj: usize, c: u64, t: u64) {
+        if self.swept.len() <= obj {
+            self.swept.resize(obj + 1, Vec::new());
+        }
+        let v = &mut self.swept[obj];
+        if v.len() <= c as usize {
+            v.resize(c as usize + 1, [0; 2]);
+        }
+        let p = &mut v[c as usize];
+        if t > p[1] {
+            *p = [p[1], t];
+        }
+    }
+
+    /// Whether a sweep passed chunk `c` in `(since, now]`.
+    fn swept_in(&self, obj: usize, c: u64, since: u64, now: u64) -> bool {
+        let at = self.swept.get(obj).and_then(|v| v.get(c as usize));
+        at.is_some_and(|p| p.iter().any(|&t| since < t && t <= now))
+    }
+
     /// Pages of chunk `c` on node `n` the lists hold.
     fn pages_of(&self, obj: usize, c: u64, n: usize) -> u64 {
         let i = c as usize * self.nr_nodes + n;
@@ -274,11 +305,91 @@ impl World<'_> {
         }
     }
 
+    /// A sweep passed chunk `c` of object `obj` at time `t`.
+    pub(crate) fn lru_gen_swept(&mut self, obj: usize, c: u64, t: u64) {
+        let Some(l) = self.tiering.lru_gen.as_mut() else {
+            return;
+        };
+        l.note_swept(obj, c, t);
+    }
+
+    /// DAMON cleared the young bit of the entry of `page` on node `n` at time `t`
+    /// (`damon_pmdp_mkold`); returns whether it was young. Nothing for a base page: the
+    /// model keeps one young-bit time per chunk, and one page is a 512th of it.
+    pub(crate) fn lru_gen_mkold(&mut self, obj: usize, page: u64, n: usize, t: u64) -> bool {
+        let c = page / CHUNK;
+        if self.tiering.lru_gen.is_none() || !self.objects[obj].is_huge(c) {
+            return false;
+        }
+        let young = self.young_since(obj, c, n, t);
+        let g = self.lru_mut().gens(obj, c, n);
+        g.seen = g.seen.max(t);
+        g.pg_young |= young;
+        young
+    }
+
+    /// Whether the entry of chunk `c` on node `n` (the THP, or a base page) is young at
+    /// time `now`: accessed since its young bit was last cleared. A sweep's pass sets it
+    /// for sure; a random pattern's accesses with the chance `1 - exp(-rate x nr x dt)`.
+    fn young_since(&mut self, obj: usize, c: u64, n: usize, now: u64) -> bool {
+        use rand::RngExt;
+        let p = self.young_chance(obj, c, n, now);
+        p >= 1.0 || (p > 0.0 && self.rng.random::<f64>() < p)
+    }
+
+    /// The chance that an entry of chunk `c` on node `n` is young at time `now`.
+    fn young_chance(&mut self, obj: usize, c: u64, n: usize, now: u64) -> f64 {
+        let seen = self.lru_mut().gens(obj, c, n).seen;
+        self.chance_since(obj, c, n, seen, now)
+    }
+
+    /// The chance that an entry of chunk `c` on node `n` was accessed in `(since, now]`.
+    /// Without MGLRU no sweep is followed: every access at its rate.
+    fn chance_since(&self, obj: usize, c: u64, n: usize, since: u64, now: u64) -> f64 {
+        let rate = match &self.tiering.lru_gen {
+            Some(l) if l.swept_in(obj, c, since, now) => return 1.0,
+            Some(_) => self.chunk_random_rate(obj, c, n),
+            None => self.chunk_access_rate(obj, c, n),
+        };
+        let o = &self.objects[obj];
+        let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
+        1.0 - (-rate * nr as f64 * now.saturating_sub(since) as f64).exp()
+    }
+
+    /// DAMON's check (`damon_pa_young`) at time `now` of `page` of object `obj`, which
+    /// its last preparation made old at time `since` on node `n`: accessed since (the
+    /// THP's young bit cleared by a walk in between is cleared all the same).
+    pub(crate) fn damon_young(
+        &mut self,
+        obj: usize,
+        page: u64,
+        n: usize,
+        since: u64,
+        now: u64,
+    ) -> bool {
+        use rand::RngExt;
+        let o = &self.objects[obj];
+        // Freed since (an object keeps no page table until its first touch).
+        if o.populated() == 0 || o.node_of(page) != Some(n) {
+            return false;
+        }
+        let c = page / CHUNK;
+        let mut since = since;
+        if self.tiering.lru_gen.is_some() && self.objects[obj].is_huge(c) {
+            since = since.max(self.lru_mut().gens(obj, c, n).seen);
+        }
+        let p = self.chance_since(obj, c, n, since, now);
+        p >= 1.0 || (p > 0.0 && self.rng.random::<f64>() < p)
+    }
+
     /// Object `obj`'s pages were freed.
     pub(crate) fn lru_gen_release(&mut self, obj: usize) {
         let Some(l) = self.tiering.lru_gen.as_mut() else {
             return;
         };
+        if let Some(v) = l.swept.get_mut(obj) {
+            v.clear();
+        }
         let Some(v) = l.chunks.get_mut(obj) else {
             return;
         };
@@ -337,31 +448,31 @@ impl World<'_> {
         Ok(())
     }
 
-    /// `evict_folios` with aging as `should_run_aging` asks (`kswapd`: with 3 generations
-    /// or fewer, else with 2): demote up to `want` pages of node `n` within `budget` ns,
-    /// starting at time `start`. Returns (pages demoted, ns, hopeless: no target had room,
-    /// or aging found nothing).
+    /// `evict_folios` with aging as `should_run_aging` asks (with 2 generations, and with
+    /// 3 after the first round): demote up to `want` pages of node `n` within `budget`
+    /// ns, starting at time `start`. Returns (pages demoted, ns, hopeless: no target had
+    /// room, or aging found nothing).
     pub(super) fn evict_folios(
         &mut self,
         n: usize,
         want: u64,
         budget: f64,
-        kswapd: bool,
         start: u64,
     ) -> (u64, f64, bool) {
         if self.tiering.tiers.demotion[n].is_empty() {
             return (0, 0.0, true);
         }
         let (mut done, mut ns, mut walks) = (0u64, 0.0, 0u32);
-        // Direct reclaim's first round runs at DEF_PRIORITY, which never ages and scans
-        // at most the node's pages >> DEF_PRIORITY; its later rounds age as kswapd's.
+        // kswapd's and direct reclaim's first round runs at DEF_PRIORITY, which does not
+        // age while it can evict and scans at most the node's pages >> DEF_PRIORITY
+        // (`get_nr_to_scan`); later rounds age with 3 generations left.
         let first_round: u64 = self.lru().nodes[n].nr_pages.iter().sum::<u64>() >> DEF_PRIORITY;
         let mut scanned = 0u64;
         while done < want && ns < budget {
             self.lru_mut().clock = start + self.host_wall(ns) as u64;
             self.try_to_inc_min_seq(n);
             let lg = &self.lru().nodes[n];
-            let aging_at = if kswapd || scanned >= first_round {
+            let aging_at = if scanned >= first_round {
                 MIN_NR_GENS + 1
             } else {
                 MIN_NR_GENS
@@ -432,8 +543,9 @@ impl World<'_> {
     fn evict_chunk(&mut self, n: usize, obj: usize, c: u64, want: u64) -> (u64, f64, bool) {
         use rand::RngExt;
         let now = self.lru().clock;
-        let dt = now.saturating_sub(self.lru_mut().gens(obj, c, n).seen) as f64;
-        let rate = self.chunk_access_rate(obj, c, n);
+        let p_young = self.young_chance(obj, c, n, now);
+        // PG_young (DAMON's): `folio_referenced` counts it and clears it.
+        let mut pg_young = std::mem::take(&mut self.lru_mut().gens(obj, c, n).pg_young);
         let visit_ns = self.machine.spec.costs.pte_update_ns;
         let o = &self.objects[obj];
         let (first, len) = (c * CHUNK, o.chunk_len(c));
@@ -443,7 +555,6 @@ impl World<'_> {
         // (most chunks evicted keep every page young).
         let mut next_head = first;
         let (min, max) = (self.lru().nodes[n].min_seq, self.lru().nodes[n].max_seq);
-        let p_young = 1.0 - (-rate * nr as f64 * dt).exp();
         let (mut done, mut ns, mut stop) = (0u64, visit_ns, false);
         // Pages to put back, by PG_referenced before and whether they stay referenced.
         let mut back = [[0u64; 2]; 2];
@@ -457,7 +568,8 @@ impl World<'_> {
                 }
                 self.lru_mut().take(obj, c, n, slot(min), r, nr);
                 ns += visit_ns;
-                if self.rng.random::<f64>() < p_young {
+                let flagged = std::mem::take(&mut pg_young);
+                if self.rng.random::<f64>() < p_young || flagged {
                     back[r as usize][1] += nr;
                     continue;
                 }
@@ -491,6 +603,8 @@ impl World<'_> {
             self.walk_chunk(n, obj, c, Some(slot(min)));
         }
         let l = self.lru_mut();
+        // Not reached: it keeps its PG_young.
+        l.gens(obj, c, n).pg_young |= pg_young;
         for (was, to) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
             if back[was][to] > 0 {
                 let seq = if was == 1 { max } else { max - 1 };
@@ -547,11 +661,9 @@ impl World<'_> {
     fn walk_chunk(&mut self, n: usize, obj: usize, c: u64, skip: Option<usize>) {
         use rand::RngExt;
         let now = self.lru().clock;
-        let dt = now.saturating_sub(self.lru_mut().gens(obj, c, n).seen) as f64;
-        let rate = self.chunk_access_rate(obj, c, n);
+        let p_young = self.young_chance(obj, c, n, now);
         let o = &self.objects[obj];
         let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
-        let p_young = 1.0 - (-rate * nr as f64 * dt).exp();
         let (min, max) = (self.lru().nodes[n].min_seq, self.lru().nodes[n].max_seq);
         // Decided on the counts as the walk found them: a page moved to max_seq is not
         // looked at twice.
@@ -679,6 +791,22 @@ mod tests {
         assert_eq!(order(&l, 1), vec![4, 9]);
         assert_eq!(l.chunks[0][4].pages[slot(1)], [3, 0]);
         assert_eq!(l.nodes[0].nr_pages[slot(1)], 4);
+    }
+
+    #[test]
+    fn a_sweep_pass_makes_a_chunk_young_only_between_its_clear_and_the_check() {
+        let mut l = LruGen::new(1);
+        assert!(!l.swept_in(0, 3, 0, 100), "never passed");
+        l.note_swept(0, 3, 50);
+        assert!(l.swept_in(0, 3, 10, 100));
+        assert!(!l.swept_in(0, 3, 50, 100), "cleared at the pass");
+        assert!(!l.swept_in(0, 3, 10, 40), "a pass after the check");
+        // A thread that ran ahead of the check passed again: the earlier pass still counts.
+        l.note_swept(0, 3, 120);
+        assert!(l.swept_in(0, 3, 10, 100));
+        assert!(l.swept_in(0, 3, 100, 130));
+        assert!(!l.swept_in(0, 3, 60, 100));
+        assert!(!l.swept_in(0, 2, 0, 200), "another chunk");
     }
 
     #[test]
