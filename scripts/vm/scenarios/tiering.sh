@@ -49,7 +49,9 @@
 # allocating process); MGLRU's page-table walks (kprobes on walk_page_range, its mm, start
 # and return, and on lru_gen_add_mm, which names each process's mm at fork and exec), each
 # THP young bit tested and cleared (pmdp_test_and_clear_young: by a walk, or by DAMON_STAT's
-# kdamond until the first walk) and reclaimers' failed spin_trylock calls; from
+# kdamond until the first walk), reclaimers' failed spin_trylock calls, and reclaim's
+# reference checks and batches with their durations (folio_referenced,
+# shrink_folio_list, summed per task); from
 # the filler's start, every 0.2 s, MGLRU's generations of node 0 (debugfs lru_gen_full:
 # each generation's seq, age in ms and anonymous pages, and the walks' counts); and the page
 # flags of the hot program's buffer at the filler's start and 10 s later (page-flags);
@@ -275,6 +277,17 @@ if [ "${TRACE:-0}" -ge 1 ]; then
       echo "stacktrace 6" > $T/events/kprobes/tier_trylock/trigger &&
       echo 1 > $T/events/kprobes/tier_trylock/enable
   fi
+  # What eviction's reference check costs (folio_referenced, an rmap walk per folio) and
+  # each batch of reclaim's (shrink_folio_list, returning the pages reclaimed), in the
+  # reclaimers only.
+  for spec in "p:tier_fref folio_referenced" "r:tier_fref_ret folio_referenced refs=\$retval:s32" \
+              "p:tier_sfl shrink_folio_list" "r:tier_sfl_ret shrink_folio_list reclaimed=\$retval:u32"; do
+    fn=${spec#* }; fn=${fn%% *}; ev=${spec%% *}; ev=${ev#*:}
+    grep -q " $fn\$" /proc/kallsyms || continue
+    echo "$spec" >> $T/kprobe_events &&
+      echo 'comm == "numa02-like" || comm == "kswapd0"' > "$T/events/kprobes/$ev/filter" &&
+      echo 1 > "$T/events/kprobes/$ev/enable"
+  done
   echo 1 > $T/tracing_on
 fi
 
@@ -391,6 +404,17 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   t0a=$(grep -m1 'tier_age_' $T/trace | awk '{ sub(":", "", $4); print $4 }')
   awk -v t0="${t0a:-0}" '/tier_rc_|tier_age_/ { t = $4; sub(":", "", t); if (t >= t0 - 0.05 && t <= t0 + 0.06) print }' $T/trace |
     sed 's/^ *//' | head -n 400
+  echo "== trace: reclaim's reference checks and batches (folio_referenced, shrink_folio_list: calls, us each, by task)"
+  grep -E 'tier_fref|tier_sfl' $T/trace | sed 's/^ *//' | awk '
+    { task = $1; t = $4; sub(":", "", t) }
+    /tier_fref:/ { f0[task] = t; next }
+    /tier_fref_ret:/ && (task in f0) { d = (t - f0[task]) * 1e6; fn[task]++; fus[task] += d
+      if (d > fmax[task]) fmax[task] = d; if ($NF != "refs=0") fref[task]++; delete f0[task]; next }
+    /tier_sfl:/ { s0[task] = t; next }
+    /tier_sfl_ret:/ && (task in s0) { d = (t - s0[task]) * 1e6; sn[task]++; sus[task] += d
+      r = $NF; sub("reclaimed=", "", r); srec[task] += r; delete s0[task] }
+    END { for (k in fn) printf "  %s folio_referenced: %d calls, %.1f us mean, %.0f us max, %d found references\n", k, fn[k], fus[k] / fn[k], fmax[k], fref[k]
+          for (k in sn) printf "  %s shrink_folio_list: %d calls, %.1f us mean, %d pages reclaimed\n", k, sn[k], sus[k] / sn[k], srec[k] }'
   echo "== trace: failed spin_trylock in reclaimers (kswapd0, the filler), with the stack"
   awk '/tier_trylock/ { keep = 1; print; next } keep && /^ => / { print; next } { keep = 0 }' $T/trace |
     sed 's/^ *//' | head -n 400

@@ -173,7 +173,12 @@ fn tiering_guest(sets: &[&str]) -> numabal_sim::RunResult {
 /// deterministic.
 #[test]
 fn damon_stat_samples_beside_mglru_and_changes_what_its_walks_find() {
-    let sets = ["sim.lru_gen=true", "sim.check_invariants=true"];
+    // The filler starts at 31 s and node 0's reclaim follows within seconds.
+    let sets = [
+        "sim.lru_gen=true",
+        "sim.check_invariants=true",
+        "sim.max_time_s=40",
+    ];
     let with = |damon_stat: bool| {
         let ds = format!("sim.damon_stat={damon_stat}");
         tiering_guest(&[&sets[..], &[ds.as_str()]].concat())
