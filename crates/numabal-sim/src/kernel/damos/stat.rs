@@ -19,8 +19,9 @@
 //! ```
 //!
 //! Simplifications (docs/model-notes.md, "DAMON_STAT"): the monitored range is every
-//! node's pages, node after node (the kernel's is the largest "System RAM" resource,
-//! which on the guests holds all of them); a base page made old changes nothing for
+//! node's frames, node after node, its pages first and its free frames after them (the
+//! kernel's is the largest "System RAM" resource, which on the guests holds all of them,
+//! the pages scattered among the free frames); a base page made old changes nothing for
 //! MGLRU (the model keeps one young-bit time per chunk and node, and a page is a 512th
 //! of it); each check and each preparation costs `pte_update_ns`, charged to node 0's
 //! CPUs.

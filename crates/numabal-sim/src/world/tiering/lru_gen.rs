@@ -8,7 +8,8 @@
 //!             evictable ────────────┘ └─ the two youngest, never evicted
 //!   first touch, migration arrival ──► max_seq-1
 //!   aging (try_to_inc_max_seq; kswapd and direct reclaim with 2 generations left, with
-//!   3 after a first round at DEF_PRIORITY): every page of the node is looked at; a young one that was young before
+//!   3 after a first round at DEF_PRIORITY): every page of the node is looked at; a
+//!   young one (a sweep passed it, or by its random accesses' rate) that was young before
 //!   (PG_referenced) ──► max_seq, a young one seen for the first time ──► PG_referenced,
 //!   it stays; then max_seq + 1 (with 4 generations, min_seq folds into min_seq + 1)
 //!   eviction (evict_folios) from min_seq, chunk by chunk in the order they arrived,
@@ -314,26 +315,23 @@ impl World<'_> {
     }
 
     /// DAMON cleared the young bit of the entry of `page` on node `n` at time `t`
-    /// (`damon_pmdp_mkold`); returns whether it was young. Nothing for a base page: the
-    /// model keeps one young-bit time per chunk, and one page is a 512th of it.
-    pub(crate) fn lru_gen_mkold(&mut self, obj: usize, page: u64, n: usize, t: u64) -> bool {
+    /// (`damon_pmdp_mkold`), setting PG_young if it was young. Nothing for a base page:
+    /// the model keeps one young-bit time per chunk, and one page is a 512th of it.
+    pub(crate) fn lru_gen_mkold(&mut self, obj: usize, page: u64, n: usize, t: u64) {
         let c = page / CHUNK;
         if self.tiering.lru_gen.is_none() || !self.objects[obj].is_huge(c) {
-            return false;
+            return;
         }
-        let young = self.young_since(obj, c, n, t);
+        let p = self.young_chance(obj, c, n, t);
+        let young = self.happens(p);
         let g = self.lru_mut().gens(obj, c, n);
         g.seen = g.seen.max(t);
         g.pg_young |= young;
-        young
     }
 
-    /// Whether the entry of chunk `c` on node `n` (the THP, or a base page) is young at
-    /// time `now`: accessed since its young bit was last cleared. A sweep's pass sets it
-    /// for sure; a random pattern's accesses with the chance `1 - exp(-rate x nr x dt)`.
-    fn young_since(&mut self, obj: usize, c: u64, n: usize, now: u64) -> bool {
+    /// Whether an event of chance `p` happened: certain ones draw no number.
+    fn happens(&mut self, p: f64) -> bool {
         use rand::RngExt;
-        let p = self.young_chance(obj, c, n, now);
         p >= 1.0 || (p > 0.0 && self.rng.random::<f64>() < p)
     }
 
@@ -367,7 +365,6 @@ impl World<'_> {
         since: u64,
         now: u64,
     ) -> bool {
-        use rand::RngExt;
         let o = &self.objects[obj];
         // Freed since (an object keeps no page table until its first touch).
         if o.populated() == 0 || o.node_of(page) != Some(n) {
@@ -379,7 +376,7 @@ impl World<'_> {
             since = since.max(self.lru_mut().gens(obj, c, n).seen);
         }
         let p = self.chance_since(obj, c, n, since, now);
-        p >= 1.0 || (p > 0.0 && self.rng.random::<f64>() < p)
+        self.happens(p)
     }
 
     /// Object `obj`'s pages were freed.
