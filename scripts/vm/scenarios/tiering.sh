@@ -21,6 +21,7 @@
 # memory tiers or a program failed; the counters are printed, not judged. The end has `@`
 # lines for scripts/vm/tiering-twin.sh (times in seconds after the hot program started):
 #   @meminfo nodeN TOTAL_MIB FREE_MIB     each node before the workloads
+#   @shmem nodeN MIB                      each node's Shmem (tmpfs files) before them
 #   @time NAME S                          hot_placed, filler_started, hot_in_dram (the first
 #                                         sample with 90 % of the hot set on nodes with
 #                                         CPUs), end
@@ -147,9 +148,9 @@ meminfo() {  # TITLE (one awk)
   echo "== per-node meminfo, MiB ($1)"
   # shellcheck disable=SC2086
   awk '$3 == "MemTotal:" { t[$2] = $4 } $3 == "MemFree:" { f[$2] = $4 } $3 == "AnonPages:" { a[$2] = $4 }
-       $3 == "AnonHugePages:" { h[$2] = $4; n[++k] = $2 }
-       END { for (i = 1; i <= k; i++) printf "  node%s MemTotal %6d MemFree %6d AnonPages %6d AnonHugePages %6d\n",
-             n[i], t[n[i]] / 1024, f[n[i]] / 1024, a[n[i]] / 1024, h[n[i]] / 1024 }' \
+       $3 == "Shmem:" { s[$2] = $4 } $3 == "AnonHugePages:" { h[$2] = $4; n[++k] = $2 }
+       END { for (i = 1; i <= k; i++) printf "  node%s MemTotal %6d MemFree %6d AnonPages %6d AnonHugePages %6d Shmem %6d\n",
+             n[i], t[n[i]] / 1024, f[n[i]] / 1024, a[n[i]] / 1024, h[n[i]] / 1024, s[n[i]] / 1024 }' \
     $(for n in $nodes; do echo "$sysnode/node$n/meminfo"; done)
 }
 pernode_vmstat() {
@@ -212,9 +213,12 @@ sample() {
 
 snap /tmp/c0
 meminfo "before"
+# Shmem: the root file system's files (the initramfs unpacked into tmpfs), on the
+# anonymous LRU and so demoted by reclaim like the programs' pages, though no process maps
+# most of them (the twin's [[tmpfs]]).
 for n in $nodes; do
-  awk -v n="$n" '$3 == "MemTotal:" { t = $4 } $3 == "MemFree:" { f = $4 }
-    END { printf "@meminfo node%s %d %d\n", n, t / 1024, f / 1024 }' "$sysnode/node$n/meminfo"
+  awk -v n="$n" '$3 == "MemTotal:" { t = $4 } $3 == "MemFree:" { f = $4 } $3 == "Shmem:" { s = $4 }
+    END { printf "@meminfo node%s %d %d\n@shmem node%s %d\n", n, t / 1024, f / 1024, n, s / 1024 }' "$sysnode/node$n/meminfo"
 done > /tmp/at-meminfo
 
 T=/sys/kernel/tracing
@@ -277,11 +281,14 @@ if [ "${TRACE:-0}" -ge 1 ]; then
       echo "stacktrace 6" > $T/events/kprobes/tier_trylock/trigger &&
       echo 1 > $T/events/kprobes/tier_trylock/enable
   fi
-  # What eviction's reference check costs (folio_referenced, an rmap walk per folio) and
-  # each batch of reclaim's (shrink_folio_list, returning the pages reclaimed), in the
-  # reclaimers only.
-  for spec in "p:tier_fref folio_referenced" "r:tier_fref_ret folio_referenced refs=\$retval:s32" \
-              "p:tier_sfl shrink_folio_list" "r:tier_sfl_ret shrink_folio_list reclaimed=\$retval:u32"; do
+  # What eviction's reference check costs (folio_referenced, an rmap walk per folio), on
+  # which folio (its struct page's address and flags word) and what it found, and each
+  # batch of reclaim's (shrink_folio_list, returning the pages reclaimed), in the
+  # reclaimers only; vmemmap_base (once a batch) turns a folio's address into its frame.
+  for spec in "p:tier_fref folio_referenced folio=%di:x64 flags=+0(%di):x64" \
+              "r:tier_fref_ret folio_referenced refs=\$retval:s32" \
+              "p:tier_sfl shrink_folio_list" "r:tier_sfl_ret shrink_folio_list reclaimed=\$retval:u32" \
+              "p:tier_vb shrink_folio_list vb=@vmemmap_base:x64"; do
     fn=${spec#* }; fn=${fn%% *}; ev=${spec%% *}; ev=${ev#*:}
     grep -q " $fn\$" /proc/kallsyms || continue
     echo "$spec" >> $T/kprobe_events &&
@@ -340,7 +347,7 @@ while kill -0 "$pid" 2>/dev/null; do
   elapsed=$(( (NOW - t1) / 100 ))
   sample "+${elapsed}s (+$(secs $((NOW - t0))) s)" "$pid" "$filler"
   if [ "${TRACE:-0}" -ge 1 ] && [ -n "$filler" ] && [ -z "${flags_after:-}" ] && [ "$elapsed" -ge $((fill_at + 10)) ]; then
-    page-flags "$pid" --tag after_reclaim >> /tmp/hot.flags 2>&1; flags_after=1
+    page-flags "$pid" --tag after_reclaim --pfns >> /tmp/hot.flags 2>&1; flags_after=1
   fi
   if [ -z "$filler" ] && [ "$elapsed" -ge "$fill_at" ] && kill -0 "$pid" 2>/dev/null; then
     # --- 2. pressure on node 0 ----------------------------------------------------------
@@ -351,7 +358,7 @@ while kill -0 "$pid" 2>/dev/null; do
     echo "@time filler_started $(since)" >> /tmp/at-time
     if [ "${TRACE:-0}" -ge 1 ]; then
       cp "/proc/$pid/maps" /tmp/hot.maps
-      page-flags "$pid" --tag before_filler >> /tmp/hot.flags 2>&1
+      page-flags "$pid" --tag before_filler --pfns >> /tmp/hot.flags 2>&1
       if [ -r /sys/kernel/debug/lru_gen ]; then
         ( while kill -0 "$pid" 2>/dev/null; do
             read -r up _ < /proc/uptime; echo "@t $up"; cat /sys/kernel/debug/lru_gen_full; sleep 0.2
@@ -415,6 +422,15 @@ if [ "${TRACE:-0}" -ge 1 ]; then
       r = $NF; sub("reclaimed=", "", r); srec[task] += r; delete s0[task] }
     END { for (k in fn) printf "  %s folio_referenced: %d calls, %.1f us mean, %.0f us max, %d found references\n", k, fn[k], fus[k] / fn[k], fmax[k], fref[k]
           for (k in sn) printf "  %s shrink_folio_list: %d calls, %.1f us mean, %d pages reclaimed\n", k, sn[k], sus[k] / sn[k], srec[k] }'
+  echo "== trace: each reference check (uptime s, task, folio, its flags word, references found, us) and batch (sfl: start; sfl_ret: pages reclaimed); vmemmap_base"
+  grep -m1 'tier_vb' $T/trace | sed 's/.* vb=/@vmemmap_base /'
+  grep -E 'tier_fref|tier_sfl' $T/trace | sed 's/^ *//' | awk '
+    { task = $1; t = $4; sub(":", "", t) }
+    /tier_fref:/ { f0[task] = t; fo[task] = $(NF - 1); ff[task] = $NF; next }
+    /tier_fref_ret:/ && (task in f0) { r = $NF; sub("refs=", "", r); f = fo[task]; sub("folio=", "", f); g = ff[task]; sub("flags=", "", g)
+      printf "@fref %s %s %s %s %s %.0f\n", t, task, f, g, r, (t - f0[task]) * 1e6; delete f0[task]; next }
+    /tier_sfl:/ { print "@sfl " t " " task; next }
+    /tier_sfl_ret:/ { r = $NF; sub("reclaimed=", "", r); print "@sfl_ret " t " " task " " r }' | head -n 40000
   echo "== trace: failed spin_trylock in reclaimers (kswapd0, the filler), with the stack"
   awk '/tier_trylock/ { keep = 1; print; next } keep && /^ => / { print; next } { keep = 0 }' $T/trace |
     sed 's/^ *//' | head -n 400
