@@ -60,12 +60,17 @@ fi
 # The guest's machine and workload inputs (the scenario's @ lines).
 at() { awk -v k="$1" -v n="$2" '$1 == "@" k && $2 == n { print $3; exit }' "$guest"; }
 grep -q '^@counter pgpromote_success ' "$guest" || die "$guest has no @counter lines (scenarios/tiering.sh's end)"
-sizes="" reserved=""
+# Each node's memory in use before the workloads: the root file system's tmpfs files
+# (@shmem, on the node's LRU, which reclaim demotes: the workload's [[tmpfs]]) and the rest
+# (reserved). An output from before the scenario printed @shmem: all of it reserved.
+sizes="" reserved="" tmpfs=()
 for n in 0 1 2; do
   line=$(awk -v n="node$n" '$1 == "@meminfo" && $2 == n { print $3, $4; exit }' "$guest")
   [ -n "$line" ] || die "$guest has no @meminfo line for node $n"
+  shm=$(awk -v n="node$n" '$1 == "@shmem" && $2 == n { print $3; exit }' "$guest")
   set -- $line
-  sizes+="${sizes:+,}\"${1}MiB\"" reserved+="${reserved:+,}\"$(($1 - $2))MiB\""
+  sizes+="${sizes:+,}\"${1}MiB\"" reserved+="${reserved:+,}\"$(($1 - $2 - ${shm:-0}))MiB\""
+  [ "$n" = 2 ] || tmpfs+=(--set "workload.tmpfs.$n.size=\"${shm:-0}MiB\"")
 done
 fill_at=$(at time filler_started) fill_mb=$(awk '$1 == "@fill_mb" { print $2; exit }' "$guest")
 [ -n "$fill_at" ] && [ -n "$fill_mb" ] || die "$guest has no filler (@time filler_started, @fill_mb)"
@@ -84,8 +89,9 @@ stat=$(sed -n 's/^== DAMON_STAT: damon_stat\/parameters\/enabled=//p' "$guest" |
 [ -n "$stat" ] || { [ "$version" = 7.2 ] && stat=Y || stat=absent; }
 [ "$stat" = Y ] && damon_stat=true || damon_stat=false
 
-printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, in use before %s; llc_balancing %s, lru_gen %s, damon_stat %s)\n' \
-  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved" "$llc_balancing" "$lru_gen" "$damon_stat"
+shmem=$(awk '$1 == "@shmem" { printf "%s%s %s MiB", sep, $2, $3; sep = ", " }' "$guest")
+printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, reserved %s, tmpfs %s; llc_balancing %s, lru_gen %s, damon_stat %s)\n' \
+  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved" "${shmem:-not printed}" "$llc_balancing" "$lru_gen" "$damon_stat"
 sim=(sim -m qemu-guest-tiered -w presets/workloads/tiering_guest.toml -p autonuma --seed "$seed"
      --set policy.numa_balancing=2 --set sim.demotion_enabled=true --set "policy.kernel=$version"
      --set sim.transparent_hugepage=always --set sim.proc_every_s=1
@@ -94,7 +100,7 @@ sim=(sim -m qemu-guest-tiered -w presets/workloads/tiering_guest.toml -p autonum
      --set "machine.topology.memory_per_node=[$sizes]"
      --set "machine.memory.reserved_per_node=[$reserved]"
      --set "workload.process.1.start_s=$fill_at"
-     --set "workload.process.1.region.5.size=\"${fill_mb}MiB\"")
+     --set "workload.process.1.region.5.size=\"${fill_mb}MiB\"" "${tmpfs[@]}")
 echo "numabal ${sim[*]}"
 "$bin" "${sim[@]}" --quiet --json "$out/$name.sim.json" > /dev/null
 

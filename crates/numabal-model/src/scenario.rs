@@ -673,6 +673,7 @@ fn flatten_workload(
         spec.shared.extend(sub.shared);
         spec.processes.extend(sub.processes);
         spec.damos.extend(sub.damos);
+        spec.tmpfs.extend(sub.tmpfs);
     }
     Ok(spec)
 }

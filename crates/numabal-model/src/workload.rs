@@ -55,6 +55,25 @@ pub struct WorkloadSpec {
     /// DAMOS schemes the experiment runs beside the policy (`[[damos]]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub damos: Vec<crate::damos::DamosSpec>,
+    /// Files in a tmpfs, on a node from the start (`[[tmpfs]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tmpfs: Vec<TmpfsSpec>,
+}
+
+/// `[[tmpfs]]`: files in a tmpfs that are on `node` before the run starts and are not read
+/// during it, as a guest's root file system is (the kernel unpacks the initramfs into a
+/// tmpfs at boot). Their pages are shmem: on the node's anonymous LRU, so reclaim demotes
+/// them like a program's pages, but no page table maps them, so neither MGLRU's walks nor
+/// NUMA balancing's scan sees them. Base pages (`shmem_enabled` is `never` by default).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TmpfsSpec {
+    /// A label.
+    pub name: String,
+    /// Size of the files (0: none).
+    pub size: Bytes,
+    /// The node their pages are on.
+    pub node: usize,
 }
 
 /// Kind of a region shared between processes.
@@ -458,6 +477,7 @@ impl Workload {
             d.check(i, machine.nr_nodes(), src)?;
         }
         let shared_bytes = r.shared_regions()?;
+        let tmpfs_bytes = r.tmpfs(machine)?;
         let mut threads = Vec::new();
         let mut cpuset_cpus = Vec::new();
         let mut cpuset_mems = Vec::new();
@@ -474,7 +494,7 @@ impl Workload {
             private_bytes += rp.private_bytes;
         }
         let mapped_bytes = private_bytes + shared_bytes;
-        r.fits(machine, mapped_bytes)?;
+        r.fits(machine, mapped_bytes + tmpfs_bytes)?;
         Ok(Workload {
             spec,
             threads,
@@ -555,6 +575,48 @@ impl Resolving<'_> {
             bytes += s.size.0;
         }
         Ok(bytes)
+    }
+
+    /// `[[tmpfs]]`: each on a node with memory, fitting its usable memory; their bytes.
+    fn tmpfs(&self, machine: &Machine) -> Result<u64, InputError> {
+        let mut on_node = vec![0u64; self.nr_nodes];
+        for (i, f) in self.spec.tmpfs.iter().enumerate() {
+            let usable = machine
+                .nodes
+                .get(f.node)
+                .map(|n| n.memory_bytes - n.reserved_bytes)
+                .filter(|&b| b > 0)
+                .ok_or_else(|| {
+                    let with_memory: Vec<String> = (0..self.nr_nodes)
+                        .filter(|&n| {
+                            machine.nodes[n].memory_bytes > machine.nodes[n].reserved_bytes
+                        })
+                        .map(|n| n.to_string())
+                        .collect();
+                    self.err(
+                        format!("tmpfs[{i}].node"),
+                        format!(
+                            "is {} (allowed: a node of machine `{}` with usable memory: {})",
+                            f.node,
+                            machine.name(),
+                            with_memory.join(", ")
+                        ),
+                    )
+                })?;
+            on_node[f.node] += f.size.0;
+            if on_node[f.node] > usable {
+                return Err(self.err(
+                    format!("tmpfs[{i}].size"),
+                    format!(
+                        "{} does not fit on node {}: its usable memory is {}",
+                        f.size,
+                        f.node,
+                        Bytes(usable)
+                    ),
+                ));
+            }
+        }
+        Ok(on_node.iter().sum())
     }
 
     /// One `[[process]]`, section by section.
@@ -1239,6 +1301,20 @@ mod tests {
                     text("", SIZE, T2, ONCE, "")
                 ),
                 "shared[1].name: `s` is defined twice",
+            ),
+            (
+                format!(
+                    "{}\n[[tmpfs]]\nname = \"r\"\nsize = \"1MiB\"\nnode = 2\n",
+                    text("", SIZE, T2, ONCE, "")
+                ),
+                "tmpfs[0].node: is 2 (allowed: a node of machine `tiny-2n4` with usable memory: 0, 1)",
+            ),
+            (
+                format!(
+                    "{}\n[[tmpfs]]\nname = \"r\"\nsize = \"1GiB\"\nnode = 1\n[[tmpfs]]\nname = \"s\"\nsize = \"2GiB\"\nnode = 1\n",
+                    text("", SIZE, T2, ONCE, "")
+                ),
+                "tmpfs[1].size: 2GiB does not fit on node 1: its usable memory is 2GiB",
             ),
             (
                 text("instances = 0", SIZE, T2, ONCE, ""),

@@ -114,6 +114,27 @@ impl World<'_> {
         }
     }
 
+    /// A `[[tmpfs]]`'s files: `pages` base pages on node `n` before the run, on its LRU
+    /// without PG_referenced (written, not mapped). No process maps their object, so its
+    /// references stay 0: MGLRU's walks pass it by and no exit releases it.
+    pub(crate) fn tmpfs_files(&mut self, pages: u64, n: usize) {
+        let mut o = MemObject::new(pages, false, self.machine.nr_nodes());
+        for p in 0..pages {
+            o.populate_page(p, n);
+        }
+        let chunks = o.chunks();
+        self.objects.push(o);
+        self.obj_refs.push(0);
+        self.obj_owner.push(None);
+        let obj = self.objects.len() - 1;
+        for c in 0..chunks {
+            let len = self.objects[obj].chunk_len(c);
+            self.lru_gen_add(obj, c * CHUNK, n, len, false);
+        }
+        self.node_used[n] += pages;
+        self.after_alloc(n);
+    }
+
     pub(crate) fn first_touch(
         &mut self,
         t: usize,

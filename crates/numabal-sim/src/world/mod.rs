@@ -611,6 +611,9 @@ impl<'a> World<'a> {
             self.obj_owner.push(None);
             self.shared_objs.push(self.objects.len() - 1);
         }
+        for f in &wl.spec.tmpfs {
+            self.tmpfs_files(f.size.pages(), f.node);
+        }
         // Process starts: instance k of a [[process]] forks a little after k-1; with
         // `jobs`, only the first `jobs` now, the others as earlier ones exit.
         for (pi, p) in wl.spec.processes.iter().enumerate() {

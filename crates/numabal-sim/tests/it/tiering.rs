@@ -255,3 +255,31 @@ fn direct_reclaim_demotes_when_the_clock_finds_every_page_referenced_once() {
         assert!(t.pgdemote_direct > 0, "{lru_gen}: {t:?}");
     }
 }
+
+/// A tmpfs on node 0 (`[[tmpfs]]`: the guest's root file system, which the kernel unpacks
+/// at boot): shmem on node 0's LRU that nothing reads, so eviction never finds it young
+/// and demotes all of it under the filler's pressure; every generation still holds
+/// exactly its node's pages, the tmpfs's among them.
+#[test]
+fn mglru_demotes_a_tmpfs_that_nothing_reads() {
+    let with = |mb: u32| {
+        let size = format!("workload.tmpfs.0.size=\"{mb}MiB\"");
+        tiering_guest(&[
+            "sim.lru_gen=true",
+            "sim.check_invariants=true",
+            "sim.max_time_s=40",
+            size.as_str(),
+        ])
+    };
+    // What is on the slow node 2 beside the programs' pages: the demoted tmpfs.
+    let beside_programs = |r: &numabal_sim::RunResult| {
+        let programs: f64 = r.processes.iter().map(|p| p.node_mb[2]).sum();
+        r.node_used_mb[2] - programs
+    };
+    let (r, none) = (with(48), with(0));
+    let tmpfs_demoted = beside_programs(&r) - beside_programs(&none);
+    assert!(
+        (tmpfs_demoted - 48.0).abs() < 0.01,
+        "demoted {tmpfs_demoted} MiB of the tmpfs's 48"
+    );
+}

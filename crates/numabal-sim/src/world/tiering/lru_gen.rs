@@ -620,7 +620,11 @@ impl World<'_> {
     fn try_to_inc_max_seq(&mut self, n: usize) -> f64 {
         let visit_ns = self.machine.spec.costs.pte_update_ns;
         let mut ns = 0.0;
+        // Only what some mm maps: no page table holds a tmpfs file's pages.
         for obj in 0..self.objects.len() {
+            if self.obj_refs[obj] == 0 {
+                continue;
+            }
             for c in 0..self.objects[obj].chunks() {
                 let o = &self.objects[obj];
                 if o.chunk_hist(c)[n] > 0 {
