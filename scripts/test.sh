@@ -23,7 +23,15 @@ if command -v rustup >/dev/null 2>&1; then
   done
 fi
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step's wall time is printed when the next starts, and all of them at the end, so a
+# CI log says where its minutes went.
+t_start=$(date +%s) t_step=$t_start step_name="" times=""
+lap() {
+  local now; now=$(date +%s)
+  [ -z "$step_name" ] || times+="  $(printf '%5d s' $((now - t_step)))  $step_name"$'\n'
+  t_step=$now
+}
+step() { lap; step_name=$1; printf '\n== %s\n' "$*"; }
 
 # A fresh clone builds everything once: incremental compilation's caches only cost time
 # there (the optimised test build from scratch, 2026-11-30: 3 min 22 s without, 3 min 34 s
@@ -83,4 +91,6 @@ else
   scripts/vm/test.sh
 fi
 
-step "all tests passed"
+lap
+printf '\n== wall time by step (%d s in all)\n%s' $(($(date +%s) - t_start)) "$times"
+printf '\n== all tests passed\n'
