@@ -52,7 +52,9 @@
 # THP young bit tested and cleared (pmdp_test_and_clear_young: by a walk, or by DAMON_STAT's
 # kdamond until the first walk), reclaimers' failed spin_trylock calls, and reclaim's
 # reference checks and batches with their durations (folio_referenced,
-# shrink_folio_list, summed per task); from
+# shrink_folio_list, summed per task, and each check), the hot program's hinting faults
+# and their isolations and migrations (do_huge_pmd_numa_page, do_numa_page,
+# migrate_misplaced_folio_prepare, migrate_misplaced_folio); from
 # the filler's start, every 0.2 s, MGLRU's generations of node 0 (debugfs lru_gen_full:
 # each generation's seq, age in ms and anonymous pages, and the walks' counts); and the page
 # flags of the hot program's buffer at the filler's start and 10 s later (page-flags);
@@ -295,6 +297,21 @@ if [ "${TRACE:-0}" -ge 1 ]; then
       echo 'comm == "numa02-like" || comm == "kswapd0"' > "$T/events/kprobes/$ev/filter" &&
       echo 1 > "$T/events/kprobes/$ev/enable"
   done
+  # The hot program's hinting faults and their promotions: each fault on a THP or a page
+  # (do_huge_pmd_numa_page, do_numa_page: the vm_fault's address), each folio the fault
+  # tries to isolate for migration and the answer (migrate_misplaced_folio_prepare: 0, or
+  # -EAGAIN when the node lacks room or the folio is isolated already), and the migration's.
+  for spec in "p:tier_hpmd do_huge_pmd_numa_page addr=+24(%di):x64" \
+              "p:tier_hpte do_numa_page addr=+24(%di):x64" \
+              "p:tier_mmp migrate_misplaced_folio_prepare folio=%di:x64" \
+              "r:tier_mmp_ret migrate_misplaced_folio_prepare ret=\$retval:s32" \
+              "r:tier_mmf_ret migrate_misplaced_folio ret=\$retval:s32"; do
+    fn=${spec#* }; fn=${fn%% *}; ev=${spec%% *}; ev=${ev#*:}
+    grep -q " $fn\$" /proc/kallsyms || continue
+    echo "$spec" >> $T/kprobe_events &&
+      echo 'comm == "numa01-like"' > "$T/events/kprobes/$ev/filter" &&
+      echo 1 > "$T/events/kprobes/$ev/enable"
+  done
   echo 1 > $T/tracing_on
 fi
 
@@ -431,6 +448,14 @@ if [ "${TRACE:-0}" -ge 1 ]; then
       printf "@fref %s %s %s %s %s %.0f\n", t, task, f, g, r, (t - f0[task]) * 1e6; delete f0[task]; next }
     /tier_sfl:/ { print "@sfl " t " " task; next }
     /tier_sfl_ret:/ { r = $NF; sub("reclaimed=", "", r); print "@sfl_ret " t " " task " " r }' | head -n 40000
+  echo "== trace: the hot program's hinting faults and promotions (@hf: uptime s, thread, THP or page, address; @mmp: folio, the isolation's answer; @mmf: the migration's)"
+  grep -E 'tier_(hpmd|hpte|mmp|mmf)' $T/trace | sed 's/^ *//' | awk '
+    { task = $1; t = $4; sub(":", "", t) }
+    /tier_hpmd:/ { a = $NF; sub("addr=", "", a); print "@hf " t " " task " thp " a; next }
+    /tier_hpte:/ { a = $NF; sub("addr=", "", a); print "@hf " t " " task " page " a; next }
+    /tier_mmp:/ { f = $NF; sub("folio=", "", f); fo[task] = f; next }
+    /tier_mmp_ret:/ { r = $NF; sub("ret=", "", r); print "@mmp " t " " task " " fo[task] " " r; next }
+    /tier_mmf_ret:/ { r = $NF; sub("ret=", "", r); print "@mmf " t " " task " " r }' | head -n 20000
   echo "== trace: failed spin_trylock in reclaimers (kswapd0, the filler), with the stack"
   awk '/tier_trylock/ { keep = 1; print; next } keep && /^ => / { print; next } { keep = 0 }' $T/trace |
     sed 's/^ *//' | head -n 400
