@@ -15,6 +15,9 @@
 //!  migrate_copy_gib_s   t = fixed + bytes / copy, solved for the two sizes
 //!  tlb_shootdown_ns  mprotect of one page with a thread of the process spinning on another
 //!                    node's CPU, less the same without it
+//!  tlb_shootdown_all_busy_ns   the same with a thread spinning on every other CPU: in a
+//!                    guest with more busy vCPUs than host cores the flush waits for the
+//!                    host to run them (not a preset field: what a flush costs there)
 //!  thread_spawn_ns   spawning and joining a thread that does nothing
 //!  proc_read_ns      open, read and close of /proc/self/stat
 //!  write bandwidth   one thread storing 64-bit words over its buffer, local and remote
@@ -148,6 +151,7 @@ pub struct Run {
     pub latency_local_ns: f64,
     pub latency_remote_ns: f64,
     pub tlb_shootdown_ns: f64,
+    pub tlb_shootdown_all_busy_ns: f64,
     pub thread_spawn_ns: f64,
     pub proc_read_ns: f64,
 }
@@ -271,27 +275,51 @@ fn protect_round(rounds: usize) -> Result<f64, String> {
 /// The TLB shootdown of a PTE change: one page's mprotect with a thread of this process
 /// running on node 1 (the kernel must interrupt its CPU) less the same alone.
 fn tlb_shootdown(host: &Host) -> Result<f64, String> {
-    use std::sync::atomic::{AtomicBool, Ordering};
     host.pin(0)?;
     let rounds = 2000;
     let alone = protect_round(rounds)?;
+    Ok(with_spinners(&[host.nodes[1].clone()], rounds)? - alone)
+}
+
+/// The same with a thread spinning on every CPU but the one measuring.
+fn tlb_shootdown_all_busy(host: &Host) -> Result<f64, String> {
+    let all = host.nodes.iter().fold(Mask::new(), |a, n| a.or(n));
+    let me = all.first().ok_or("no CPU")?;
+    sys::set_affinity(sys::gettid(), &Mask::single(me))
+        .map_err(|e| format!("cannot run on CPU {me}: {e}"))?;
+    // Fewer rounds: each may wait for the host to run every spinner's vCPU.
+    let rounds = 200;
+    let alone = protect_round(rounds)?;
+    let others: Vec<Mask> = all.iter().filter(|&c| c != me).map(Mask::single).collect();
+    Ok(with_spinners(&others, rounds)? - alone)
+}
+
+/// `protect_round(rounds)` while a thread of this process spins on each of `cpus`.
+fn with_spinners(cpus: &[Mask], rounds: usize) -> Result<f64, String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let stop = AtomicBool::new(false);
-    let other = host.nodes[1].clone();
-    let with = std::thread::scope(|s| {
-        let spinner = s.spawn(|| {
-            let _ = sys::set_affinity(sys::gettid(), &other);
-            while !stop.load(Ordering::Relaxed) {
-                std::hint::spin_loop();
-            }
-        });
-        // Let the spinner reach its CPU.
+    std::thread::scope(|s| {
+        let spinners: Vec<_> = cpus
+            .iter()
+            .map(|m| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let _ = sys::set_affinity(sys::gettid(), m);
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        // Let the spinners reach their CPUs.
         std::thread::sleep(std::time::Duration::from_millis(20));
         let r = protect_round(rounds);
         stop.store(true, Ordering::Relaxed);
-        let _ = spinner.join();
+        for t in spinners {
+            let _ = t.join();
+        }
         r
-    })?;
-    Ok(with - alone)
+    })
 }
 
 fn thread_spawn() -> f64 {
@@ -335,6 +363,7 @@ impl Run {
             latency_local_ns: latency(host, bytes, 0)?,
             latency_remote_ns: latency(host, bytes, 1)?,
             tlb_shootdown_ns: tlb_shootdown(host)?,
+            tlb_shootdown_all_busy_ns: tlb_shootdown_all_busy(host)?,
             thread_spawn_ns: thread_spawn(),
             proc_read_ns: proc_read()?,
         })
@@ -414,6 +443,12 @@ pub fn figures(runs: &[Run], bytes: usize) -> Vec<Figure> {
             med(|r| r.tlb_shootdown_ns),
             "ns",
             "one page's mprotect with a thread spinning on node 1, less alone",
+        ),
+        fig(
+            "tlb_shootdown_all_busy_ns",
+            med(|r| r.tlb_shootdown_all_busy_ns),
+            "ns",
+            "the same with a thread spinning on every other CPU (not a preset field)",
         ),
         fig(
             "thread_spawn_ns",
