@@ -600,17 +600,21 @@ impl Machine {
         v
     }
 
+    /// Memory of a node usable by workloads, bytes.
+    pub fn node_usable_bytes(&self, node: usize) -> u64 {
+        let n = &self.nodes[node];
+        n.memory_bytes - n.reserved_bytes
+    }
+
     /// Pages of a node usable by workloads.
     pub fn node_usable_pages(&self, node: usize) -> u64 {
-        let n = &self.nodes[node];
-        (n.memory_bytes - n.reserved_bytes) / crate::PAGE_SIZE
+        self.node_usable_bytes(node) / crate::PAGE_SIZE
     }
 
     /// Total memory usable by workloads, bytes.
     pub fn usable_bytes(&self) -> u64 {
-        self.nodes
-            .iter()
-            .map(|n| n.memory_bytes - n.reserved_bytes)
+        (0..self.nr_nodes())
+            .map(|n| self.node_usable_bytes(n))
             .sum()
     }
 

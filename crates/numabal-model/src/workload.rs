@@ -579,30 +579,24 @@ impl Resolving<'_> {
 
     /// `[[tmpfs]]`: each on a node with memory, fitting its usable memory; their bytes.
     fn tmpfs(&self, machine: &Machine) -> Result<u64, InputError> {
+        let with_memory: Vec<usize> = (0..self.nr_nodes)
+            .filter(|&n| machine.node_usable_bytes(n) > 0)
+            .collect();
         let mut on_node = vec![0u64; self.nr_nodes];
         for (i, f) in self.spec.tmpfs.iter().enumerate() {
-            let usable = machine
-                .nodes
-                .get(f.node)
-                .map(|n| n.memory_bytes - n.reserved_bytes)
-                .filter(|&b| b > 0)
-                .ok_or_else(|| {
-                    let with_memory: Vec<String> = (0..self.nr_nodes)
-                        .filter(|&n| {
-                            machine.nodes[n].memory_bytes > machine.nodes[n].reserved_bytes
-                        })
-                        .map(|n| n.to_string())
-                        .collect();
-                    self.err(
-                        format!("tmpfs[{i}].node"),
-                        format!(
-                            "is {} (allowed: a node of machine `{}` with usable memory: {})",
-                            f.node,
-                            machine.name(),
-                            with_memory.join(", ")
-                        ),
-                    )
-                })?;
+            if !with_memory.contains(&f.node) {
+                let names: Vec<String> = with_memory.iter().map(|n| n.to_string()).collect();
+                return Err(self.err(
+                    format!("tmpfs[{i}].node"),
+                    format!(
+                        "is {} (allowed: a node of machine `{}` with usable memory: {})",
+                        f.node,
+                        machine.name(),
+                        names.join(", ")
+                    ),
+                ));
+            }
+            let usable = machine.node_usable_bytes(f.node);
             on_node[f.node] += f.size.0;
             if on_node[f.node] > usable {
                 return Err(self.err(
