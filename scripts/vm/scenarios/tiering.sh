@@ -224,6 +224,18 @@ for n in $nodes; do
 done > /tmp/at-meminfo
 
 T=/sys/kernel/tracing
+# kprobes FILTER SPEC...: each kprobe_events SPEC ("p:NAME FUNCTION ARGS", "r:..."), if
+# FUNCTION is a symbol of this kernel, enabled with FILTER (none when empty).
+kprobes() {
+  filter=$1; shift
+  for spec in "$@"; do
+    fn=${spec#* }; fn=${fn%% *}; ev=${spec%% *}; ev=${ev#*:}
+    grep -q " $fn\$" /proc/kallsyms || continue
+    echo "$spec" >> $T/kprobe_events || continue
+    [ -z "$filter" ] || echo "$filter" > "$T/events/kprobes/$ev/filter"
+    echo 1 > "$T/events/kprobes/$ev/enable"
+  done
+}
 if [ "${TRACE:-0}" -ge 1 ]; then
   mount -t tracefs nodev $T 2>/dev/null || true
   echo 4096 > $T/buffer_size_kb
@@ -266,15 +278,11 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   # MGLRU's page-table walks: each mm an aging walks and how the walk ended
   # (walk_page_range), and which process an mm is (lru_gen_add_mm, at fork and exec: the
   # pid is the exec'ing process, or the parent at a fork).
-  for spec in "p:tier_mm_add lru_gen_add_mm mm=%di:x64" \
-              "p:tier_walk walk_page_range mm=%di:x64 start=%si:x64" \
-              "r:tier_walk_ret walk_page_range ret=\$retval:s32" \
-              "p:tier_pmdy pmdp_test_and_clear_young addr=%si:x64" \
-              "r:tier_pmdy_ret pmdp_test_and_clear_young young=\$retval:s32"; do
-    fn=${spec#* }; fn=${fn%% *}; ev=${spec%% *}; ev=${ev#*:}
-    grep -q " $fn\$" /proc/kallsyms || continue
-    echo "$spec" >> $T/kprobe_events && echo 1 > "$T/events/kprobes/$ev/enable"
-  done
+  kprobes "" "p:tier_mm_add lru_gen_add_mm mm=%di:x64" \
+    "p:tier_walk walk_page_range mm=%di:x64 start=%si:x64" \
+    "r:tier_walk_ret walk_page_range ret=\$retval:s32" \
+    "p:tier_pmdy pmdp_test_and_clear_young addr=%si:x64" \
+    "r:tier_pmdy_ret pmdp_test_and_clear_young young=\$retval:s32"
   # A walk skips a batch of THPs whose PMD table's lock it cannot take
   # (walk_pmd_range_locked's spin_trylock): failed trylocks in a reclaimer, with the stack.
   if grep -q " _raw_spin_trylock\$" /proc/kallsyms &&
@@ -287,31 +295,20 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   # which folio (its struct page's address and flags word) and what it found, and each
   # batch of reclaim's (shrink_folio_list, returning the pages reclaimed), in the
   # reclaimers only; vmemmap_base (once a batch) turns a folio's address into its frame.
-  for spec in "p:tier_fref folio_referenced folio=%di:x64 flags=+0(%di):x64" \
-              "r:tier_fref_ret folio_referenced refs=\$retval:s32" \
-              "p:tier_sfl shrink_folio_list" "r:tier_sfl_ret shrink_folio_list reclaimed=\$retval:u32" \
-              "p:tier_vb shrink_folio_list vb=@vmemmap_base:x64"; do
-    fn=${spec#* }; fn=${fn%% *}; ev=${spec%% *}; ev=${ev#*:}
-    grep -q " $fn\$" /proc/kallsyms || continue
-    echo "$spec" >> $T/kprobe_events &&
-      echo 'comm == "numa02-like" || comm == "kswapd0"' > "$T/events/kprobes/$ev/filter" &&
-      echo 1 > "$T/events/kprobes/$ev/enable"
-  done
+  kprobes 'comm == "numa02-like" || comm == "kswapd0"' \
+    "p:tier_fref folio_referenced folio=%di:x64 flags=+0(%di):x64" \
+    "r:tier_fref_ret folio_referenced refs=\$retval:s32" \
+    "p:tier_sfl shrink_folio_list" "r:tier_sfl_ret shrink_folio_list reclaimed=\$retval:u32" \
+    "p:tier_vb shrink_folio_list vb=@vmemmap_base:x64"
   # The hot program's hinting faults and their promotions: each fault on a THP or a page
   # (do_huge_pmd_numa_page, do_numa_page: the vm_fault's address), each folio the fault
   # tries to isolate for migration and the answer (migrate_misplaced_folio_prepare: 0, or
   # -EAGAIN when the node lacks room or the folio is isolated already), and the migration's.
-  for spec in "p:tier_hpmd do_huge_pmd_numa_page addr=+24(%di):x64" \
-              "p:tier_hpte do_numa_page addr=+24(%di):x64" \
-              "p:tier_mmp migrate_misplaced_folio_prepare folio=%di:x64" \
-              "r:tier_mmp_ret migrate_misplaced_folio_prepare ret=\$retval:s32" \
-              "r:tier_mmf_ret migrate_misplaced_folio ret=\$retval:s32"; do
-    fn=${spec#* }; fn=${fn%% *}; ev=${spec%% *}; ev=${ev#*:}
-    grep -q " $fn\$" /proc/kallsyms || continue
-    echo "$spec" >> $T/kprobe_events &&
-      echo 'comm == "numa01-like"' > "$T/events/kprobes/$ev/filter" &&
-      echo 1 > "$T/events/kprobes/$ev/enable"
-  done
+  kprobes 'comm == "numa01-like"' "p:tier_hpmd do_huge_pmd_numa_page addr=+24(%di):x64" \
+    "p:tier_hpte do_numa_page addr=+24(%di):x64" \
+    "p:tier_mmp migrate_misplaced_folio_prepare folio=%di:x64" \
+    "r:tier_mmp_ret migrate_misplaced_folio_prepare ret=\$retval:s32" \
+    "r:tier_mmf_ret migrate_misplaced_folio ret=\$retval:s32"
   echo 1 > $T/tracing_on
 fi
 
