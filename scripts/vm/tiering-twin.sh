@@ -13,12 +13,14 @@
 # node's MemTotal and the memory in use before the workloads (memory_per_node,
 # reserved_per_node), when the filler started and its size (node 0's free memory then plus
 # 192 MiB), whether the kernel's cache-aware scheduling was on (sim.llc_balancing) and
-# whether MGLRU was (sim.lru_gen) and DAMON_STAT (sim.damon_stat).
+# whether MGLRU was (sim.lru_gen) and DAMON_STAT (sim.damon_stat); and from the host, the
+# cores its vCPUs shared (machine.core.host_cpus).
 # Nothing of the model is fitted to the counters.
 #
-# Usage: scripts/vm/tiering-twin.sh [--kernel K] [--guest FILE] [--seed N]
+# Usage: scripts/vm/tiering-twin.sh [--kernel K] [--guest FILE] [--seed N] [--host-cpus N]
 #   K: 7.2 (default) or 6.12 (6.1 puts the slow node in the DRAM tier); --guest FILE
-#   compares the output of an earlier guest run (run.sh --log) instead of booting one.
+#   compares the output of an earlier guest run (run.sh --log) instead of booting one;
+#   --host-cpus: the cores of the host that ran the guest (default: this one's, nproc).
 # Writes target/twin/tiering-K.{guest.out,sim.json}. Needs scripts/vm/setup.sh --kernel K.
 # Wall time: about 80 s (a guest boot and its 65 s scenario; the simulation takes 1 s).
 set -euo pipefail
@@ -27,15 +29,16 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 # shellcheck source=kernels.sh
 . "$here/kernels.sh"
-kernel=7.2 guest="" seed=1
+kernel=7.2 guest="" seed=1 host_cpus=$(nproc)
 die() { echo "tiering-twin: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
-    --kernel|--guest|--seed) [ $# -ge 2 ] || die "$1 needs a value" ;;&
+    --kernel|--guest|--seed|--host-cpus) [ $# -ge 2 ] || die "$1 needs a value" ;;&
     --kernel) kernel=$2; shift 2 ;;
     --guest) guest=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
-    *) die "unknown argument '$1' (allowed: --kernel K, --guest FILE, --seed N)" ;;
+    --host-cpus) host_cpus=$2; shift 2 ;;
+    *) die "unknown argument '$1' (allowed: --kernel K, --guest FILE, --seed N, --host-cpus N)" ;;
   esac
 done
 suite=$(kernel_suite "$kernel")
@@ -43,6 +46,7 @@ suite=$(kernel_suite "$kernel")
 [ "$suite" != bookworm ] || die "--kernel $kernel does not tier a CPU-less node by HMAT: 7.2 or 6.12"
 version=$(kernel_version "$suite")
 [[ $seed =~ ^[0-9]+$ ]] || die "--seed must be a whole number, got '$seed'"
+[[ $host_cpus =~ ^[1-9][0-9]*$ ]] || die "--host-cpus must be a whole number of 1 or more, got '$host_cpus'"
 [ -z "$guest" ] || [ -f "$guest" ] || die "no guest output $guest"
 
 cargo build --release --locked -q -p numabal-cli -p numabal-testprogs
@@ -90,13 +94,13 @@ stat=$(sed -n 's/^== DAMON_STAT: damon_stat\/parameters\/enabled=//p' "$guest" |
 [ "$stat" = Y ] && damon_stat=true || damon_stat=false
 
 shmem=$(awk '$1 == "@shmem" { printf "%s%s %s MiB", sep, $2, $3; sep = ", " }' "$guest")
-printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, reserved %s, tmpfs %s; llc_balancing %s, lru_gen %s, damon_stat %s)\n' \
-  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved" "${shmem:-not printed}" "$llc_balancing" "$lru_gen" "$damon_stat"
+printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, reserved %s, tmpfs %s; llc_balancing %s, lru_gen %s, damon_stat %s; %s host cores)\n' \
+  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved" "${shmem:-not printed}" "$llc_balancing" "$lru_gen" "$damon_stat" "$host_cpus"
 sim=(sim -m qemu-guest-tiered -w presets/workloads/tiering_guest.toml -p autonuma --seed "$seed"
      --set policy.numa_balancing=2 --set sim.demotion_enabled=true --set "policy.kernel=$version"
      --set sim.transparent_hugepage=always --set sim.proc_every_s=1
      --set "sim.llc_balancing=$llc_balancing" --set "sim.lru_gen=$lru_gen"
-     --set "sim.damon_stat=$damon_stat"
+     --set "sim.damon_stat=$damon_stat" --set "machine.core.host_cpus=$host_cpus"
      --set "machine.topology.memory_per_node=[$sizes]"
      --set "machine.memory.reserved_per_node=[$reserved]"
      --set "workload.process.1.start_s=$fill_at"

@@ -283,7 +283,8 @@ impl World<'_> {
         let k = &self.machine.spec.costs;
         let copy_ns = nr as f64 * PAGE_BYTES
             / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
-        let cost = k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns + self.host_flush_wait(obj);
+        let cost =
+            k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns + self.host_flush_wait(obj, false);
         self.migrate_ns += cost;
         self.migrate_shootdowns += 1;
         cost
@@ -299,16 +300,17 @@ impl World<'_> {
     }
 
     /// On a shared host (`core.host_shootdown_ns`), the shootdown's wait for the CPUs that
-    /// run threads of the process owning `obj`; with `core.mm_cpumask_kept`, for the CPUs
-    /// that ever ran one of its threads and now run anything (an idle CPU is in lazy TLB
-    /// mode and gets no IPI). Simplified: every such CPU counts, the one a migrating fault
+    /// run threads of the process owning `obj`; with `core.mm_cpumask_kept`, for a flush
+    /// that names no mm (`names_mm` false: a migration's batch), for the CPUs that ever ran
+    /// one of its threads and now run anything (an idle CPU is in lazy TLB mode and gets no
+    /// IPI; a flush naming the mm skips CPUs running another, `should_flush_tlb`). Simplified: every such CPU counts, the one a migrating fault
     /// runs on too (it flushes itself at no wait); only the owner's threads (another
     /// process mapping a shared object is not counted); the wait is per page, where 7.2
     /// flushes once per batch of up to 512 base pages (a huge page is a batch of its own,
     /// and the guests' memory is mostly huge pages); and `mm_cpumask` is never trimmed
     /// (7.2 trims it at most once a second, by a flush that names the mm, which a
     /// migration's does not: munmap, mprotect, a hinting scan, a soft-dirty clear).
-    fn host_flush_wait(&self, obj: usize) -> f64 {
+    pub(crate) fn host_flush_wait(&self, obj: usize, names_mm: bool) -> f64 {
         let core = &self.machine.spec.core;
         let (Some(_), Some(w)) = (core.host_cpus, core.host_shootdown_ns) else {
             return 0.0;
@@ -319,7 +321,7 @@ impl World<'_> {
         let owned = |t: usize| self.threads[t].proc == owner;
         let flushed = |c: usize| {
             let rq = self.sched.rq(c);
-            if core.mm_cpumask_kept {
+            if core.mm_cpumask_kept && !names_mm {
                 let ran = |t: usize| owned(t) && self.sched.tasks[t].ran_on.contains(c);
                 !rq.is_empty() && (0..self.threads.len()).any(ran)
             } else {

@@ -78,6 +78,10 @@ pub struct TieringStats {
     /// Pages DAMON_STAT checked, as many made old (`sim.damon_stat`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub damon_stat_checks: u64,
+    /// Reclaim's reference checks that found a THP young and flushed its TLB entries
+    /// (x86's `pmdp_clear_flush_young`; no kernel counter).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub young_thp_flushes: u64,
     /// The tiers at the end: `memory_tierN`, its nodes and the MiB in use on them.
     pub tiers: Vec<TierUse>,
 }
@@ -514,6 +518,9 @@ impl World<'_> {
             let p_ref = 1.0 - (-rate * nr as f64 * dt).exp();
             ns += visit_ns;
             if self.rng.random::<f64>() < p_ref {
+                if nr > 1 {
+                    ns += self.young_thp_flush(obj);
+                }
                 continue;
             }
             let Some(dst) = self.demotion_target(n, nr) else {
@@ -527,6 +534,17 @@ impl World<'_> {
         }
         self.set_chunk_seen(obj, c, now);
         (done, ns, false)
+    }
+
+    /// What a reference check that finds a THP of `obj` young costs on top of its visit:
+    /// x86's `pmdp_clear_flush_young` flushes the THP's range from the TLBs of the CPUs
+    /// running the process and waits for them (`costs.tlb_shootdown_ns`, and on a shared
+    /// host `core.host_shootdown_ns` for each). A base page's check does not flush (x86's
+    /// `ptep_clear_flush_young` only clears the bit), nor do MGLRU's walk and look-around
+    /// or DAMON's checks (they test and clear without flushing).
+    pub(super) fn young_thp_flush(&mut self, obj: usize) -> f64 {
+        self.tiering.stats.young_thp_flushes += 1;
+        self.machine.spec.costs.tlb_shootdown_ns + self.host_flush_wait(obj, true)
     }
 
     /// A demotion target of node `n` with room for `nr` pages above its min mark: one of

@@ -283,3 +283,40 @@ fn mglru_demotes_a_tmpfs_that_nothing_reads() {
         "demoted {tmpfs_demoted} MiB of the tmpfs's 48"
     );
 }
+
+/// A reclaim check that finds a THP young flushes its TLB entries (x86's
+/// `pmdp_clear_flush_young`) and, on a shared host, waits `core.host_shootdown_ns` of work
+/// for each CPU running the hot program's writers: kswapd takes that much more CPU time,
+/// on MGLRU's path and the CLOCK's alike.
+#[test]
+fn a_young_thp_check_waits_for_the_cpus_running_its_process_on_a_shared_host() {
+    for lru_gen in [true, false] {
+        let lg = format!("sim.lru_gen={lru_gen}");
+        let with = |wait: u32| {
+            let w = format!("machine.core.host_shootdown_ns={wait}");
+            let sets = [
+                lg.as_str(),
+                "sim.max_time_s=40",
+                "machine.core.host_cpus=2",
+                &w,
+            ];
+            tiering_guest(&sets)
+        };
+        let (r, none) = (with(637_601), with(0));
+        let (t, t0) = (r.metrics.tiering.unwrap(), none.metrics.tiering.unwrap());
+        assert!(
+            t.young_thp_flushes > 0 && t0.young_thp_flushes > 0,
+            "lru_gen {lru_gen}: flushes {} and {}",
+            t.young_thp_flushes,
+            t0.young_thp_flushes
+        );
+        let per_flush = (t.kswapd_cpu_s - t0.kswapd_cpu_s) / t.young_thp_flushes as f64;
+        assert!(
+            per_flush > 0.3e-3,
+            "lru_gen {lru_gen}: kswapd {:.4} s against {:.4} s without the wait, over {} flushes",
+            t.kswapd_cpu_s,
+            t0.kswapd_cpu_s,
+            t.young_thp_flushes
+        );
+    }
+}

@@ -566,7 +566,11 @@ impl World<'_> {
                 self.lru_mut().take(obj, c, n, slot(min), r, nr);
                 ns += visit_ns;
                 let flagged = std::mem::take(&mut pg_young);
-                if self.rng.random::<f64>() < p_young || flagged {
+                let young = self.rng.random::<f64>() < p_young;
+                if young || flagged {
+                    if young && huge {
+                        ns += self.young_thp_flush(obj);
+                    }
                     back[r as usize][1] += nr;
                     continue;
                 }
