@@ -13,8 +13,11 @@
 #   @@@ numabal-vm: scenario end: exit status N @@@
 #
 # Usage: scripts/vm/build-initramfs.sh SCENARIO [NAME]
-#   NAME defaults to SCENARIO's file name without .sh. Nothing is rebuilt when no input
-#   changed (a fingerprint of every input file is kept beside the image).
+#   NAME defaults to SCENARIO's file name without .sh. The image is two gzipped cpio
+#   archives one after the other, which the kernel unpacks in turn: everything but the
+#   scenario, built once and kept as target/vm/initrd-base-KEY.gz until an input changes
+#   (a fingerprint of every input file is kept beside it), then /scenario.sh alone, so a
+#   new scenario costs a copy, not a build (3.3 s on 2 cores).
 # Environment: VM_EXTRA_BINS="prog /path/prog2" adds more host programs (with their
 #   libraries) to /usr/bin; FORCE=1 rebuilds regardless.
 set -euo pipefail
@@ -36,6 +39,9 @@ name=${2:-$(basename "$scenario" .sh)}
 out_dir=$repo/target/vm
 out=$out_dir/initrd-$name.gz
 mkdir -p "$out_dir"
+# One base per set of extra programs (a few at most).
+key=$(echo "extra=${VM_EXTRA_BINS:-}" | sha256sum | cut -c1-12)
+base=$out_dir/initrd-base-$key.gz
 
 # --- what goes in ----------------------------------------------------------------------
 project_bins=()
@@ -85,21 +91,33 @@ libs() {
 }
 mapfile -t lib_files < <(libs "${project_bins[@]}" "$perf_bin" "${tool_bins[@]}")
 
-# --- up to date? -----------------------------------------------------------------------
-fingerprint=$( {
-  cat "$0" "$scenario" | sha256sum
-  stat -L -c '%n %s %Y' "$busybox" "${project_bins[@]}" "$perf_bin" "${tool_bins[@]}" "${lib_files[@]}"
-  echo "name=$name extra=${VM_EXTRA_BINS:-}"
-} | sha256sum | cut -d' ' -f1)
-stamp=$out_dir/initrd-$name.inputs
-if [ "${FORCE:-0}" != 1 ] && [ -f "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$fingerprint" ]; then
-  say "$out is up to date"
+# The image: the base, then the scenario's own archive.
+with_scenario() {
+  local part tmp_out
+  part=$(mktemp -d "$out_dir/scenario-$name.XXXXXX")
+  cp "$scenario" "$part/scenario.sh"
+  chmod 755 "$part/scenario.sh"
+  tmp_out=$out.tmp.$$
+  { cat "$base"; ( cd "$part" && echo scenario.sh | cpio -o -H newc --owner=0:0 --quiet ) | gzip -6; } > "$tmp_out"
+  rm -rf "$part"
+  mv "$tmp_out" "$out"
   echo "$out"
+}
+
+# --- the base: up to date? ---------------------------------------------------------------
+fingerprint=$( {
+  sha256sum < "$0"
+  stat -L -c '%n %s %Y' "$busybox" "${project_bins[@]}" "$perf_bin" "${tool_bins[@]}" "${lib_files[@]}"
+  echo "extra=${VM_EXTRA_BINS:-}"
+} | sha256sum | cut -d' ' -f1)
+stamp=${base%.gz}.inputs
+if [ "${FORCE:-0}" != 1 ] && [ -f "$base" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$fingerprint" ]; then
+  with_scenario
   exit 0
 fi
 
-# --- the tree ----------------------------------------------------------------------------
-root=$(mktemp -d "$out_dir/root-$name.XXXXXX")
+# --- the base's tree ---------------------------------------------------------------------
+root=$(mktemp -d "$out_dir/root-base-$key.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib64,proc,sys,dev,tmp,run,root,etc,var/tmp}
 
@@ -135,8 +153,6 @@ done
 printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
 printf 'root:x:0:\n' > "$root/etc/group"
 printf 'numabal-vm\n' > "$root/etc/hostname"
-cp "$scenario" "$root/scenario.sh"
-chmod 755 "$root/scenario.sh"
 
 cat > "$root/init" <<'EOF'
 #!/bin/sh
@@ -170,9 +186,9 @@ poweroff -f
 EOF
 chmod 755 "$root/init"
 
-tmp_out=$out.tmp.$$
-( cd "$root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet ) | gzip -6 > "$tmp_out"
-mv "$tmp_out" "$out"
+tmp_base=$base.tmp.$$
+( cd "$root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet ) | gzip -6 > "$tmp_base"
+mv "$tmp_base" "$base"
 echo "$fingerprint" > "$stamp"
-say "built $out ($(du -h "$out" | cut -f1); $(du -sh "$root" | cut -f1) unpacked) for $(basename "$scenario")"
-echo "$out"
+say "built $base ($(du -h "$base" | cut -f1); $(du -sh "$root" | cut -f1) unpacked)"
+with_scenario
