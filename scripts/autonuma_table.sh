@@ -8,7 +8,7 @@
 # Runs one simulation at a time (JOBS=n for more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -q -p numabal-cli
+scripts/release-build.sh -q
 BIN=target/release/numabal
 JOBS=${JOBS:-1}
 tmp=$(mktemp -d)

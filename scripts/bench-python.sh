@@ -4,6 +4,6 @@
 # Usage: scripts/bench-python.sh [N]   (N runs for the medians, default 5; about 4 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -q -p numabal-cli
+scripts/release-build.sh -q
 [ -x target/py-venv/bin/python ] || scripts/python-setup.sh
 exec target/py-venv/bin/python scripts/bench_python.py "$@"

@@ -21,7 +21,7 @@
 # BASE); --scale about 15 (30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -q -p numabal-cli
+scripts/release-build.sh -q
 BIN=target/release/numabal
 BASE=${BASE:-}
 [ -z "$BASE" ] || [ -x "$BASE" ] || { echo "bench.sh: BASE=$BASE is not an executable" >&2; exit 2; }

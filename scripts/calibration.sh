@@ -4,7 +4,7 @@
 # crates/numabal-sim/tests/it/calibration.rs. Usage: scripts/calibration.sh [--seed N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -q -p numabal-cli
+scripts/release-build.sh -q
 BIN=target/release/numabal
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=${1:-3}
-cargo build --release --locked -q -p numabal-cli
+scripts/release-build.sh -q
 out=target/kernel-versions
 mkdir -p "$out"
 rm -f "$out/numa01.jsonl"

@@ -30,7 +30,7 @@ done
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 BIN=${NUMABAL:-target/release/numabal}
-[ -x "$BIN" ] || cargo build --release -p numabal-cli >&2
+[ -x "$BIN" ] || scripts/release-build.sh >&2
 labels=()
 for entry in $POLICIES; do
   label=${entry%%=*}

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SEED=1
 [ "${1:-}" = "--seed" ] && SEED="$2"
-cargo build --release --locked -q -p numabal-cli
+scripts/release-build.sh -q
 BIN=target/release/numabal
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -27,7 +27,7 @@ SEEDS=${1:-5}
 OUT=${2:-$(mktemp -d)}
 mkdir -p "$OUT"
 BIN=${NUMABAL:-target/release/numabal}
-[ -x "$BIN" ] || cargo build --release -p numabal-cli >&2
+[ -x "$BIN" ] || scripts/release-build.sh >&2
 KERNEL=${KERNEL-sim.allow_numa_imbalance=false}
 PIG_TIME=${PIG_TIME:-61.5}
 kernel=()

@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-cargo build --release --locked -q -p numabal-cli
+scripts/release-build.sh -q
 BIN=target/release/numabal
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

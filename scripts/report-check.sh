@@ -19,7 +19,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
-[ -x target/release/numabal ] || cargo build --release --locked -p numabal-cli
+[ -x target/release/numabal ] || scripts/release-build.sh
 
 say "numabal demo --html $out/demo.html --svg-dir $out/svg"
 rm -rf "$out/svg"

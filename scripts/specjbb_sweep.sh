@@ -54,7 +54,7 @@ done
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT/runs"
 BIN=${NUMABAL:-target/release/numabal}
-[ -x "$BIN" ] || cargo build --release -p numabal-cli >&2
+[ -x "$BIN" ] || scripts/release-build.sh >&2
 # rhel-4n40's node CPU lists (presets/machines/rhel-4n40.toml).
 NODE_CPUS=("0,4,8,12,16,20,24,28,32,36" "2,6,10,14,18,22,26,30,34,38"
   "1,5,9,13,17,21,25,29,33,37" "3,7,11,15,19,23,27,31,35,39")

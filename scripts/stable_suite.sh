@@ -10,7 +10,7 @@
 # A long measurement (about 30 minutes or more on 2 cores): not part of scripts/test.sh/CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -q -p numabal-cli
+scripts/release-build.sh -q
 BIN=${CARGO_TARGET_DIR:-target}/release/numabal
 SEEDS=${SEEDS:-20}
 OUT=${OUT:-$(mktemp -d -t numabal-stable-suite.XXXXXX)}

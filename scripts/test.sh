@@ -74,9 +74,9 @@ else
 fi
 
 step "the demo's HTML report in headless Chromium, every figure drawn (scripts/report-check.sh)"
-# The binaries and the Python module in one build: maturin's build of the module below
-# and the guests' build reuse it (one feature set, see scripts/vm/test.sh).
-cargo build --locked --release -p numabal-cli -p numabal-testprogs -p numabal-py
+# The binaries and the Python module in one build, which maturin's build of the module
+# below and every script's build reuse (scripts/release-build.sh says why one set).
+scripts/release-build.sh
 scripts/report-check.sh
 
 step "the Python package: its wheel in a fresh virtual environment, its tests against the CLI, a two-node Ray cluster losing a node mid-sweep, the notebook (python/tests)"

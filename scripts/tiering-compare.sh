@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 BIN=${NUMABAL_BIN:-target/release/numabal}
-[ -x "$BIN" ] || cargo build --release --locked -q -p numabal-cli
+[ -x "$BIN" ] || scripts/release-build.sh -q
 OUT=target/tiering-compare
 mkdir -p "$OUT"
 "$BIN" compare -m dram-cxl-2s -w cache_tiering --policies none,autonuma-tiering,tpp,damon-tiering \

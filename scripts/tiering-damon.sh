@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 BIN=${NUMABAL_BIN:-target/release/numabal}
-[ -x "$BIN" ] || cargo build --release --locked -q -p numabal-cli
+[ -x "$BIN" ] || scripts/release-build.sh -q
 OUT=target/tiering-damon
 mkdir -p "$OUT"
 "$BIN" compare -m dram-cxl-250g -w taobench_tiering \

@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 BIN=${NUMABAL_BIN:-target/release/numabal}
-[ -x "$BIN" ] || cargo build --release --locked -q -p numabal-cli
+[ -x "$BIN" ] || scripts/release-build.sh -q
 OUT=target/tiering-pmbench
 mkdir -p "$OUT"
 common=(-m dram-pmem-2s96 -w pmbench_tiering -p autonuma --seed 1

@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:-target/vm/logs}
-cargo build --release --locked -q -p numabal-cli
+scripts/release-build.sh -q
 bin=target/release/numabal
 out=target/twin
 mkdir -p "$out"

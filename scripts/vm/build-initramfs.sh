@@ -47,7 +47,7 @@ base=$out_dir/initrd-base-$key.gz
 project_bins=()
 for b in numabal numa01-like numa02-like numa-costs twin-sample placement spawner page-flags; do
   p=$repo/target/release/$b
-  [ -x "$p" ] || die "$p is missing: cargo build --release --locked -p numabal-cli -p numabal-testprogs"
+  [ -x "$p" ] || die "$p is missing: scripts/release-build.sh"
   project_bins+=("$p")
 done
 

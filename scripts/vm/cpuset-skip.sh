@@ -13,7 +13,7 @@ cd "$repo"
 . "$here/kernels.sh"
 kernels=(6.1 6.12 7.2)
 [ $# -gt 0 ] && kernels=("$@")
-cargo build --release --locked -q -p numabal-cli -p numabal-testprogs
+scripts/release-build.sh -q
 mkdir -p target/vm/scen target/vm/logs
 cat scripts/vm/scenarios/lib.sh scripts/vm/scenarios/cpuset-skip.sh > target/vm/scen/cpuset-skip.sh
 rc=0

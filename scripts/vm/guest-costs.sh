@@ -28,7 +28,7 @@ done
 suite=$(kernel_suite "$kernel")
 [ -n "$suite" ] || die "--kernel must be one of $KERNEL_NAMES, got '$kernel'"
 version=$(kernel_version "$suite")
-cargo build --release --locked -q -p numabal-cli -p numabal-testprogs
+scripts/release-build.sh -q
 mkdir -p target/vm/scen
 cat scripts/vm/scenarios/lib.sh scripts/vm/scenarios/costs.sh > target/vm/scen/costs.sh
 out=target/vm/costs-$version.out

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 kernels=(6.1 6.12 7.2)
 [ $# -gt 0 ] && kernels=("$@")
-cargo build --release --locked -q -p numabal-cli -p numabal-testprogs
+scripts/release-build.sh -q
 rc=0
 summary=()
 for k in "${kernels[@]}"; do

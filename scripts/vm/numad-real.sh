@@ -23,7 +23,7 @@ if [ ! -x "$dir/x/usr/bin/numad" ]; then
   [ -n "$deb" ] || { echo "numad-real: apt-get download numad gave no .deb" >&2; exit 2; }
   dpkg-deb -x "$deb" "$dir/x"
 fi
-cargo build --release --locked -q -p numabal-cli -p numabal-testprogs
+scripts/release-build.sh -q
 mkdir -p target/vm/scen target/vm/logs
 cat scripts/vm/scenarios/lib.sh scripts/vm/scenarios/numad-real.sh > target/vm/scen/numad-real.sh
 VM_EXTRA_BINS="$repo/$dir/x/usr/bin/numad" scripts/vm/run.sh --nodes 4 --kernel "$kernel" --env "NUMAD_RUN_S=${NUMAD_RUN_S:-90}" --env "NUMAD_WORKLOADS=${NUMAD_WORKLOADS:-fit0,spread,big}" --env "NUMAD_TRACE=${NUMAD_TRACE:-0}" \

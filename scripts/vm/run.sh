@@ -57,8 +57,8 @@
 # messages to NAME-<N>n.qemu-stderr, its command line to NAME-<N>n.qemu-cmdline (with
 # another kernel than the default, NAME-<N>n-SUITE.*). The
 # guest always gets NUMABAL_VM_NODES and NUMABAL_VM_CPUS_PER_NODE in its environment.
-# Needs scripts/vm/setup.sh once and the release binaries (cargo build --release --locked
-# -p numabal-cli -p numabal-testprogs); the initramfs is (re)built as needed.
+# Needs scripts/vm/setup.sh once and the release binaries (scripts/release-build.sh); the
+# initramfs is (re)built as needed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)

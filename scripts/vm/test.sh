@@ -23,9 +23,8 @@ echo "vm/test: setup took $(since "$t") s"
 
 step "release build"
 t=$(now)
-# numabal-py too, as scripts/test.sh builds: one feature set for every release build of a
-# CI run (pyo3's macros widen syn's features, which would rebuild the workspace otherwise).
-cargo build --release --locked -p numabal-cli -p numabal-testprogs -p numabal-py
+# The set every script builds (scripts/release-build.sh): nothing to do after scripts/test.sh.
+scripts/release-build.sh
 echo "vm/test: build took $(since "$t") s"
 
 times=()

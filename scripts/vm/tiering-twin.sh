@@ -49,7 +49,7 @@ version=$(kernel_version "$suite")
 [[ $host_cpus =~ ^[1-9][0-9]*$ ]] || die "--host-cpus must be a whole number of 1 or more, got '$host_cpus'"
 [ -z "$guest" ] || [ -f "$guest" ] || die "no guest output $guest"
 
-cargo build --release --locked -q -p numabal-cli -p numabal-testprogs
+scripts/release-build.sh -q
 bin=target/release/numabal
 out=target/twin
 mkdir -p "$out"

@@ -43,7 +43,7 @@ case $workload in
   perfbench) sim=(-w perf-bench-numa-mem) ;;
   *) die "--workload must be numa01-like, numa02-like or perfbench, got '$workload'" ;;
 esac
-cargo build --release --locked -q -p numabal-cli -p numabal-testprogs
+scripts/release-build.sh -q
 bin=target/release/numabal
 out=target/twin
 mkdir -p "$out" target/vm/scen
