@@ -36,7 +36,9 @@
 # the hot set's start line before the first sample, in which the scenario starts no
 # process: its own processes tipped the load balancer's placement of the new writers,
 # docs/vm-tests.md, "The tiered twin"); TRACE=1 also records, with
-# the kernel's tracepoints, where each new workload thread was placed (sched_wakeup_new),
+# the kernel's tracepoints, where each new workload thread was placed (sched_wakeup_new)
+# and what every CPU ran around each of the hot program's forks (sched_switch and
+# sched_wakeup, on until QUIET_S s after its start line),
 # each move of a workload thread between CPUs (sched_migrate_task: the task running at
 # the time says who moved it, migration/N being the stopper: active balancing or NUMA
 # balancing's moves and swaps), who asked the stopper, with the kernel stack (kprobes on
@@ -240,7 +242,8 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   mount -t tracefs nodev $T 2>/dev/null || true
   echo 4096 > $T/buffer_size_kb
   for e in sched/sched_wakeup_new sched/sched_migrate_task sched/sched_move_numa \
-           sched/sched_swap_numa sched/sched_stick_numa sched/sched_skip_vma_numa; do
+           sched/sched_swap_numa sched/sched_stick_numa sched/sched_skip_vma_numa \
+           sched/sched_switch sched/sched_wakeup; do
     [ -e "$T/events/$e/enable" ] && echo 1 > "$T/events/$e/enable"
   done
   # Who asks a CPU's stopper (migration/N) to move a task, with the kernel stack: active
@@ -344,6 +347,10 @@ pid=${pid%% *}
 # The writers' first QUIET_S seconds without a process of the scenario's: the shell waits
 # on the FIFO (the next line comes at the end of the run).
 IFS= read -t "$quiet_s" -r more <&3 && echo "$more" >> /tmp/hot.out
+# Every CPU's switches and wakeups until here only: the writers' fork among them.
+if [ "${TRACE:-0}" -ge 1 ]; then
+  for e in sched_switch sched_wakeup; do echo 0 > "$T/events/sched/$e/enable"; done
+fi
 cat <&3 >> /tmp/hot.out &
 drain=$!
 exec 3<&-
@@ -416,6 +423,12 @@ if [ "${TRACE:-0}" -ge 1 ]; then
        /<stack trace>/ { if (last) { print; instack = 1 }; next }
        instack && /^ => / { print; next }
        { instack = 0; last = keep; if (keep) print; keep = 0 }' $T/trace | sed 's/^ *//' | head -n 600
+  echo "== trace: what each CPU ran from 10 ms before to 5 ms after each new thread of the hot program (sched_switch, sched_wakeup, sched_wakeup_new)"
+  tn=$(grep 'sched_wakeup_new:.*comm=numa01-like' $T/trace | awk '{ t = $4; sub(":", "", t); printf "%s ", t }')
+  [ -z "$tn" ] || awk -v forks="$tn" 'BEGIN { n = split(forks, f, " ") }
+    /sched_(switch|wakeup|wakeup_new):/ { t = $4; sub(":", "", t)
+      for (i = 1; i <= n; i++) if (t >= f[i] - 0.01 && t <= f[i] + 0.005) { print; next } }' $T/trace |
+    sed 's/^ *//' | head -n 400
   echo "== trace: the hot program's NUMA scanning (task_numa_work, change_prot_numa, VMAs skipped)"
   grep -E 'tier_scan|tier_cpn|sched_skip_vma_numa' $T/trace | grep -F "numa01-like-" | sed 's/^ *//' | head -n 5000
   echo "== trace: MGLRU's aging (inc_max_seq / try_to_inc_max_seq, with the caller's stack)"
