@@ -303,7 +303,8 @@ impl World<'_> {
     /// run threads of the process owning `obj`; with `core.mm_cpumask_kept`, for a flush
     /// that names no mm (`names_mm` false: a migration's batch), for the CPUs that ever ran
     /// one of its threads and now run anything (an idle CPU is in lazy TLB mode and gets no
-    /// IPI; a flush naming the mm skips CPUs running another, `should_flush_tlb`). Simplified: every such CPU counts, the one a migrating fault
+    /// IPI; a flush naming the mm skips CPUs running another, `should_flush_tlb`).
+    /// Simplified: every such CPU counts, the one a migrating fault
     /// runs on too (it flushes itself at no wait); only the owner's threads (another
     /// process mapping a shared object is not counted); the wait is per page, where 7.2
     /// flushes once per batch of up to 512 base pages (a huge page is a batch of its own,
