@@ -423,6 +423,10 @@ if [ "${TRACE:-0}" -ge 1 ]; then
        /<stack trace>/ { if (last) { print; instack = 1 }; next }
        instack && /^ => / { print; next }
        { instack = 0; last = keep; if (keep) print; keep = 0 }' $T/trace | sed 's/^ *//' | head -n 600
+  echo "== trace: the hot program's new threads and their moves between CPUs in the first 5 s after its last fork (sched_wakeup_new, sched_migrate_task)"
+  tl=$(grep 'sched_wakeup_new:.*comm=numa01-like' $T/trace | tail -1 | awk '{ t = $4; sub(":", "", t); print t }')
+  [ -z "$tl" ] || awk -v b="$tl" '/sched_(wakeup_new|migrate_task): comm=numa01-like/ { t = $4; sub(":", "", t)
+    if (t <= b + 5) print }' $T/trace | sed 's/^ *//' | head -n 200
   echo "== trace: what each CPU ran from 10 ms before to 5 ms after each new thread of the hot program (sched_switch, sched_wakeup, sched_wakeup_new)"
   tn=$(grep 'sched_wakeup_new:.*comm=numa01-like' $T/trace | awk '{ t = $4; sub(":", "", t); printf "%s ", t }')
   [ -z "$tn" ] || awk -v forks="$tn" 'BEGIN { n = split(forks, f, " ") }
