@@ -9,8 +9,8 @@
 #      races the move. Its policy stays the default: under `numactl --preferred` or
 #      `--membind` the kernel's NUMA balancing would not move its pages (START=preferred
 #      runs it under `numactl --preferred=<slow node>` instead, to show that). Where its
-#      memory is and the CPUs its threads last ran on: QUIET_S s after its start line,
-#      then every second to 10 s, then every 5 s;
+#      memory is and the CPUs its threads last ran on: about QUIET_S s after its writers
+#      started, then every second to 10 s, then every 5 s;
 #   2. pressure: FILL_AT s after the hot set's start line, a filler bound to node 0
 #      (`numactl --membind=0 numa02-like`) asks for node 0's free memory plus
 #      FILL_EXTRA_MB, so node 0's reclaim has to demote pages to the slow node.
@@ -33,8 +33,9 @@
 # Environment (run.sh --env): LLC_BALANCING (0 or 1: writes the kernel's debugfs switch of
 # cache-aware scheduling, 7.2; unset: left as booted), START (mem-node or preferred), HOT_MB (256), SECONDS_RUN
 # (60), FILL_AT (30), FILL_SECONDS (20), FILL_EXTRA_MB (192), QUIET_S (3: seconds after
-# the hot set's start line before the first sample, in which the scenario starts no
-# process: its own processes tipped the load balancer's placement of the new writers,
+# the hot set's start, about, before the first sample, in which the scenario starts no
+# process and its shell does not run: its own processes tipped the load balancer's
+# placement of the new writers, and its shell, woken by the start line, their forks;
 # docs/vm-tests.md, "The tiered twin"); TRACE=1 also records, with
 # the kernel's tracepoints, where each new workload thread was placed (sched_wakeup_new)
 # and what every CPU ran around each of the hot program's forks (sched_switch and
@@ -242,10 +243,17 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   mount -t tracefs nodev $T 2>/dev/null || true
   echo 4096 > $T/buffer_size_kb
   for e in sched/sched_wakeup_new sched/sched_migrate_task sched/sched_move_numa \
-           sched/sched_swap_numa sched/sched_stick_numa sched/sched_skip_vma_numa \
-           sched/sched_switch sched/sched_wakeup; do
+           sched/sched_swap_numa sched/sched_stick_numa sched/sched_skip_vma_numa; do
     [ -e "$T/events/$e/enable" ] && echo 1 > "$T/events/$e/enable"
   done
+  # Every CPU's switches and wakeups around the hot program's forks, in a buffer of their
+  # own, so that they push none of the run's other events out of the main one.
+  F=$T/instances/fork
+  mkdir "$F" 2>/dev/null || true
+  if [ -d "$F/events/sched" ]; then
+    echo 2048 > "$F/buffer_size_kb"
+    for e in sched_switch sched_wakeup sched_wakeup_new; do echo 1 > "$F/events/sched/$e/enable"; done
+  fi
   # Who asks a CPU's stopper (migration/N) to move a task, with the kernel stack: active
   # load balancing, NUMA balancing's moves and swaps, affinity changes.
   for fn in stop_one_cpu_nowait stop_one_cpu stop_two_cpus; do
@@ -332,8 +340,16 @@ rm -f /tmp/hot.fifo; mkfifo /tmp/hot.fifo
 $pre numa01-like --procs 1 --mb "$hot_mb" --seconds "$run_s" $post > /tmp/hot.fifo 2>&1 &
 hot=$!
 exec 3< /tmp/hot.fifo
+# The shell must not run when the writers start. Woken by the start line, which
+# numa01-like prints just before it starts them, it kept node 0's second CPU busy at both
+# forks in run 44, and the kernel put both writers on node 1 (docs/vm-tests.md). So it
+# waits on a FIFO nobody writes (no process, and no wakeup at the start line) through the
+# buffer's first touch and move (about 2 s) and QUIET_S s more, then reads the start line
+# written meanwhile.
+rm -f /tmp/idle.fifo; mkfifo /tmp/idle.fifo
+exec 4<> /tmp/idle.fifo
+read -t $((quiet_s + 3)) _ <&4 || true
 IFS= read -r first <&3 || first=""
-now_cs; t1=$NOW
 echo "$first" > /tmp/hot.out
 case $first in
   *" mb="*) ;;
@@ -341,15 +357,23 @@ case $first in
 esac
 pid=${first#* pid=}
 pid=${pid%% *}
+# The placement's time: when its first writer started (/proc stat field 22, in hundredths
+# of a second since boot, as now_cs counts), the start line's moment to a few ms.
+t1=""
+for f in /proc/"$pid"/task/*/stat; do
+  [ "$f" != "/proc/$pid/task/$pid/stat" ] && read -r st < "$f" || continue
+  # shellcheck disable=SC2086
+  set -- ${st#*) }
+  shift 19
+  { [ -z "$t1" ] || [ "$1" -lt "$t1" ]; } && t1=$1
+done
+[ -n "$t1" ] || { now_cs; t1=$NOW; }
 # The buffer's flags as placed (moved to the slow node, not yet promoted): a diagnostic
 # that runs a process in the writers' first seconds, so only with TRACE=2.
 [ "${TRACE:-0}" = 2 ] && page-flags "$pid" --tag placed > /tmp/hot.flags 2>&1
-# The writers' first QUIET_S seconds without a process of the scenario's: the shell waits
-# on the FIFO (the next line comes at the end of the run).
-IFS= read -t "$quiet_s" -r more <&3 && echo "$more" >> /tmp/hot.out
 # Every CPU's switches and wakeups until here only: the writers' fork among them.
-if [ "${TRACE:-0}" -ge 1 ]; then
-  for e in sched_switch sched_wakeup; do echo 0 > "$T/events/sched/$e/enable"; done
+if [ "${TRACE:-0}" -ge 1 ] && [ -d "$F/events/sched" ]; then
+  for e in sched_switch sched_wakeup sched_wakeup_new; do echo 0 > "$F/events/sched/$e/enable"; done
 fi
 cat <&3 >> /tmp/hot.out &
 drain=$!
@@ -357,7 +381,8 @@ exec 3<&-
 placed=$(secs $((t1 - t0)))
 echo "@time hot_placed $placed" > /tmp/at-time
 echo "$first"
-sample "placed at +$placed s (pid $pid), sampled $quiet_s s later" "$pid"
+now_cs
+sample "placed at +$placed s (pid $pid), sampled $(secs $((NOW - t1))) s later" "$pid"
 case $first in *unmoved_pages=*) echo "note: not every page reached node $slow" ;; esac
 
 filler=""
@@ -428,10 +453,10 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   [ -z "$tl" ] || awk -v b="$tl" '/sched_(wakeup_new|migrate_task): comm=numa01-like/ { t = $4; sub(":", "", t)
     if (t <= b + 5) print }' $T/trace | sed 's/^ *//' | head -n 200
   echo "== trace: what each CPU ran from 10 ms before to 5 ms after each new thread of the hot program (sched_switch, sched_wakeup, sched_wakeup_new)"
-  tn=$(grep 'sched_wakeup_new:.*comm=numa01-like' $T/trace | awk '{ t = $4; sub(":", "", t); printf "%s ", t }')
+  tn=$(grep 'sched_wakeup_new:.*comm=numa01-like' "$F/trace" | awk '{ t = $4; sub(":", "", t); printf "%s ", t }')
   [ -z "$tn" ] || awk -v forks="$tn" 'BEGIN { n = split(forks, f, " ") }
     /sched_(switch|wakeup|wakeup_new):/ { t = $4; sub(":", "", t)
-      for (i = 1; i <= n; i++) if (t >= f[i] - 0.01 && t <= f[i] + 0.005) { print; next } }' $T/trace |
+      for (i = 1; i <= n; i++) if (t >= f[i] - 0.01 && t <= f[i] + 0.005) { print; next } }' "$F/trace" |
     sed 's/^ *//' | head -n 400
   echo "== trace: the hot program's NUMA scanning (task_numa_work, change_prot_numa, VMAs skipped)"
   grep -E 'tier_scan|tier_cpn|sched_skip_vma_numa' $T/trace | grep -F "numa01-like-" | sed 's/^ *//' | head -n 5000
