@@ -39,7 +39,7 @@
 # docs/vm-tests.md, "The tiered twin"); TRACE=1 also records, with
 # the kernel's tracepoints, where each new workload thread was placed (sched_wakeup_new)
 # and what every CPU ran around each of the hot program's forks (sched_switch and
-# sched_wakeup, on until QUIET_S s after its start line),
+# sched_wakeup, in a trace instance of their own until the first sample),
 # each move of a workload thread between CPUs (sched_migrate_task: the task running at
 # the time says who moved it, migration/N being the stopper: active balancing or NUMA
 # balancing's moves and swaps), who asked the stopper, with the kernel stack (kprobes on
@@ -349,6 +349,7 @@ exec 3< /tmp/hot.fifo
 rm -f /tmp/idle.fifo; mkfifo /tmp/idle.fifo
 exec 4<> /tmp/idle.fifo
 read -t $((quiet_s + 3)) _ <&4 || true
+exec 4<&-
 IFS= read -r first <&3 || first=""
 echo "$first" > /tmp/hot.out
 case $first in
