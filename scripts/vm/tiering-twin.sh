@@ -21,7 +21,9 @@
 #   K: 7.2 (default) or 6.12 (6.1 puts the slow node in the DRAM tier); --guest FILE
 #   compares the output of an earlier guest run (run.sh --log) instead of booting one;
 #   --host-cpus: the cores of the host that ran the guest (default: this one's, nproc).
-# Writes target/twin/tiering-K.{guest.out,sim.json}. Needs scripts/vm/setup.sh --kernel K.
+# Writes target/twin/tiering-K.{guest.out,sim.json,judged.json} (the judgement is
+# scripts/vm/tiering-judge.py's; scripts/vm/tiering-twin-tally.py judges many guest runs).
+# Needs scripts/vm/setup.sh --kernel K.
 # Wall time: about 80 s (a guest boot and its 65 s scenario; the simulation takes 1 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -109,99 +111,4 @@ echo "numabal ${sim[*]}"
 "$bin" "${sim[@]}" --quiet --json "$out/$name.sim.json" > /dev/null
 
 printf '\n== tiering twin: Linux %s against its model (%s, %s)\n' "$version" "$guest" "$out/$name.sim.json"
-python3 - "$guest" "$out/$name.sim.json" <<'EOF'
-import json
-import sys
-
-guest_file, sim_file = sys.argv[1], sys.argv[2]
-g = {}
-for line in open(guest_file):
-    f = line.split()
-    if not f or not f[0].startswith("@"):
-        continue
-    if f[0] in ("@counter", "@phase1", "@phase2", "@time") and len(f) == 3:
-        g[(f[0], f[1])] = float(f[2])
-    elif f[0] == "@mib" and len(f) == 4:
-        g[("@mib", f[1], f[2])] = float(f[3])
-r = json.load(open(sim_file))
-m, t = r["metrics"], r["metrics"]["tiering"]
-hot = next(p for p in r["processes"] if p["name"] == "numa01-like")
-fill = next(p for p in r["processes"] if p["name"] == "numa02-like")
-
-
-def node_list(s):
-    """A nodelist ("0-1", "0,2-3") as node ids."""
-    ids = []
-    for part in s.split(","):
-        lo, _, hi = part.partition("-")
-        ids.extend(range(int(lo), int(hi or lo) + 1))
-    return ids
-
-
-# The top tier: the model's first (fastest) tier; the guest's is the same (memory_tier4).
-top_nodes = node_list(min(t["tiers"], key=lambda x: x["tier"])["nodes"])
-
-
-def gc(name):
-    return g.get(("@counter", name), 0.0)
-
-
-def in_dram_sim():
-    """The first sample with 90 % of the hot set on the top tier (as the scenario's)."""
-    for s in r.get("proc_samples", []):
-        for p in s["processes"]:
-            if p["name"] != "numa01-like":
-                continue
-            total = sum(p["node_mb"])
-            if total > 0 and sum(p["node_mb"][n] for n in top_nodes) >= 0.9 * total:
-                return s["t_s"]
-    return None
-
-
-g_hot_top = sum(v for k, v in g.items() if k[:2] == ("@mib", "hot") and int(k[2][4:]) in top_nodes)
-s_hot_top = sum(hot["node_mb"][n] for n in top_nodes)
-judged = [
-    ("pgpromote_success", gc("pgpromote_success"), t["pgpromote_success"], "pages"),
-    ("pgdemote_kswapd + pgdemote_direct", gc("pgdemote_kswapd") + gc("pgdemote_direct"),
-     t["pgdemote_kswapd"] + t["pgdemote_direct"], "pages"),
-    ("numa_hint_faults", gc("numa_hint_faults"), m["numa_hint_faults"], ""),
-    ("hot set on the top tier at the end", g_hot_top, s_hot_top, "MiB"),
-]
-shown = [
-    ("pgdemote_kswapd", gc("pgdemote_kswapd"), t["pgdemote_kswapd"], "pages"),
-    ("pgdemote_direct", gc("pgdemote_direct"), t["pgdemote_direct"], "pages"),
-    ("pgpromote_candidate", gc("pgpromote_candidate"), t["pgpromote_candidate"], "pages"),
-    ("numa_pages_migrated", gc("numa_pages_migrated"), m["numa_pages_migrated"], "pages"),
-    ("numa_pte_updates", gc("numa_pte_updates"), m["numa_pte_updates"], ""),
-]
-nodes = range(len(hot["node_mb"]))
-for n in nodes:
-    shown.append((f"hot set on node {n} at the end", g.get(("@mib", "hot", f"node{n}"), 0.0), hot["node_mb"][n], "MiB"))
-for n in nodes:
-    shown.append((f"filler on node {n} at the end", g.get(("@mib", "filler", f"node{n}"), 0.0), fill["node_mb"][n], "MiB"))
-shown.append(("hot set 90 % on the top tier at", g.get(("@time", "hot_in_dram")), in_dram_sim(), "s"))
-
-
-def fmt(v):
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:,.1f}"
-
-
-def row(name, gv, sv, unit, verdict):
-    ratio = f"{sv / gv:.3f}" if gv and sv is not None else "-"
-    print(f"{name + (' (' + unit + ')' if unit else ''):<44} {fmt(gv):>10} {fmt(sv):>10} {ratio:>7}  {verdict}")
-
-
-print(f"{'figure':<44} {'guest':>10} {'model':>10} {'ratio':>7}  (model / guest, +-30 %)")
-fails = 0
-for name, gv, sv, unit in judged:
-    ok = gv > 0 and 0.7 <= sv / gv <= 1.3
-    fails += not ok
-    row(name, gv, sv, unit, "PASS" if ok else "FAIL")
-print("not judged:")
-for name, gv, sv, unit in shown:
-    row(name, gv, sv, unit, "")
-print(f"tiering twin: {len(judged) - fails} of {len(judged)} within 30 %")
-sys.exit(1 if fails else 0)
-EOF
+scripts/vm/tiering-judge.py "$guest" "$out/$name.sim.json" --json "$out/$name.judged.json"
