@@ -38,7 +38,7 @@ def read_guest(path):
             cpus = m.group(1) if m else None
         if not f or not f[0].startswith("@"):
             continue
-        if f[0] in ("@counter", "@phase1", "@phase2", "@time", "@shmem") and len(f) == 3:
+        if f[0] in ("@counter", "@phase1", "@phase2", "@time", "@shmem", "@kswapd_cpu_s") and len(f) == 3:
             g[(f[0], f[1])] = float(f[2])
         elif f[0] == "@mib" and len(f) == 4:
             g[("@mib", f[1], f[2])] = float(f[3])
@@ -111,6 +111,10 @@ def figures(g, r, t, hot, fill):
     for n in nodes:
         shown.append((f"filler on node {n} at the end", g.get(("@mib", "filler", f"node{n}"), 0.0), fill["node_mb"][n], "MiB"))
     shown.append(("hot set 90 % on the top tier at", g.get(("@time", "hot_in_dram")), in_dram_sim(r, top_nodes), "s"))
+    # Every kswapd's CPU time (the guest's from schedstat; outputs from before it printed
+    # them have none).
+    kswapd = [v for k, v in g.items() if k[0] == "@kswapd_cpu_s"]
+    shown.append(("kswapd CPU", sum(kswapd) if kswapd else None, t.get("kswapd_cpu_s"), "s"))
     return judged, shown
 
 

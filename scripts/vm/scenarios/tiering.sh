@@ -30,6 +30,7 @@
 #   @counter NAME DELTA                   /proc/vmstat over the whole run
 #   @phase1 / @phase2 NAME DELTA          until the filler / from it on
 #   @node nodeN NAME VALUE                per-node pgpromote_success, pgdemote_kswapd/direct
+#   @kswapd_cpu_s kswapdN S              each kswapd's CPU time over the run (schedstat)
 # Environment (run.sh --env): LLC_BALANCING (0 or 1: writes the kernel's debugfs switch of
 # cache-aware scheduling, 7.2; unset: left as booted), START (mem-node or preferred), HOT_MB (256), SECONDS_RUN
 # (60), FILL_AT (30), FILL_SECONDS (20), FILL_EXTRA_MB (192), QUIET_S (3: seconds after
@@ -216,7 +217,17 @@ sample() {
     /proc/vmstat "/proc/$2/numa_maps" /proc/"$2"/task/*/stat $_f 2>/dev/null
 }
 
+# kswapd_ns FILE: each kswapd's time on a CPU so far ("kswapdN ns" lines, the first field
+# of /proc/PID/schedstat): reclaim's work in the background, untraced.
+kswapd_ns() {
+  for p in /proc/[0-9]*; do
+    read -r comm < "$p/comm" 2>/dev/null || continue
+    case $comm in kswapd*) read -r ns _ < "$p/schedstat" 2>/dev/null && echo "$comm $ns" ;; esac
+  done > "$1"
+}
+
 snap /tmp/c0
+kswapd_ns /tmp/k0
 meminfo "before"
 # Shmem: the root file system's files (the initramfs unpacked into tmpfs), on the
 # anonymous LRU and so demoted by reclaim like the programs' pages, though no process maps
@@ -431,6 +442,7 @@ echo "== the workloads' output (run ended +$(secs $((t3 - t1))) s after placemen
 cat /tmp/hot.out
 [ -f /tmp/fill.out ] && cat /tmp/fill.out
 snap /tmp/c3
+kswapd_ns /tmp/k3
 
 if [ -f /tmp/c2 ]; then
   deltas "counters: phase 1 (promotion, from the start until the filler)" /tmp/c0 /tmp/c2
@@ -532,6 +544,7 @@ cat /tmp/at-meminfo /tmp/at-time
 [ -f /tmp/at-hot ] && cat /tmp/at-hot
 [ -f /tmp/at-fill ] && cat /tmp/at-fill
 at_deltas counter /tmp/c0 /tmp/c3
+awk 'NR == FNR { t0[$1] = $2; next } ($1 in t0) { printf "@kswapd_cpu_s %s %.3f\n", $1, ($2 - t0[$1]) / 1e9 }' /tmp/k0 /tmp/k3
 if [ -f /tmp/c2 ]; then
   at_deltas phase1 /tmp/c0 /tmp/c2
   at_deltas phase2 /tmp/c2 /tmp/c3
