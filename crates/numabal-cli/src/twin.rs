@@ -353,6 +353,7 @@ impl Building {
             t_s: self.t_s,
             vmstat: self.vmstat,
             processes,
+            lru_gen: Vec::new(),
         }
     }
 }
@@ -810,6 +811,7 @@ numa_maps 7 1 122880\nnuma_maps 7 0 8192\n@@ twin raw end\n";
                     tasks: Vec::new(),
                 })
                 .collect(),
+            lru_gen: Vec::new(),
         };
         let guest = placement(&sample(["process 0", "process 1"]));
         let sim = placement(&sample(["process", "process"]));

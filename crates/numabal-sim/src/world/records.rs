@@ -147,6 +147,31 @@ pub struct ProcSample {
     pub vmstat: VmstatNuma,
     /// Live processes with memory, by pid.
     pub processes: Vec<ProcProcess>,
+    /// MGLRU's generations of each node, as `/sys/kernel/debug/lru_gen` lists them (only
+    /// with `sim.lru_gen`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lru_gen: Vec<LruGenNode>,
+}
+
+/// One node's generations in a [`ProcSample`], oldest first (`min_seq` to `max_seq`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LruGenNode {
+    /// The node.
+    pub node: usize,
+    /// Its generations.
+    pub gens: Vec<LruGenGen>,
+}
+
+/// One generation: its sequence number, age and anonymous pages (the debugfs file's
+/// `seq age_ms anon` columns; the model has no file LRU).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct LruGenGen {
+    /// Its sequence number.
+    pub seq: u64,
+    /// Milliseconds since it was made (`lrugen->timestamps`; the run's start for the first).
+    pub age_ms: u64,
+    /// Its pages (`lrugen->nr_pages`).
+    pub pages: u64,
 }
 
 /// `/proc/vmstat`'s NUMA balancing and migration counters (base pages but for the

@@ -91,6 +91,7 @@ impl World<'_> {
             t_s: self.now as f64 / NS,
             vmstat,
             processes,
+            lru_gen: self.lru_gen_sample(),
         }
     }
 

@@ -197,6 +197,44 @@ fn damon_stat_samples_beside_mglru_and_changes_what_its_walks_find() {
     assert_eq!(json(&r), json(&with(true)));
 }
 
+/// With MGLRU each `/proc` sample lists every node's generations as the kernel's
+/// `/sys/kernel/debug/lru_gen` does: 2 to 4 of them, oldest first in sequence and in age,
+/// holding the node's pages; the filler's reclaim makes new ones on node 0; and taking the
+/// samples changes nothing of the run.
+#[test]
+fn proc_samples_show_each_nodes_mglru_generations_without_changing_the_run() {
+    let sets = ["sim.lru_gen=true", "sim.max_time_s=40"];
+    let sampled = tiering_guest(&[&sets[..], &["sim.proc_every_s=0.25"]].concat());
+    let plain = tiering_guest(&sets);
+    let json = |r: &numabal_sim::RunResult| serde_json::to_string(&r.metrics).unwrap();
+    assert_eq!(json(&sampled), json(&plain), "sampling changed the run");
+    let samples = &sampled.proc_samples;
+    assert!(samples.len() > 100, "{} samples", samples.len());
+    for s in samples {
+        assert_eq!(s.lru_gen.len(), 3, "at {} s", s.t_s);
+        for n in &s.lru_gen {
+            assert!((2..=4).contains(&n.gens.len()), "{n:?}");
+            for w in n.gens.windows(2) {
+                assert_eq!(w[1].seq, w[0].seq + 1, "{n:?}");
+                assert!(w[0].age_ms >= w[1].age_ms, "{n:?}");
+            }
+        }
+        // Node 0's generations hold what the programs have there (MiB, from numastat).
+        let lru_mib = s.lru_gen[0].gens.iter().map(|g| g.pages).sum::<u64>() as f64 / 256.0;
+        let mapped: f64 = s.processes.iter().map(|p| p.node_mb[0]).sum();
+        assert!(
+            (lru_mib - mapped).abs() <= 1.0 + 0.01 * mapped,
+            "at {} s: {lru_mib} MiB on the lists, {mapped} mapped",
+            s.t_s
+        );
+    }
+    let max_seq = |i: usize| samples[i].lru_gen[0].gens.last().unwrap().seq;
+    assert!(
+        max_seq(samples.len() - 1) > max_seq(0) + 1,
+        "node 0 never aged"
+    );
+}
+
 /// The tiered guest's twin (scripts/vm/tiering-twin.sh): Linux 7.2's cache-aware
 /// balancing pulls the hot program's second writer to the node where the program ran
 /// (its first touch, on node 0), so the whole hot set is promoted there and the filler

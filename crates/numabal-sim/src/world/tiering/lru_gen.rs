@@ -56,6 +56,8 @@ struct Lrugen {
     lists: [VecDeque<Entry>; MAX_NR_GENS as usize],
     /// Per generation: its pages (`nr_pages`).
     nr_pages: [u64; MAX_NR_GENS as usize],
+    /// Per generation: when it was made (`timestamps`, ns).
+    born: [u64; MAX_NR_GENS as usize],
 }
 
 impl Lrugen {
@@ -66,6 +68,7 @@ impl Lrugen {
             min_seq: 0,
             lists: Default::default(),
             nr_pages: [0; MAX_NR_GENS as usize],
+            born: [0; MAX_NR_GENS as usize],
         }
     }
 
@@ -645,6 +648,8 @@ impl World<'_> {
             folded = l.inc_min_seq(n);
         }
         l.nodes[n].max_seq += 1;
+        let (seq, now) = (l.nodes[n].max_seq, l.clock);
+        l.nodes[n].born[slot(seq)] = now;
         let folios: u64 = folded.iter().map(|&(o, c, p)| self.folios(o, c, p)).sum();
         ns + folios as f64 * visit_ns
     }
@@ -688,6 +693,29 @@ impl World<'_> {
             }
         }
         self.lru_mut().gens(obj, c, n).seen = now;
+    }
+
+    /// Each node's generations now, for a `/proc` sample (none without MGLRU).
+    pub(crate) fn lru_gen_sample(&self) -> Vec<records::LruGenNode> {
+        let Some(l) = &self.tiering.lru_gen else {
+            return Vec::new();
+        };
+        let now = self.now;
+        let gens = |g: &Lrugen| {
+            (g.min_seq..=g.max_seq)
+                .map(|seq| records::LruGenGen {
+                    seq,
+                    age_ms: now.saturating_sub(g.born[slot(seq)]) / 1_000_000,
+                    pages: g.nr_pages[slot(seq)],
+                })
+                .collect()
+        };
+        (l.nodes.iter().enumerate())
+            .map(|(node, g)| records::LruGenNode {
+                node,
+                gens: gens(g),
+            })
+            .collect()
     }
 
     fn lru(&self) -> &LruGen {
