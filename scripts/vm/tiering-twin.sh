@@ -18,9 +18,13 @@
 # Nothing of the model is fitted to the counters.
 #
 # Usage: scripts/vm/tiering-twin.sh [--kernel K] [--guest FILE] [--seed N] [--host-cpus N]
+#          [--set K=V]...
 #   K: 7.2 (default) or 6.12 (6.1 puts the slow node in the DRAM tier); --guest FILE
 #   compares the output of an earlier guest run (run.sh --log) instead of booting one;
-#   --host-cpus: the cores of the host that ran the guest (default: this one's, nproc).
+#   --host-cpus: the cores of the host that ran the guest (default: this one's, nproc);
+#   --set: more settings for the model, after the twin's own (to look closer, e.g.
+#   sim.proc_every_s=0.05 for scripts/vm/tiering-gens.py; the judgement is then of that
+#   model, and the header line says so).
 # Writes target/twin/tiering-K.{guest.out,sim.json,judged.json} (the judgement is
 # scripts/vm/tiering-judge.py's; scripts/vm/tiering-twin-tally.py judges many guest runs).
 # Needs scripts/vm/setup.sh --kernel K.
@@ -31,16 +35,17 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 # shellcheck source=kernels.sh
 . "$here/kernels.sh"
-kernel=7.2 guest="" seed=1 host_cpus=$(nproc)
+kernel=7.2 guest="" seed=1 host_cpus=$(nproc) extra=()
 die() { echo "tiering-twin: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
-    --kernel|--guest|--seed|--host-cpus) [ $# -ge 2 ] || die "$1 needs a value" ;;&
+    --kernel|--guest|--seed|--host-cpus|--set) [ $# -ge 2 ] || die "$1 needs a value" ;;&
     --kernel) kernel=$2; shift 2 ;;
     --guest) guest=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --host-cpus) host_cpus=$2; shift 2 ;;
-    *) die "unknown argument '$1' (allowed: --kernel K, --guest FILE, --seed N, --host-cpus N)" ;;
+    --set) [[ $2 == *=* ]] || die "--set needs KEY=VALUE, got '$2'"; extra+=(--set "$2"); shift 2 ;;
+    *) die "unknown argument '$1' (allowed: --kernel K, --guest FILE, --seed N, --host-cpus N, --set K=V)" ;;
   esac
 done
 suite=$(kernel_suite "$kernel")
@@ -96,8 +101,9 @@ stat=$(sed -n 's/^== DAMON_STAT: damon_stat\/parameters\/enabled=//p' "$guest" |
 [ "$stat" = Y ] && damon_stat=true || damon_stat=false
 
 shmem=$(awk '$1 == "@shmem" { printf "%s%s %s MiB", sep, $2, $3; sep = ", " }' "$guest")
-printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, reserved %s, tmpfs %s; llc_balancing %s, lru_gen %s, damon_stat %s; %s host cores)\n' \
-  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved" "${shmem:-not printed}" "$llc_balancing" "$lru_gen" "$damon_stat" "$host_cpus"
+printf '\n== tiering twin: the model of Linux %s on qemu-guest-tiered (filler %s MiB at %s s; MemTotal %s, reserved %s, tmpfs %s; llc_balancing %s, lru_gen %s, damon_stat %s; %s host cores)%s\n' \
+  "$version" "$fill_mb" "$fill_at" "$sizes" "$reserved" "${shmem:-not printed}" "$llc_balancing" "$lru_gen" "$damon_stat" "$host_cpus" \
+  "${extra[*]:+ with more settings: ${extra[*]}}"
 sim=(sim -m qemu-guest-tiered -w presets/workloads/tiering_guest.toml -p autonuma --seed "$seed"
      --set policy.numa_balancing=2 --set sim.demotion_enabled=true --set "policy.kernel=$version"
      --set sim.transparent_hugepage=always --set sim.proc_every_s=1
@@ -106,7 +112,7 @@ sim=(sim -m qemu-guest-tiered -w presets/workloads/tiering_guest.toml -p autonum
      --set "machine.topology.memory_per_node=[$sizes]"
      --set "machine.memory.reserved_per_node=[$reserved]"
      --set "workload.process.1.start_s=$fill_at"
-     --set "workload.process.1.region.5.size=\"${fill_mb}MiB\"" "${tmpfs[@]}")
+     --set "workload.process.1.region.5.size=\"${fill_mb}MiB\"" "${tmpfs[@]}" "${extra[@]}")
 echo "numabal ${sim[*]}"
 "$bin" "${sim[@]}" --quiet --json "$out/$name.sim.json" > /dev/null
 
