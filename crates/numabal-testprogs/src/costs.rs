@@ -18,6 +18,9 @@
 //!  tlb_shootdown_all_busy_ns   the same with a thread spinning on every other CPU: in a
 //!                    guest with more busy vCPUs than host cores the flush waits for the
 //!                    host to run them (not a preset field: what a flush costs there)
+//!  thp_fault_beside_writer_ns   thp_fault_ns while a thread on node 1 stores words over
+//!                    a buffer of its own, as a program's writers do beside an allocation
+//!                    (not a preset field: whether clearing a THP competes with them)
 //!  thread_spawn_ns   spawning and joining a thread that does nothing
 //!  proc_read_ns      open, read and close of /proc/self/stat
 //!  write bandwidth   one thread storing 64-bit words over its buffer, local and remote
@@ -152,6 +155,7 @@ pub struct Run {
     pub latency_remote_ns: f64,
     pub tlb_shootdown_ns: f64,
     pub tlb_shootdown_all_busy_ns: f64,
+    pub thp_fault_beside_writer_ns: f64,
     pub thread_spawn_ns: f64,
     pub proc_read_ns: f64,
 }
@@ -184,6 +188,39 @@ fn thp_faults(host: &Host, bytes: usize) -> Result<(f64, u64), String> {
     let ns = touch(&mut m, off, off + bytes, HPAGE);
     let thps = anon_huge_kb(m.as_ptr() as usize) / (HPAGE as u64 >> 10);
     Ok((ns, thps))
+}
+
+/// `thp_faults` while a thread on node 1's first CPU stores words over a buffer of its own
+/// (first-touched there), again and again until the faults are done.
+fn thp_faults_beside_writer(host: &Host, bytes: usize) -> Result<f64, String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cpu = host.nodes[1].first().ok_or("node 1 has no CPU")?;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let stop = &stop;
+        let writer = s.spawn(move || -> Result<(), String> {
+            sys::set_affinity(sys::gettid(), &Mask::single(cpu))
+                .map_err(|e| format!("cannot run on CPU {cpu}: {e}"))?;
+            let mut m = map(bytes, false)?;
+            let mut p = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for w in m.chunks_exact_mut(8) {
+                    w.copy_from_slice(&p.to_ne_bytes());
+                }
+                black_box(&mut m[..]);
+                p += 1;
+            }
+            Ok(())
+        });
+        // Let the writer reach its CPU and its buffer.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let r = thp_faults(host, bytes);
+        stop.store(true, Ordering::Relaxed);
+        writer
+            .join()
+            .map_err(|_| "the writer panicked".to_string())??;
+        r.map(|(ns, _)| ns)
+    })
 }
 
 /// move_pages of a mapping's folios, first-touched on node 0, to node 1: ns per folio and
@@ -364,6 +401,7 @@ impl Run {
             latency_remote_ns: latency(host, bytes, 1)?,
             tlb_shootdown_ns: tlb_shootdown(host)?,
             tlb_shootdown_all_busy_ns: tlb_shootdown_all_busy(host)?,
+            thp_fault_beside_writer_ns: thp_faults_beside_writer(host, bytes)?,
             thread_spawn_ns: thread_spawn(),
             proc_read_ns: proc_read()?,
         })
@@ -449,6 +487,12 @@ pub fn figures(runs: &[Run], bytes: usize) -> Vec<Figure> {
             med(|r| r.tlb_shootdown_all_busy_ns),
             "ns",
             "the same with a thread spinning on every other CPU (not a preset field)",
+        ),
+        fig(
+            "thp_fault_beside_writer_ns",
+            med(|r| r.thp_fault_beside_writer_ns),
+            "ns",
+            "thp_fault_ns while a thread on node 1 stores words over its own buffer (not a preset field)",
         ),
         fig(
             "thread_spawn_ns",
