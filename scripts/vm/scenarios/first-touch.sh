@@ -1,9 +1,10 @@
 # How fast a program first-touches memory in the tiered guest (run.sh --nodes 2 --cxl-mb
 # 1024; docs/vm-tests.md, "The filler's first touch"): numa02-like bound to node 0, timed
 # until its RSS holds 95 % of its buffer, on guest memory never used since boot, then on
-# the same frames again, then beside numa01-like's two writers as the tiered scenario runs
-# its filler. Under TCG the guest's RAM is the host's anonymous memory, which the host
-# faults in on its first use. Prints the times; judges nothing. Wall time: about 40 s.
+# the same frames again, then beside numa01-like's two writers on node 0's CPUs as the
+# tiered scenario runs its filler, and beside them on node 1's. Under TCG the guest's RAM is
+# the host's anonymous memory, which the host faults in on its first use. Prints the
+# times; judges nothing. Wall time: about 40 s.
 sysctl -qw kernel.numa_balancing=0 2>/dev/null
 up() { cut -d' ' -f1 /proc/uptime; }
 ft() {  # MiB LABEL: seconds until the filler's RSS holds 95 % of MiB
@@ -18,8 +19,14 @@ ft() {  # MiB LABEL: seconds until the filler's RSS holds 95 % of MiB
 }
 echo "== alone: memory never used since boot, then the same frames again"
 ft 600 fresh; ft 600 reused; ft 600 reused
-echo "== beside numa01-like's 2 writers (256 MiB, first-touched on node 0)"
-numa01-like --procs 1 --mb 256 --seconds 30 > /tmp/h 2>&1 &
+echo "== beside numa01-like's 2 writers (256 MiB, first-touched on node 0, where they run)"
+numa01-like --procs 1 --mb 256 --seconds 14 > /tmp/h 2>&1 &
 sleep 6
 ft 500 reused-beside; ft 600 partly-fresh-beside
+wait
+echo "== beside them on node 1 (first-touched there): no CPU of node 0 shared"
+numa01-like --procs 1 --mb 256 --seconds 12 --node 1 > /tmp/h 2>&1 &
+sleep 6
+ft 500 reused-beside-node1
+grep -m1 cpus /tmp/h || true
 wait
