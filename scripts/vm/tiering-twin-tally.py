@@ -9,7 +9,9 @@ median and range of its ratio, and the guest's own median and range over the run
 kernel's scatter from boot to boot, which no single prediction can cover when it is wider
 than the band). Each run keeps its own verdict: the tally adds nothing to it.
 
-Usage: scripts/vm/tiering-twin-tally.py GUEST_OUTPUT... [--host-cpus N] [--json OUT]
+Usage: scripts/vm/tiering-twin-tally.py GUEST_OUTPUT... [--kernel K] [--host-cpus N] [--json OUT]
+  --kernel: the guests' kernel, 7.2 (default) or 6.12, as tiering-twin.sh takes it (outputs
+    that name their kernel, "== kernel: ..." since 2026-11-30, must name that one)
   --host-cpus: the cores of the host that ran the guests (tiering-twin.sh's default: nproc)
   --json OUT: also write every run's figures and the tally
 Wall time: about 2 s a run (the model; no guest is booted).
@@ -23,7 +25,6 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-JUDGED = os.path.join(REPO, "target", "twin", "tiering-7.2.judged.json")
 SHORT = {
     "pgpromote_success": "promoted",
     "pgdemote_kswapd + pgdemote_direct": "demoted",
@@ -38,22 +39,26 @@ def die(msg):
 
 
 def parse_args(argv):
-    files, host_cpus, out = [], None, None
+    files, host_cpus, out, kernel = [], None, None, "7.2"
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--host-cpus", "--json"):
+        if a in ("--host-cpus", "--json", "--kernel"):
             if i + 1 >= len(argv):
                 die(f"{a} needs a value")
             if a == "--host-cpus":
                 host_cpus = argv[i + 1]
                 if not host_cpus.isdigit() or int(host_cpus) < 1:
                     die(f"--host-cpus must be a whole number of 1 or more, got '{host_cpus}'")
+            elif a == "--kernel":
+                kernel = argv[i + 1]
+                if kernel not in ("7.2", "6.12"):
+                    die(f"--kernel must be 7.2 or 6.12 (the kernels that tier a CPU-less node), got '{kernel}'")
             else:
                 out = argv[i + 1]
             i += 2
         elif a.startswith("--"):
-            die(f"unknown option '{a}' (allowed: --host-cpus N, --json OUT)")
+            die(f"unknown option '{a}' (allowed: --kernel K, --host-cpus N, --json OUT)")
         else:
             files.append(a)
             i += 1
@@ -67,19 +72,23 @@ def parse_args(argv):
             die(f"{f}: {e.strerror}")
         if "\n@counter pgpromote_success " not in text:
             die(f"{f} has no @counter lines: not a finished run of scenarios/tiering.sh")
-    return files, host_cpus, out
+        named = [l[len("== kernel: "):] for l in text.splitlines() if l.startswith("== kernel: ")]
+        if named and not named[0].startswith(kernel + "."):
+            die(f"{f} ran kernel {named[0]}, not {kernel} (give --kernel)")
+    return files, host_cpus, out, kernel
 
 
-def judge(f, host_cpus):
-    cmd = [os.path.join(HERE, "tiering-twin.sh"), "--guest", f]
+def judge(f, host_cpus, kernel):
+    judged = os.path.join(REPO, "target", "twin", f"tiering-{kernel}.judged.json")
+    cmd = [os.path.join(HERE, "tiering-twin.sh"), "--kernel", kernel, "--guest", f]
     if host_cpus:
         cmd += ["--host-cpus", host_cpus]
-    if os.path.exists(JUDGED):
-        os.remove(JUDGED)
+    if os.path.exists(judged):
+        os.remove(judged)
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    if p.returncode not in (0, 1) or not os.path.exists(JUDGED):
+    if p.returncode not in (0, 1) or not os.path.exists(judged):
         die(f"tiering-twin.sh --guest {f} failed (exit {p.returncode}): {p.stderr.strip()}")
-    return json.load(open(JUDGED))
+    return json.load(open(judged))
 
 
 def tmpfs(doc):
@@ -88,11 +97,11 @@ def tmpfs(doc):
 
 
 def main(argv):
-    files, host_cpus, out = parse_args(argv[1:])
+    files, host_cpus, out, kernel = parse_args(argv[1:])
     runs = []
     for k, f in enumerate(files, 1):
         print(f"tiering-twin-tally: {k} of {len(files)}: {f}", file=sys.stderr)
-        runs.append(judge(f, host_cpus))
+        runs.append(judge(f, host_cpus, kernel))
     names = [j["figure"] for j in runs[0]["judged"]]
     head = "".join(f" {SHORT.get(n, n):>15}" for n in names)
     print(f"{'guest output':<24} {'tmpfs MiB':>13} {'hot CPUs':>8}{head}  passed")

@@ -71,6 +71,9 @@ fi
 # The guest's machine and workload inputs (the scenario's @ lines).
 at() { awk -v k="$1" -v n="$2" '$1 == "@" k && $2 == n { print $3; exit }' "$guest"; }
 grep -q '^@counter pgpromote_success ' "$guest" || die "$guest has no @counter lines (scenarios/tiering.sh's end)"
+# The guest's kernel, when the output names it (since 2026-11-30), must be the one modelled.
+named=$(sed -n 's/^== kernel: //p' "$guest" | head -1)
+[ -z "$named" ] || [[ $named == "$version".* ]] || die "$guest ran kernel $named, not $version (give --kernel)"
 # Each node's memory in use before the workloads: the root file system's tmpfs files
 # (@shmem, on the node's LRU, which reclaim demotes: the workload's [[tmpfs]]) and the rest
 # (reserved). An output from before the scenario printed @shmem: all of it reserved.

@@ -88,6 +88,7 @@ fi
 nodes=$(ls -d "$sysnode"/node[0-9]* | sed 's/.*node//' | sort -n | tr '\n' ' ')
 fast=$(cat "$sysnode/has_cpu")
 
+echo "== kernel: $(uname -r)"
 echo "== numactl --hardware"
 numactl --hardware || fail "numactl --hardware"
 
