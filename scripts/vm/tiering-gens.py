@@ -20,22 +20,15 @@ Exit status: 0, or 2 on bad input.
 import json
 import sys
 
+from tiering_out import die, read_text
+
 HEADER = "== MGLRU's generations of node 0"
-
-
-def die(msg):
-    print(f"tiering-gens: {msg}", file=sys.stderr)
-    sys.exit(2)
 
 
 def guest_gens(path):
     """[(uptime s, [(seq, age_ms, pages)])] from the guest's generation lines."""
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die(f"{path}: {e.strerror}")
     out, inside = [], False
-    for line in lines:
+    for line in read_text(path).splitlines():
         if line.startswith("== "):
             inside = line.startswith(HEADER)
             continue
@@ -53,10 +46,9 @@ def guest_gens(path):
 
 
 def model_gens(path):
+    text = read_text(path)
     try:
-        r = json.load(open(path))
-    except OSError as e:
-        die(f"{path}: {e.strerror}")
+        r = json.loads(text)
     except ValueError:
         die(f"{path} is not JSON")
     out = [(s["t_s"], [(g["seq"], g["age_ms"], g["pages"]) for g in s["lru_gen"][0]["gens"]])

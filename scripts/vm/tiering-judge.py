@@ -16,22 +16,15 @@ import json
 import re
 import sys
 
+from tiering_out import die, read_text
+
 BAND = 0.3
-
-
-def die(msg):
-    print(f"tiering-judge: {msg}", file=sys.stderr)
-    sys.exit(2)
 
 
 def read_guest(path):
     """The scenario's @ lines, and the hot program's CPUs at its first sample."""
     g, cpus = {}, None
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die(f"{path}: {e.strerror}")
-    for line in lines:
+    for line in read_text(path).splitlines():
         f = line.split()
         if cpus is None and line.startswith("placed at "):
             m = re.search(r"\| hot: .* cpus ([0-9,]+) \|", line)
@@ -48,13 +41,12 @@ def read_guest(path):
 
 
 def read_sim(path):
+    text = read_text(path)
     try:
-        r = json.load(open(path))
+        r = json.loads(text)
         t = r["metrics"]["tiering"]
         hot = next(p for p in r["processes"] if p["name"] == "numa01-like")
         fill = next(p for p in r["processes"] if p["name"] == "numa02-like")
-    except OSError as e:
-        die(f"{path}: {e.strerror}")
     except (ValueError, KeyError, StopIteration):
         die(f"{path} is not the model's result of the tiered guest (numabal sim --json with metrics.tiering)")
     return r, t, hot, fill

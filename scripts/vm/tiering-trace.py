@@ -21,23 +21,16 @@ import collections
 import statistics
 import sys
 
+from tiering_out import die, read_text
+
 PG_HEAD = 6  # the flags word's bit of a compound page's head (include/linux/page-flags.h)
 STRUCT_PAGE = 64  # bytes of a struct page: a folio's address to its frame via vmemmap_base
 PAGES_2M = 512
 
 
-def die(msg):
-    print(f"tiering-trace: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
 def parse(path):
     out = {"vb": None, "hot": [], "fref": [], "hf": [], "mmp": [], "shmem": []}
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die(f"{path}: {e.strerror}")
-    for line in lines:
+    for line in read_text(path).splitlines():
         w = line.split()
         if not w:
             continue

@@ -23,6 +23,8 @@ import statistics
 import subprocess
 import sys
 
+from tiering_out import die, read_text
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 SHORT = {
@@ -31,11 +33,6 @@ SHORT = {
     "numa_hint_faults": "hint faults",
     "hot set on the top tier at the end": "hot set on top",
 }
-
-
-def die(msg):
-    print(f"tiering-twin-tally: {msg}", file=sys.stderr)
-    sys.exit(2)
 
 
 def parse_args(argv):
@@ -66,10 +63,7 @@ def parse_args(argv):
         die("no guest outputs given (usage: tiering-twin-tally.py GUEST_OUTPUT... [--host-cpus N] [--json OUT])")
     # Checked before any model runs.
     for f in files:
-        try:
-            text = open(f).read()
-        except OSError as e:
-            die(f"{f}: {e.strerror}")
+        text = read_text(f)
         if "\n@counter pgpromote_success " not in text:
             die(f"{f} has no @counter lines: not a finished run of scenarios/tiering.sh")
         named = [l[len("== kernel: "):] for l in text.splitlines() if l.startswith("== kernel: ")]
