@@ -31,6 +31,7 @@ use numabal_live::sys::{self, AnonMap};
 use numabal_model::Mask;
 use std::hint::black_box;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 const PAGE: usize = 4096;
@@ -193,33 +194,24 @@ fn thp_faults(host: &Host, bytes: usize) -> Result<(f64, u64), String> {
 /// `thp_faults` while a thread on node 1's first CPU stores words over a buffer of its own
 /// (first-touched there), again and again until the faults are done.
 fn thp_faults_beside_writer(host: &Host, bytes: usize) -> Result<f64, String> {
-    use std::sync::atomic::{AtomicBool, Ordering};
     let cpu = host.nodes[1].first().ok_or("node 1 has no CPU")?;
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let stop = &stop;
-        let writer = s.spawn(move || -> Result<(), String> {
-            sys::set_affinity(sys::gettid(), &Mask::single(cpu))
-                .map_err(|e| format!("cannot run on CPU {cpu}: {e}"))?;
-            let mut m = map(bytes, false)?;
-            let mut p = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                for w in m.chunks_exact_mut(8) {
-                    w.copy_from_slice(&p.to_ne_bytes());
-                }
-                black_box(&mut m[..]);
-                p += 1;
+    let write = |on: &Mask, stop: &AtomicBool| -> Result<(), String> {
+        sys::set_affinity(sys::gettid(), on)
+            .map_err(|e| format!("cannot run on CPU {cpu}: {e}"))?;
+        let mut m = map(bytes, false)?;
+        let mut p = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for w in m.chunks_exact_mut(8) {
+                w.copy_from_slice(&p.to_ne_bytes());
             }
-            Ok(())
-        });
-        // Let the writer reach its CPU and its buffer.
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let r = thp_faults(host, bytes);
-        stop.store(true, Ordering::Relaxed);
-        writer
-            .join()
-            .map_err(|_| "the writer panicked".to_string())??;
-        r.map(|(ns, _)| ns)
+            black_box(&mut m[..]);
+            p += 1;
+        }
+        Ok(())
+    };
+    // 50 ms: time for the writer to reach its CPU and its buffer.
+    beside(&[Mask::single(cpu)], 50, write, || {
+        thp_faults(host, bytes).map(|(ns, _)| ns)
     })
 }
 
@@ -333,27 +325,40 @@ fn tlb_shootdown_all_busy(host: &Host) -> Result<f64, String> {
 
 /// `protect_round(rounds)` while a thread of this process spins on each of `cpus`.
 fn with_spinners(cpus: &[Mask], rounds: usize) -> Result<f64, String> {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    let spin = |on: &Mask, stop: &AtomicBool| -> Result<(), String> {
+        let _ = sys::set_affinity(sys::gettid(), on);
+        while !stop.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        Ok(())
+    };
+    // 20 ms: time for the spinners to reach their CPUs.
+    beside(cpus, 20, spin, || protect_round(rounds))
+}
+
+/// `measure()` while a thread of this process runs `work(cpu, stop)` for each of `cpus`,
+/// from `settle_ms` before it until it returns; a thread's error is the result's.
+fn beside<T>(
+    cpus: &[Mask],
+    settle_ms: u64,
+    work: impl Fn(&Mask, &AtomicBool) -> Result<(), String> + Sync,
+    measure: impl FnOnce() -> Result<T, String>,
+) -> Result<T, String> {
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let spinners: Vec<_> = cpus
+        let threads: Vec<_> = cpus
             .iter()
             .map(|m| {
-                let stop = &stop;
-                s.spawn(move || {
-                    let _ = sys::set_affinity(sys::gettid(), m);
-                    while !stop.load(Ordering::Relaxed) {
-                        std::hint::spin_loop();
-                    }
-                })
+                let (stop, work) = (&stop, &work);
+                s.spawn(move || work(m, stop))
             })
             .collect();
-        // Let the spinners reach their CPUs.
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let r = protect_round(rounds);
+        std::thread::sleep(std::time::Duration::from_millis(settle_ms));
+        let r = measure();
         stop.store(true, Ordering::Relaxed);
-        for t in spinners {
-            let _ = t.join();
+        for t in threads {
+            t.join()
+                .map_err(|_| "a thread beside the measurement panicked".to_string())??;
         }
         r
     })
