@@ -421,6 +421,14 @@ pub struct ProcessSpec {
     /// Process-wide memory policy (`numactl --membind` etc.).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mempolicy: Option<MemPolicySpec>,
+    /// Which instances are forked by a parent that does not exec them (numa01's main forks
+    /// its second process, perf bench numa forks its workers): a fork's address space
+    /// schedules its first NUMA scan `scan_delay` after the fork (`init_numa_balancing`),
+    /// an exec's new one at its first scan trigger (`task_numa_work` finds
+    /// `numa_next_scan` 0), about a second later. Unset: every instance is a program of
+    /// its own, exec'd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked: Option<Forked>,
     /// A background process (system daemons, kernel worker threads: OS noise). The run
     /// ends when every non-daemon thread is done, whatever daemons are doing; daemon
     /// threads are left out of the runtime and of thread-migration counts.
@@ -432,6 +440,27 @@ pub struct ProcessSpec {
     /// Thread groups.
     #[serde(rename = "group")]
     pub groups: Vec<GroupSpec>,
+}
+
+/// `[[process]] forked`: which instances a parent forks without exec.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Forked {
+    /// Every instance (perf bench numa's workers, forked by perf).
+    All,
+    /// Every instance but the first, which is exec'd and forks the others (numa01).
+    Others,
+}
+
+impl ProcessSpec {
+    /// Whether instance `instance` is a fork's copy of its parent (`forked`).
+    pub fn is_forked(&self, instance: u32) -> bool {
+        match self.forked {
+            None => false,
+            Some(Forked::All) => true,
+            Some(Forked::Others) => instance > 0,
+        }
+    }
 }
 
 /// A workload checked against a machine: counts evaluated, names resolved.

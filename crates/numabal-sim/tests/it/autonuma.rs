@@ -437,3 +437,26 @@ fn kvm_pinned_is_not_scanned_with_the_skip() {
         off.metrics.runtime_s
     );
 }
+
+/// An exec'd program's new mm has `numa_next_scan` 0: its first scan trigger only sets it
+/// `scan_delay` ahead, so it scans a second later than a process forked without exec,
+/// whose `init_numa_balancing` set it at the fork.
+#[test]
+fn an_execd_program_scans_a_scan_delay_after_a_forked_one() {
+    let first_scan = |sets: &[&str]| {
+        let mut all = vec!["sim.proc_every_s=0.05", "sim.max_time_s=4"];
+        all.extend_from_slice(sets);
+        let r = autonuma(&["autonuma-2n24", "numa02"], &all);
+        r.proc_samples
+            .iter()
+            .find(|s| s.vmstat.numa_pte_updates > 0)
+            .map(|s| s.t_s)
+            .expect("a scan in 4 s")
+    };
+    let execd = first_scan(&[]);
+    let forked = first_scan(&["workload.process.0.forked=\"all\""]);
+    assert!(
+        (execd - forked - 1.0).abs() < 0.1,
+        "exec'd {execd} s, forked {forked} s"
+    );
+}

@@ -207,9 +207,13 @@ impl Linux6 {
 }
 
 impl Linux6 {
-    /// `init_numa_balancing` for a new process (`mm_users == 1`).
+    /// A new process's NUMA state: `init_numa_balancing` (`mm_users == 1`) sets a fork's
+    /// first scan `scan_delay` away; an exec'd program's new mm has `numa_next_scan` 0,
+    /// which its first scan trigger sets (`scan_due`).
     fn numab_new_process(&mut self, w: &mut World, pidx: usize) {
         let now = w.now();
+        let p = w.proc(pidx);
+        let forked = w.scenario().workload.spec.processes[p.spec].is_forked(p.instance);
         let nregions = w.proc(pidx).regions.len();
         w.enable_hinting(pidx);
         let nb = &mut *self;
@@ -218,7 +222,7 @@ impl Linux6 {
             nb.mms.push(MmNuma::default());
         }
         nb.mms[pidx] = MmNuma {
-            next_scan: now + delay,
+            next_scan: if forked { now + delay } else { 0 },
             scan_offset: (0, 0),
             scan_seq: 0,
             vmas: vec![None; nregions],
