@@ -239,6 +239,13 @@ pub struct CoreSpec {
     /// Unset or 0: the flat `costs.tlb_shootdown_ns` alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_shootdown_ns: Option<f64>,
+    /// On a guest whose RAM is a host's anonymous memory (QEMU), what a frame's first use
+    /// since boot costs the CPU that touches it, ns per 4 KiB page: the host faults the
+    /// frame in and zeroes it. Counted for the pages a node holds beyond the most it has
+    /// held so far (freed frames are taken again before fresh ones), whether a first touch
+    /// or a migration puts them there. Unset or 0: none (a machine's own RAM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_first_use_ns: Option<f64>,
     /// Whether a CPU stays in a process's `mm_cpumask` after it switches to another
     /// process (x86 since "only trim the mm_cpumask once a second", mainline 2025: in
     /// 7.2, not in 6.1), so that a migration's batched TLB flush, which names no mm, sends
@@ -259,6 +266,7 @@ impl Default for CoreSpec {
             smt_compute_throughput: default_smt_compute(),
             host_cpus: None,
             host_shootdown_ns: None,
+            host_first_use_ns: None,
             mm_cpumask_kept: false,
         }
     }
@@ -1052,14 +1060,19 @@ fn check_core(c: &CoreSpec, nr_cpus: usize, src: &str) -> Result<(), InputError>
             format!("is {h} (allowed: 0.1 to the machine's {nr_cpus} CPUs, or unset)"),
         ));
     }
-    if let Some(w) = c.host_shootdown_ns
-        && !(0.0..=1e9).contains(&w)
-    {
-        return Err(InputError::new(
-            src,
-            "core.host_shootdown_ns",
-            format!("is {w} (allowed: 0 to 1000000000 ns, or unset)"),
-        ));
+    for (name, v) in [
+        ("core.host_shootdown_ns", c.host_shootdown_ns),
+        ("core.host_first_use_ns", c.host_first_use_ns),
+    ] {
+        if let Some(w) = v
+            && !(0.0..=1e9).contains(&w)
+        {
+            return Err(InputError::new(
+                src,
+                name,
+                format!("is {w} (allowed: 0 to 1000000000 ns, or unset)"),
+            ));
+        }
     }
     Ok(())
 }

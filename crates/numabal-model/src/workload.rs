@@ -9,6 +9,7 @@
 //!       ├── [[process.region]]          anon (shared by the process's threads) | file (read-only) | shared
 //!       └── [[process.group]] × threads
 //!           └── [[process.group.phase]] access | compute | sleep | spawn | join | barrier
+//!                                       | move_pages
 //! ```
 
 use crate::error::InputError;
@@ -310,9 +311,11 @@ pub enum PhaseSpec {
     Join(GroupRef),
     /// Wait until every thread of this group reaches the barrier.
     Barrier(BarrierPhase),
+    /// Move a region's pages to a node with `move_pages(2)`.
+    MovePages(MovePagesPhase),
 }
 
-const PHASE_KINDS: &str = "access, compute, sleep, spawn, join, barrier";
+const PHASE_KINDS: &str = "access, compute, sleep, spawn, join, barrier, move_pages";
 
 impl<'de> Deserialize<'de> for PhaseSpec {
     /// By hand rather than `#[serde(tag)]`: serde buffers internally tagged enums and loses
@@ -347,6 +350,7 @@ impl<'de> Deserialize<'de> for PhaseSpec {
             "spawn" => PhaseSpec::Spawn(inner(t)?),
             "join" => PhaseSpec::Join(inner(t)?),
             "barrier" => PhaseSpec::Barrier(inner(t)?),
+            "move_pages" => PhaseSpec::MovePages(inner(t)?),
             other => {
                 return Err(D::Error::custom(crate::error::nested(
                     "kind",
@@ -386,6 +390,19 @@ pub struct SleepPhase {
 pub struct GroupRef {
     /// Group name in the same process.
     pub group: String,
+}
+
+/// `kind = "move_pages"`: the thread moves every present page of `region` to `node` with
+/// `move_pages(2)` (MPOL_MF_MOVE), as a program places its memory once it has touched it
+/// (numa01-like's `--mem-node`); a transparent huge page moves whole. The thread pays each
+/// move at the machine's migration cost.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MovePagesPhase {
+    /// Region name in the same process.
+    pub region: String,
+    /// The node the pages go to (one with memory).
+    pub node: usize,
 }
 
 /// `kind = "barrier"`.
@@ -500,6 +517,9 @@ impl Workload {
             nr_cpus: machine.nr_cpus(),
             nr_nodes: machine.nr_nodes(),
             nodes_with_cpus: machine.nodes_with_cpus(),
+            nodes_with_memory: (0..machine.nr_nodes())
+                .filter(|&n| machine.node_usable_bytes(n) > 0)
+                .collect(),
         };
         r.process_list()?;
         for (i, d) in spec.damos.iter().enumerate() {
@@ -550,6 +570,8 @@ struct Resolving<'a> {
     nr_cpus: usize,
     nr_nodes: usize,
     nodes_with_cpus: Mask,
+    /// The nodes with usable memory.
+    nodes_with_memory: Vec<usize>,
 }
 
 /// One `[[process]]` checked: its entries in [`Workload`] and the private memory its
@@ -608,9 +630,7 @@ impl Resolving<'_> {
 
     /// `[[tmpfs]]`: each on a node with memory, fitting its usable memory; their bytes.
     fn tmpfs(&self, machine: &Machine) -> Result<u64, InputError> {
-        let with_memory: Vec<usize> = (0..self.nr_nodes)
-            .filter(|&n| machine.node_usable_bytes(n) > 0)
-            .collect();
+        let with_memory = &self.nodes_with_memory;
         let mut on_node = vec![0u64; self.nr_nodes];
         for (i, f) in self.spec.tmpfs.iter().enumerate() {
             if !with_memory.contains(&f.node) {
@@ -927,10 +947,47 @@ impl Resolving<'_> {
                         self.other_group(&f, p, gi, &r.group, "join")?;
                     }
                     PhaseSpec::Barrier(_) => {}
+                    PhaseSpec::MovePages(m) => self.move_pages_phase(&f, p, m)?,
                 }
             }
         }
         Ok(spawned)
+    }
+
+    /// A `move_pages` phase: a region of its process, a node of the machine with memory.
+    fn move_pages_phase(
+        &self,
+        f: &dyn Fn(&str) -> String,
+        p: &ProcessSpec,
+        m: &MovePagesPhase,
+    ) -> Result<(), InputError> {
+        if !p.regions.iter().any(|r| r.name == m.region) {
+            let names: Vec<&str> = p.regions.iter().map(|r| r.name.as_str()).collect();
+            return Err(self.err(
+                f("region"),
+                format!(
+                    "no region `{}` in this process (defined: {})",
+                    m.region,
+                    list_or_none(&names)
+                ),
+            ));
+        }
+        if !self.nodes_with_memory.contains(&m.node) {
+            let with: Vec<String> = self
+                .nodes_with_memory
+                .iter()
+                .map(|n| n.to_string())
+                .collect();
+            return Err(self.err(
+                f("node"),
+                format!(
+                    "is {} (allowed: a node with usable memory, {})",
+                    m.node,
+                    with.join(", ")
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The group a `spawn` or `join` (`verb`) of group `gi` names: another of its process.

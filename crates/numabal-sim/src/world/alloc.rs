@@ -131,8 +131,24 @@ impl World<'_> {
             let len = self.objects[obj].chunk_len(c);
             self.lru_gen_add(obj, c * CHUNK, n, len, false);
         }
-        self.node_used[n] += pages;
+        // Written at boot: the frames' first use is not the run's.
+        self.use_frames(n, pages);
         self.after_alloc(n);
+    }
+
+    /// `nr` more pages in use on node `n`; returns what the frames' first use costs
+    /// (`core.host_first_use_ns` a page beyond the most the node has held). The guest's
+    /// buddy allocator is taken to hand out freed frames before fresh ones: it does so
+    /// for a THP while freed 2 MiB blocks stay unmerged on the order-9 list, and a base
+    /// page's per-CPU lists hold the last freed; neither is modelled page by page.
+    fn use_frames(&mut self, n: usize, nr: u64) -> f64 {
+        self.node_used[n] += nr;
+        let fresh = self.node_used[n].saturating_sub(self.node_peak[n]);
+        if fresh == 0 {
+            return 0.0;
+        }
+        self.node_peak[n] = self.node_used[n];
+        fresh as f64 * self.machine.spec.core.host_first_use_ns.unwrap_or(0.0)
     }
 
     pub(crate) fn first_touch(
@@ -168,7 +184,7 @@ impl World<'_> {
             if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off, self.first_mark()) {
                 self.objects[obj].populate_huge(chunk, n);
                 self.lru_gen_add(obj, chunk * CHUNK, n, CHUNK, true);
-                self.node_used[n] += CHUNK;
+                let first_use_ns = self.use_frames(n, CHUNK);
                 self.after_alloc(n);
                 self.metrics.pgfault += 1;
                 self.metrics.thp_fault_alloc += 1;
@@ -176,7 +192,7 @@ impl World<'_> {
                     self.threads[t].il_next += 1;
                 }
                 self.perf_fault(t, region, chunk * CHUNK);
-                return Ok(self.machine.spec.costs.thp_fault_ns);
+                return Ok(self.machine.spec.costs.thp_fault_ns + first_use_ns);
             }
         }
         let off = vma_offset(1);
@@ -196,14 +212,14 @@ impl World<'_> {
             Some(n) => {
                 self.objects[obj].populate_page(page, n);
                 self.lru_gen_add(obj, page, n, 1, true);
-                self.node_used[n] += 1;
+                let first_use_ns = self.use_frames(n, 1);
                 self.after_alloc(n);
                 self.metrics.pgfault += 1;
                 if task_interleave {
                     self.threads[t].il_next += 1;
                 }
                 self.perf_fault(t, region, page);
-                Ok(self.machine.spec.costs.page_fault_ns + reclaim_ns)
+                Ok(self.machine.spec.costs.page_fault_ns + reclaim_ns + first_use_ns)
             }
             None => {
                 let p = &self.procs[pidx];
@@ -240,6 +256,35 @@ impl World<'_> {
         Some(self.relocate(obj, page, src, dst, nr))
     }
 
+    /// `move_pages(2)` of every present page of region `region` of process `pidx` to
+    /// `node`, as [`migrate_page`](Self::migrate_page) moves each (a THP whole; a page the
+    /// node has no room for stays); returns the cost. Only the process's own memory: a
+    /// region it shares with another process is left, as MPOL_MF_MOVE leaves pages that
+    /// others map.
+    pub(crate) fn move_region(&mut self, pidx: usize, region: usize, node: usize) -> f64 {
+        let obj = self.procs[pidx].regions[region].obj;
+        if self.obj_refs[obj] > 1 {
+            return 0.0;
+        }
+        let (first, end) = self.procs[pidx].regions[region].data;
+        let mut ns = 0.0;
+        let mut page = first;
+        while page < end {
+            let c = page / CHUNK;
+            let o = &self.objects[obj];
+            let next = if o.is_huge(c) {
+                c * CHUNK + o.chunk_len(c)
+            } else {
+                page + 1
+            };
+            if let Some(cost) = self.migrate_page(obj, page, node) {
+                ns += cost;
+            }
+            page = next.min(end);
+        }
+        ns
+    }
+
     /// Move the entry at `page` (`nr` base pages) of object `obj` from `src` to `dst` at
     /// the kernel's cost, counting it; returns the cost. In memory tiering mode a move
     /// between the top tier and a lower one resets `last_cpupid`, which holds a scan time
@@ -270,7 +315,7 @@ impl World<'_> {
         self.objects[obj].migrate(page, dst);
         self.lru_gen_add(obj, page, dst, nr, referenced);
         self.node_used[src] -= nr;
-        self.node_used[dst] += nr;
+        let first_use_ns = self.use_frames(dst, nr);
         if self.tiering.tiering_mode && self.tiering.toptier(src) != self.tiering.toptier(dst) {
             let o = &mut self.objects[obj];
             if o.hinting() {
@@ -283,8 +328,11 @@ impl World<'_> {
         let k = &self.machine.spec.costs;
         let copy_ns = nr as f64 * PAGE_BYTES
             / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
-        let cost =
-            k.migrate_page_ns + copy_ns + k.tlb_shootdown_ns + self.host_flush_wait(obj, false);
+        let cost = k.migrate_page_ns
+            + copy_ns
+            + k.tlb_shootdown_ns
+            + self.host_flush_wait(obj, false)
+            + first_use_ns;
         self.migrate_ns += cost;
         self.migrate_shootdowns += 1;
         cost

@@ -414,7 +414,7 @@ impl World<'_> {
         }
     }
 
-    /// A sleep, spawn, join or barrier phase reached at `at` by thread `t` on CPU `c`;
+    /// A sleep, spawn, join, barrier or move_pages phase reached at `at` by thread `t` on CPU `c`;
     /// true if the thread stops running for the rest of the interval.
     fn wait_phase(
         &mut self,
@@ -468,6 +468,14 @@ impl World<'_> {
                 self.block(t, TState::Blocked, at);
                 self.maybe_release_barrier(pidx, g, at);
                 Ok(true)
+            }
+            PhaseRt::MovePages(region, node) => {
+                self.advance_phase(t);
+                // The system call's work, paid as the thread runs on.
+                let cost = self.move_region(pidx, region, node);
+                self.threads[t].debt_ns += cost;
+                self.sys_ns += cost;
+                Ok(false)
             }
             PhaseRt::Access(_) | PhaseRt::Compute(..) => Ok(false),
         }

@@ -213,6 +213,13 @@ impl World<'_> {
                             .expect("validated"),
                     ),
                     PhaseSpec::Barrier(_) => PhaseRt::Barrier,
+                    PhaseSpec::MovePages(m) => PhaseRt::MovePages(
+                        p.regions
+                            .iter()
+                            .position(|r| r.name == m.region)
+                            .expect("validated"),
+                        m.node,
+                    ),
                 });
             }
             let spawned = p.groups.iter().any(|o| {

@@ -103,6 +103,8 @@ pub(crate) enum PhaseRt {
     Spawn(usize),
     Join(usize),
     Barrier,
+    /// `move_pages(2)` of a region (its index) to a node.
+    MovePages(usize, usize),
 }
 
 #[derive(Debug, Clone)]
@@ -271,6 +273,9 @@ pub struct World<'a> {
     obj_owner: Vec<Option<usize>>,
     shared_objs: Vec<usize>,
     node_used: Vec<u64>,
+    /// The most pages each node has held so far: frames beyond it are used for the first
+    /// time (`core.host_first_use_ns`).
+    node_peak: Vec<u64>,
     node_cap: Vec<u64>,
     procs: Vec<Proc>,
     threads: Vec<Thread>,
@@ -555,6 +560,7 @@ impl<'a> World<'a> {
             obj_owner: Vec::new(),
             shared_objs: Vec::new(),
             node_used: vec![0; m.nr_nodes()],
+            node_peak: vec![0; m.nr_nodes()],
             node_cap: (0..m.nr_nodes()).map(|n| m.node_usable_pages(n)).collect(),
             procs: Vec::new(),
             threads: Vec::new(),

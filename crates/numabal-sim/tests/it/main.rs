@@ -6,6 +6,7 @@ mod calibration;
 mod daemon;
 mod determinism;
 mod guest;
+mod guest_frames;
 mod harm;
 mod hpc;
 mod invariants;

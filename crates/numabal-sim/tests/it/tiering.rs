@@ -238,8 +238,9 @@ fn proc_samples_show_each_nodes_mglru_generations_without_changing_the_run() {
 /// The tiered guest's twin (scripts/vm/tiering-twin.sh): Linux 7.2's cache-aware
 /// balancing pulls the hot program's second writer to the node where the program ran
 /// (its first touch, on node 0), so the whole hot set is promoted there and the filler
-/// finds that much less room on node 0; without it each node gets a writer and half the
-/// set, as on 6.12.
+/// finds that much less room on node 0; without it each node gets a writer and a part of
+/// the set, as on 6.12 (175 MiB on node 0 and 83 on node 1 in its guest run; in the model, the writer
+/// that promotes onto frames node 1 never used pays their first use and falls behind).
 #[test]
 fn cache_aware_balancing_promotes_the_hot_set_to_one_node() {
     let sim = |llc: &str| tiering_guest(&[llc]);
@@ -255,10 +256,11 @@ fn cache_aware_balancing_promotes_the_hot_set_to_one_node() {
     let (gathered, demoted_gathered) = hot_and_demoted(&sim("sim.llc_balancing=true"));
     let (split, demoted_split) = hot_and_demoted(&sim("sim.llc_balancing=false"));
     assert!(gathered[0] > 250.0 && gathered[1] < 1.0, "{gathered:?}");
-    assert!(split[0] > 100.0 && split[1] > 100.0, "{split:?}");
-    // Node 0 had the other half of the hot set to give up as well.
+    assert!(split[0] > 25.0 && split[1] > 25.0, "{split:?}");
+    // Node 0 had node 1's part of the hot set to give up as well.
+    let node1_pages = (split[1] * 256.0) as u64;
     assert!(
-        demoted_gathered > demoted_split + 100 * 256,
+        demoted_gathered > demoted_split + node1_pages * 8 / 10,
         "{demoted_gathered} vs {demoted_split}"
     );
 }
