@@ -291,6 +291,14 @@ fn workload_files_name_their_keys_as_written() {
         numa02.replace("placement = \"spread\"", "placement = \"everywhere\""),
         &["w6.toml: process[0].group[1].placement: is \"everywhere\" (allowed: together, spread)"],
     );
+    workload(
+        "w7.toml",
+        numa02.replace(
+            "[[process]]\nname = \"numa02\"",
+            "[[process]]\nname = \"numa02\"\nforked = \"sometimes\"",
+        ),
+        &["w7.toml: process[0].forked: is \"sometimes\" (allowed: all, others)"],
+    );
 }
 
 /// A policy file's tunables sit at its top level: `scan_delay_ms`, not `policy.scan_delay_ms`.

@@ -1457,6 +1457,26 @@ mod tests {
                     SIZE,
                     T2,
                     ONCE,
+                    "[[process.group.phase]]\nkind = \"move_pages\"\nregion = \"nope\"\nnode = 1\n",
+                ),
+                "process[0].group[0].phase[1].region: no region `nope` in this process (defined: buf)",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
+                    "[[process.group.phase]]\nkind = \"move_pages\"\nregion = \"buf\"\nnode = 2\n",
+                ),
+                "process[0].group[0].phase[1].node: is 2 (allowed: a node with usable memory, 0, 1)",
+            ),
+            (
+                text(
+                    "",
+                    SIZE,
+                    T2,
+                    ONCE,
                     "[[process.group.phase]]\nkind = \"access\"\nregion = \"buf\"\n\
                      passes = 1\nrun_on_node = 0",
                 ),
