@@ -19,10 +19,11 @@ fn observed(machine: &str, workload: &str, policy: &str) -> (Vec<RunProgress>, f
 /// within 15% at half-way. hpl, whose first 9.5 s are one thread generating the matrix
 /// before 104 threads start, is weighted by work, not time (the module notes of
 /// engine/progress.rs), and only has to rise to its end; so does numa01 under autonuma,
-/// which runs twice as fast once the balancing has put each process on a node of its own,
-/// at a moment that moves with the seed and often falls after half-way (its local access
-/// ratio goes from about 0.5 to 1.0 at 127 s of 230 s with seed 1): no estimate from the
-/// past foresees that (seeds 1-8 of 2026-11-30: 3.5 % to 16.5 % off at half-way).
+/// which runs about 1.4 times as fast once the balancing has put each process on a node
+/// of its own, at a moment that moves with the seed and often falls after half-way (its
+/// local access ratio goes from about 0.5 to 1.0 at 127 s of 230 s with seed 1): no
+/// estimate from the past foresees that (seeds 1-8 of 2026-11-30: 3.5 % to 16.5 % off at
+/// half-way).
 /// numa01_thread_alloc, whose threads each own a slice from the start, keeps its speed.
 #[test]
 fn share_done_rises_to_the_end_and_predicts_it() {
