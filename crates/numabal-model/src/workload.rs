@@ -954,6 +954,28 @@ impl Resolving<'_> {
         Ok(spawned)
     }
 
+    /// The index of the region a phase names (its `region` key): one of its process's.
+    fn region_of(
+        &self,
+        f: &dyn Fn(&str) -> String,
+        p: &ProcessSpec,
+        name: &str,
+    ) -> Result<usize, InputError> {
+        p.regions
+            .iter()
+            .position(|r| r.name == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = p.regions.iter().map(|r| r.name.as_str()).collect();
+                self.err(
+                    f("region"),
+                    format!(
+                        "no region `{name}` in this process (defined: {})",
+                        list_or_none(&names)
+                    ),
+                )
+            })
+    }
+
     /// A `move_pages` phase: a region of its process, a node of the machine with memory.
     fn move_pages_phase(
         &self,
@@ -961,17 +983,7 @@ impl Resolving<'_> {
         p: &ProcessSpec,
         m: &MovePagesPhase,
     ) -> Result<(), InputError> {
-        if !p.regions.iter().any(|r| r.name == m.region) {
-            let names: Vec<&str> = p.regions.iter().map(|r| r.name.as_str()).collect();
-            return Err(self.err(
-                f("region"),
-                format!(
-                    "no region `{}` in this process (defined: {})",
-                    m.region,
-                    list_or_none(&names)
-                ),
-            ));
-        }
+        self.region_of(f, p, &m.region)?;
         if !self.nodes_with_memory.contains(&m.node) {
             let with: Vec<String> = self
                 .nodes_with_memory
@@ -1041,17 +1053,7 @@ impl Resolving<'_> {
         region_pages: &[u64],
         threads: u32,
     ) -> Result<(), InputError> {
-        let Some(ri) = p.regions.iter().position(|r| r.name == a.region) else {
-            let names: Vec<&str> = p.regions.iter().map(|r| r.name.as_str()).collect();
-            return Err(self.err(
-                f("region"),
-                format!(
-                    "no region `{}` in this process (defined: {})",
-                    a.region,
-                    list_or_none(&names)
-                ),
-            ));
-        };
+        let ri = self.region_of(f, p, &a.region)?;
         self.access_amount(f, a)?;
         self.access_numbers(f, a)?;
         self.access_pattern(f, a)?;
