@@ -232,6 +232,13 @@ fn bad_input_unknown_set_key() {
     );
     bad_set("kernel.x=1", &["allowed: machine, workload, policy, sim"]);
     bad_set("sim.tick_ms=0", &["sim.tick_ms", "allowed: 0.1 to 100"]);
+    bad_set(
+        "sim.min_free_kbytes=64",
+        &[
+            "sim.min_free_kbytes",
+            "is 64 (allowed: 128 to 67108864 KiB, or unset",
+        ],
+    );
     bad_set("workload.process.5.name=x", &["index 5 is out of range"]);
 }
 

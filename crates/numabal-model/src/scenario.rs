@@ -268,7 +268,16 @@ pub struct SimSettings {
     /// "DAMON_STAT").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub damon_stat: bool,
+    /// `vm.min_free_kbytes`, KiB: the memory the kernel keeps free, from which every
+    /// node's watermarks follow (min, low, high, promo). Unset: the value the kernel sets
+    /// at boot, from the machine's memory and, with transparent huge pages on, khugepaged's
+    /// floor (docs/model-notes.md, "Memory tiering").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_free_kbytes: Option<u64>,
 }
+
+/// The largest `sim.min_free_kbytes`: 64 GiB.
+const MAX_MIN_FREE_KBYTES: u64 = 64 << 20;
 
 fn is_zero_f(x: &f64) -> bool {
     *x == 0.0
@@ -310,6 +319,7 @@ impl Default for SimSettings {
             llc_balancing: false,
             lru_gen: false,
             damon_stat: false,
+            min_free_kbytes: None,
         }
     }
 }
@@ -348,6 +358,17 @@ impl SimSettings {
                     format!("is {e} (allowed: {zero}, or a tick ({tick_s} s) to 10000000)"),
                 ));
             }
+        }
+        if let Some(kb) = self.min_free_kbytes
+            && !(128..=MAX_MIN_FREE_KBYTES).contains(&kb)
+        {
+            return Err(InputError::new(
+                label,
+                "min_free_kbytes",
+                format!(
+                    "is {kb} (allowed: 128 to {MAX_MIN_FREE_KBYTES} KiB, or unset for the boot value)"
+                ),
+            ));
         }
         if !(self.max_time_s > 0.0 && self.max_time_s <= 1e7) {
             return Err(InputError::new(

@@ -253,7 +253,7 @@ impl World<'_> {
             self.metrics.pgmigrate_fail += nr;
             return None;
         }
-        Some(self.relocate(obj, page, src, dst, nr))
+        Some(self.relocate(obj, page, src, dst, nr, true))
     }
 
     /// `move_pages(2)` of every present page of region `region` of process `pidx` to
@@ -289,6 +289,11 @@ impl World<'_> {
     /// the kernel's cost, counting it; returns the cost. In memory tiering mode a move
     /// between the top tier and a lower one resets `last_cpupid`, which holds a scan time
     /// on a slow-tier page (`folio_migrate_flags`).
+    ///
+    /// `flush`: the move pays the TLB flush of its batch (`migrate_pages_batch` unmaps a
+    /// batch's folios and flushes once, `try_to_unmap_flush`); reclaim's demotions pass
+    /// it for the first page of each batch (a THP is a batch of its own), every other
+    /// caller always. An object no process maps (a tmpfs file) has no entry to flush.
     pub(crate) fn relocate(
         &mut self,
         obj: usize,
@@ -296,13 +301,15 @@ impl World<'_> {
         src: usize,
         dst: usize,
         nr: u64,
+        flush: bool,
     ) -> f64 {
         let referenced = self.lru_gen_del(obj, page, src, nr);
-        self.relocate_isolated(obj, page, src, dst, nr, referenced)
+        self.relocate_isolated(obj, page, src, dst, nr, referenced, flush)
     }
 
     /// `relocate` for an entry already off `src`'s LRU (isolated by MGLRU's eviction),
     /// put on `dst`'s with PG_referenced as given.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn relocate_isolated(
         &mut self,
         obj: usize,
@@ -311,6 +318,7 @@ impl World<'_> {
         dst: usize,
         nr: u64,
         referenced: bool,
+        flush: bool,
     ) -> f64 {
         self.objects[obj].migrate(page, dst);
         self.lru_gen_add(obj, page, dst, nr, referenced);
@@ -328,13 +336,12 @@ impl World<'_> {
         let k = &self.machine.spec.costs;
         let copy_ns = nr as f64 * PAGE_BYTES
             / numabal_model::machine::gib_s_to_bytes_per_ns(k.migrate_copy_gib_s);
-        let cost = k.migrate_page_ns
-            + copy_ns
-            + k.tlb_shootdown_ns
-            + self.host_flush_wait(obj, false)
-            + first_use_ns;
+        let mut cost = k.migrate_page_ns + copy_ns + first_use_ns;
+        if flush && self.obj_refs[obj] > 0 {
+            cost += k.tlb_shootdown_ns + self.host_flush_wait(obj, false);
+            self.migrate_shootdowns += 1;
+        }
         self.migrate_ns += cost;
-        self.migrate_shootdowns += 1;
         cost
     }
 
@@ -354,9 +361,10 @@ impl World<'_> {
     /// IPI; a flush naming the mm skips CPUs running another, `should_flush_tlb`).
     /// Simplified: every such CPU counts, the one a migrating fault
     /// runs on too (it flushes itself at no wait); only the owner's threads (another
-    /// process mapping a shared object is not counted); the wait is per page, where 7.2
-    /// flushes once per batch of up to 512 base pages (a huge page is a batch of its own,
-    /// and the guests' memory is mostly huge pages); and `mm_cpumask` is never trimmed
+    /// process mapping a shared object is not counted); the wait is per page but for
+    /// reclaim's demotions (per batch, `relocate`'s `flush`), where 7.2 flushes once per
+    /// batch of up to 512 base pages (a huge page is a batch of its own, and the guests'
+    /// memory is mostly huge pages); and `mm_cpumask` is never trimmed
     /// (7.2 trims it at most once a second, by a flush that names the mm, which a
     /// migration's does not: munmap, mprotect, a hinting scan, a soft-dirty clear).
     pub(crate) fn host_flush_wait(&self, obj: usize, names_mm: bool) -> f64 {

@@ -36,6 +36,7 @@ pub mod records;
 mod report;
 mod samples;
 pub mod tiering;
+mod watermarks;
 pub use agents::{Agents, KernelHooks, UserHooks};
 pub(crate) use perf::PerfEvent;
 pub(crate) const NS: f64 = 1e9;
@@ -531,10 +532,13 @@ impl<'a> World<'a> {
             .collect();
         let random_node = with_mem[rng.random_range(0..with_mem.len())];
         let tick_ns = (sc.sim.tick_ms * 1e6).round() as u64;
-        // Roughly the kernel's high watermark of a node (min_free_kbytes-derived): 1/256.
-        let wmark_high: Vec<u64> = (0..m.nr_nodes())
-            .map(|n| m.node_usable_pages(n) / 256)
+        // The kernel's marks, from min_free_kbytes (watermarks.rs).
+        let node_pages: Vec<u64> = (0..m.nr_nodes())
+            .map(|n| m.nodes[n].memory_bytes / numabal_model::PAGE_SIZE)
             .collect();
+        let thp = sc.sim.transparent_hugepage != Thp::Never;
+        let marks = watermarks::node_marks(&node_pages, thp, sc.sim.min_free_kbytes);
+        let wmark_high: Vec<u64> = marks.iter().map(|k| k.high).collect();
         World {
             sc,
             machine: m,
@@ -572,7 +576,7 @@ impl<'a> World<'a> {
             sys_ns: 0.0,
             migrate_ns: 0.0,
             wmark_high: wmark_high.clone(),
-            tiering: tiering::Tiering::new(m, &wmark_high, &sc.sim),
+            tiering: tiering::Tiering::new(m, &marks, &sc.sim),
             migrations: [0; NR_CAUSES],
             left_node_at: Vec::new(),
             node_moves: Vec::new(),

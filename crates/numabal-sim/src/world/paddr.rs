@@ -160,7 +160,7 @@ impl World<'_> {
             self.metrics.pgmigrate_fail += nr;
             return None;
         }
-        Some(self.relocate(obj, head, src, dst, nr))
+        Some(self.relocate(obj, head, src, dst, nr, true))
     }
 
     /// Memory in use on node `n`, in 1/10000 of its usable memory

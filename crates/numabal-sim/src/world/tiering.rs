@@ -14,7 +14,7 @@
 //!        demote the node's cold pages (CLOCK over its pages, second chance), at least
 //!        the high mark's worth per wake, until free ≥ high mark (WMARK_PROMO in NUMA
 //!        balancing's tiering mode)
-//!   marks: min < low < high < promo, one step of watermark_scale_factor (0.1 %) apart
+//!   marks: min < low < high < promo, the kernel's from min_free_kbytes (watermarks.rs)
 //! ```
 //!
 //! Memory tiering is on when `sim.demotion_enabled` is set or a kernel model runs NUMA
@@ -138,6 +138,11 @@ pub(crate) struct Tiering {
     /// Per node: CPU ns kswapd's last work ran past its tick (MGLRU: an aging walk takes
     /// several ticks, and kswapd does nothing else meanwhile).
     kswapd_debt: Vec<f64>,
+    /// Per node: the pages kswapd's MGLRU eviction scanned since it woke (`sim.lru_gen`).
+    /// `balance_pgdat` lowers its priority round by round and keeps it until the node is
+    /// balanced; only its first round, at `DEF_PRIORITY`, evicts without aging when three
+    /// generations are left. The rounds go on across ticks, so this is kept between them.
+    kswapd_scanned: Vec<u64>,
     /// Per node: the CLOCK hand, (object, chunk).
     hand: Vec<(usize, u64)>,
     /// Per object, per chunk: when the CLOCK's hand last passed (ns; MGLRU keeps its own
@@ -155,27 +160,22 @@ pub(crate) struct Tiering {
 impl Tiering {
     pub(crate) fn new(
         m: &Machine,
-        wmark_high: &[u64],
+        marks: &[super::watermarks::Marks],
         s: &numabal_model::scenario::SimSettings,
     ) -> Tiering {
         let n = m.nr_nodes();
-        // watermark_scale_factor = 10: a step of 0.1 % of the node between the marks.
-        let step = |i: usize| m.node_usable_pages(i) / 1000;
         Tiering {
             tiers: m.memory_tiers(KernelVersion::NEWEST),
             demotion_enabled: s.demotion_enabled,
             tiering_mode: false,
             watermarks: false,
-            min: (0..n)
-                .map(|i| wmark_high[i].saturating_sub(2 * step(i)))
-                .collect(),
-            low: (0..n)
-                .map(|i| wmark_high[i].saturating_sub(step(i)))
-                .collect(),
-            promo: (0..n).map(|i| wmark_high[i] + step(i)).collect(),
+            min: marks.iter().map(|k| k.min).collect(),
+            low: marks.iter().map(|k| k.low).collect(),
+            promo: marks.iter().map(|k| k.promo).collect(),
             demote: vec![0; n],
             kswapd: vec![false; n],
             kswapd_debt: vec![0.0; n],
+            kswapd_scanned: vec![0; n],
             hand: vec![(0, 0); n],
             seen: Vec::new(),
             lru_gen: s.lru_gen.then(|| lru_gen::LruGen::new(n)),
@@ -296,6 +296,7 @@ impl World<'_> {
     pub(crate) fn wakeup_kswapd(&mut self, n: usize) {
         if !self.tiering.kswapd[n] && !self.node_balanced(n) {
             self.tiering.kswapd[n] = true;
+            self.tiering.kswapd_scanned[n] = 0;
             self.tiering.stats.kswapd_wakeups += 1;
         }
     }
@@ -330,12 +331,12 @@ impl World<'_> {
             return 0.0;
         }
         let now = self.now;
-        let (mut pages, mut ns, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now);
+        let (mut pages, mut ns, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now, None);
         if pages == 0 && self.tiering.lru_gen.is_none() {
             // The CLOCK went round once and found every page referenced: that pass used
             // their second chance, so a second one demotes those not used since (direct
             // reclaim goes on at lower priorities rather than fail the allocation).
-            let (p, more, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now);
+            let (p, more, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now, None);
             (pages, ns) = (p, ns + more);
         }
         self.tiering.stats.pgdemote_direct += pages;
@@ -377,7 +378,9 @@ impl World<'_> {
                     continue;
                 }
             }
-            let (pages, ns, hopeless) = self.reclaim(n, want, budget, start);
+            let mut scanned = self.tiering.kswapd_scanned[n];
+            let (pages, ns, hopeless) = self.reclaim(n, want, budget, start, Some(&mut scanned));
+            self.tiering.kswapd_scanned[n] = scanned;
             if self.tiering.lru_gen.is_some() {
                 self.tiering.kswapd_debt[n] = (ns - budget).max(0.0);
             }
@@ -445,11 +448,21 @@ impl World<'_> {
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU, by kswapd or
     /// direct reclaim, from time `start`: in MGLRU's order with `sim.lru_gen`, else the
     /// CLOCK's.
-    fn reclaim(&mut self, n: usize, want: u64, budget: f64, start: u64) -> (u64, f64, bool) {
+    /// `scanned`: kswapd's pages scanned since it woke (direct reclaim: `None`, each call
+    /// starts at `DEF_PRIORITY`).
+    fn reclaim(
+        &mut self,
+        n: usize,
+        want: u64,
+        budget: f64,
+        start: u64,
+        scanned: Option<&mut u64>,
+    ) -> (u64, f64, bool) {
         if self.tiering.lru_gen.is_none() {
             return self.demote_cold(n, want, budget);
         }
-        self.evict_folios(n, want, budget, start)
+        let mut fresh = 0;
+        self.evict_folios(n, want, budget, start, scanned.unwrap_or(&mut fresh))
     }
 
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU: the CLOCK
@@ -528,7 +541,8 @@ impl World<'_> {
                 self.set_chunk_seen(obj, c, now);
                 return (done, ns, true);
             };
-            ns += self.relocate(obj, head, n, dst, nr);
+            // shrink_inactive_list isolates SWAP_CLUSTER_MAX pages a batch.
+            ns += self.relocate(obj, head, n, dst, nr, done % SWAP_CLUSTER_MAX == 0);
             self.series.demoted(n, nr);
             done += nr;
         }

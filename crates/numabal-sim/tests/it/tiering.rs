@@ -270,10 +270,18 @@ fn cache_aware_balancing_promotes_the_hot_set_to_one_node() {
 /// direct reclaim came, so the CLOCK's first pass found all of them referenced and demoted
 /// nothing, and the allocation failed as out of memory; the second pass its second chance
 /// allows now demotes. MGLRU reclaims the same node without that.
+///
+/// With the guest's own watermarks (khugepaged's floor under min_free_kbytes: 7 MiB
+/// between node 0's low and min marks) the model's kswapd keeps ahead of the filler and
+/// no direct reclaim comes, where the kernel's did (docs/vm-tests.md, "The guest's
+/// watermarks"). So this test sets `vm.min_free_kbytes` to the kernel's square-root rule
+/// for the guest's memory without that floor, 6,985 KiB, whose 1 MiB steps the filler
+/// crosses before kswapd has made room.
 #[test]
 fn direct_reclaim_demotes_when_the_clock_finds_every_page_referenced_once() {
     for lru_gen in ["sim.lru_gen=false", "sim.lru_gen=true"] {
         let res = tiering_guest(&[
+            "sim.min_free_kbytes=6985",
             "sim.llc_balancing=true",
             "machine.topology.memory_per_node=[\"964MiB\",\"1007MiB\",\"1007MiB\"]",
             "machine.memory.reserved_per_node=[\"36MiB\",\"75MiB\",\"15MiB\"]",

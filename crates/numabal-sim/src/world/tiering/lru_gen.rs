@@ -40,6 +40,9 @@ const DEF_PRIORITY: u32 = 12;
 /// Walks one reclaim call may start: one per priority round (`DEF_PRIORITY` rounds, each
 /// of which ages at most once, `get_nr_to_scan`).
 const MAX_WALKS_PER_CALL: u32 = DEF_PRIORITY;
+/// `MIN_LRU_BATCH`: eviction isolates folios until it holds this many pages (`scan_folios`),
+/// so a batch is 64 base pages or one THP.
+const MIN_LRU_BATCH: u64 = 64;
 /// PTEs per cache line: the walk reads a page table a line at a time.
 const PTES_PER_LINE: u64 = 8;
 
@@ -450,14 +453,17 @@ impl World<'_> {
 
     /// `evict_folios` with aging as `should_run_aging` asks (with 2 generations, and with
     /// 3 after the first round): demote up to `want` pages of node `n` within `budget`
-    /// ns, starting at time `start`. Returns (pages demoted, ns, hopeless: no target had
-    /// room, or aging found nothing).
+    /// ns, starting at time `start`. `scanned` counts the pages the reclaimer's rounds
+    /// scanned so far (the first round ends at the node's pages >> `DEF_PRIORITY`): a
+    /// direct reclaim's from 0, kswapd's since it woke. Returns (pages demoted, ns,
+    /// hopeless: no target had room, or aging found nothing).
     pub(super) fn evict_folios(
         &mut self,
         n: usize,
         want: u64,
         budget: f64,
         start: u64,
+        scanned: &mut u64,
     ) -> (u64, f64, bool) {
         if self.tiering.tiers.demotion[n].is_empty() {
             return (0, 0.0, true);
@@ -465,14 +471,14 @@ impl World<'_> {
         let (mut done, mut ns, mut walks) = (0u64, 0.0, 0u32);
         // kswapd's and direct reclaim's first round runs at DEF_PRIORITY, which does not
         // age while it can evict and scans at most the node's pages >> DEF_PRIORITY
-        // (`get_nr_to_scan`); later rounds age with 3 generations left.
+        // (`get_nr_to_scan`); later rounds age with 3 generations left. kswapd's
+        // `balance_pgdat` keeps its lowered priority until the node is balanced.
         let first_round: u64 = self.lru().nodes[n].nr_pages.iter().sum::<u64>() >> DEF_PRIORITY;
-        let mut scanned = 0u64;
         while done < want && ns < budget {
             self.lru_mut().clock = start + self.host_wall(ns) as u64;
             self.try_to_inc_min_seq(n);
             let lg = &self.lru().nodes[n];
-            let aging_at = if scanned >= first_round {
+            let aging_at = if *scanned >= first_round {
                 MIN_NR_GENS + 1
             } else {
                 MIN_NR_GENS
@@ -497,7 +503,7 @@ impl World<'_> {
             let g = l.gens(obj, c, n);
             g.listed &= !(1 << s);
             let in_min = g.pages[s] != [0, 0];
-            scanned += (g.pages[s][0] + g.pages[s][1]) as u64;
+            *scanned += (g.pages[s][0] + g.pages[s][1]) as u64;
             // sort_folio: pages the walk moved to a younger generation go to its list,
             // at a list operation's cost per folio.
             let moved = l.sort(obj, c, n, s, false);
@@ -597,7 +603,9 @@ impl World<'_> {
                     break 'refs;
                 };
                 next_head = head + nr;
-                ns += self.relocate_isolated(obj, head, n, dst, nr, r);
+                // scan_folios isolates a batch of MIN_LRU_BATCH pages (a THP alone).
+                let flush = done % MIN_LRU_BATCH == 0;
+                ns += self.relocate_isolated(obj, head, n, dst, nr, r, flush);
                 self.series.demoted(n, nr);
                 done += nr;
             }
