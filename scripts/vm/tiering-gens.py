@@ -35,11 +35,11 @@ def guest_gens(path):
         if not inside or ":" not in line:
             continue
         t, _, rest = line.partition(":")
-        gens = []
-        for tok in rest.split("|")[0].split():
-            seq, age, pages = tok.split("/")
-            gens.append((int(seq), int(age), int(pages)))
-        out.append((float(t), gens))
+        try:
+            gens = [tuple(int(v) for v in tok.split("/")) for tok in rest.split("|")[0].split()]
+            out.append((float(t), gens))
+        except ValueError:
+            continue  # a line the trace's own output broke into (TRACE=1 prints beside it)
     if not out:
         die(f"{path} has no generation lines (run scenarios/tiering.sh with TRACE=1)")
     return out

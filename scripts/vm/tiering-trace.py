@@ -29,7 +29,7 @@ PAGES_2M = 512
 
 
 def parse(path):
-    out = {"vb": None, "hot": [], "fref": [], "hf": [], "mmp": [], "shmem": []}
+    out = {"vb": None, "hot": [], "fref": [], "hf": [], "mmp": [], "shmem": [], "sfl": []}
     for line in read_text(path).splitlines():
         w = line.split()
         if not w:
@@ -50,6 +50,10 @@ def parse(path):
                 out["mmp"].append((float(w[1]), w[2], w[3], int(w[4])))
             elif w[0] == "@shmem":
                 out["shmem"].append((w[1], int(w[2])))
+            elif w[0] == "@sfl":
+                out["sfl"].append((float(w[1]), w[2], None))
+            elif w[0] == "@sfl_ret":
+                out["sfl"].append((float(w[1]), w[2], int(w[3])))
         except (ValueError, IndexError):
             die(f"{path}: a malformed {w[0]} line: {line[:80]}")
     return out
@@ -65,12 +69,45 @@ def main():
     if d["shmem"]:
         print("Shmem before the workloads: " + ", ".join(f"{n} {mb} MiB" for n, mb in d["shmem"]))
     checks(d, timeline)
+    batches(d)
     faults(d)
+
+
+def batches(d):
+    """Reclaim's batches (shrink_folio_list) by task: how long those that reclaimed nothing
+    (each a kept THP, or base pages all kept) and those that reclaimed took, and the time
+    from a batch's return to the reclaimer's next batch. Runs with TRACE_PER_FOLIO=0 time
+    them without a probe on each reference check."""
+    if not d["sfl"]:
+        return
+    per = collections.defaultdict(lambda: {True: ([], []), False: ([], [])})
+    by_task = collections.defaultdict(list)
+    for row in d["sfl"]:
+        by_task[row[1].rsplit("-", 1)[0]].append(row)
+    for task, rows in by_task.items():
+        for (t0, _, a), (t1, _, r), (t2, _, b) in zip(rows, rows[1:], rows[2:]):
+            if a is None and r is not None and b is None:
+                dur, gap = per[task][r == 0]
+                dur.append((t1 - t0) * 1e6)
+                gap.append((t2 - t1) * 1e6)
+    print("reclaim's batches (shrink_folio_list): median us, [quartiles]")
+    for task in sorted(per):
+        for kept in (True, False):
+            dur, gap = per[task][kept]
+            if dur:
+                what = "kept all " if kept else "reclaimed"
+                print(f"  {task:<12} {what} {len(dur):>5}  took {quartiles(dur)}, "
+                      f"next batch after {quartiles(gap)}")
+
+
+def quartiles(v):
+    v = sorted(v)
+    return f"{statistics.median(v):.0f} [{v[len(v) // 4]:.0f}-{v[3 * len(v) // 4]:.0f}]"
 
 
 def checks(d, timeline):
     if not d["fref"]:
-        print("no reference checks (@fref): not a TRACE=1 output of this scenario")
+        print("no reference checks (@fref): not a TRACE=1 output of this scenario, or one with TRACE_PER_FOLIO=0")
         return
     if d["vb"] is None or not d["hot"]:
         die("reference checks without @vmemmap_base or the hot buffer's @pfns")

@@ -64,6 +64,9 @@
 # flags of the hot program's buffer at the filler's start and 10 s later (page-flags);
 # TRACE=2 adds them right after the buffer's move to the slow node (a process run in the
 # writers' first seconds, which may change where the balancer puts them).
+# TRACE_PER_FOLIO=0 (with TRACE=1) leaves out the probes that fire on every folio (each
+# THP a walk or DAMON tests, each reference check), to time the agings' walks and
+# reclaim's batches without them.
 
 start=${START:-mem-node}
 case $start in mem-node|preferred) ;; *) echo "FAIL: START must be mem-node or preferred"; exit 1 ;; esac
@@ -159,6 +162,13 @@ meminfo() {  # TITLE (one awk)
        END { for (i = 1; i <= k; i++) printf "  node%s MemTotal %6d MemFree %6d AnonPages %6d AnonHugePages %6d Shmem %6d\n",
              n[i], t[n[i]] / 1024, f[n[i]] / 1024, a[n[i]] / 1024, h[n[i]] / 1024, s[n[i]] / 1024 }' \
     $(for n in $nodes; do echo "$sysnode/node$n/meminfo"; done)
+  # Each populated zone's free pages, watermark boost and marks (kswapd balances a node
+  # to WMARK_PROMO in tiering mode), in pages.
+  awk '$1 == "Node" { node = $2; sub(",", "", node); zone = $4; next }
+       $1 == "pages" && $2 == "free" { free = $3; next }
+       $1 ~ /^(boost|min|low|high|promo)$/ { w[$1] = $2; next }
+       $1 == "managed" && $2 > 0 { printf "  zone node%s %-7s managed %7d free %7d boost %5d min %5d low %5d high %5d promo %5d\n",
+             node, zone, $2, free, w["boost"], w["min"], w["low"], w["high"], w["promo"] }' /proc/zoneinfo
 }
 pernode_vmstat() {
   echo "== per-node vmstat (promoted to / demoted from each node)"
@@ -303,9 +313,14 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   # pid is the exec'ing process, or the parent at a fork).
   kprobes "" "p:tier_mm_add lru_gen_add_mm mm=%di:x64" \
     "p:tier_walk walk_page_range mm=%di:x64 start=%si:x64" \
-    "r:tier_walk_ret walk_page_range ret=\$retval:s32" \
-    "p:tier_pmdy pmdp_test_and_clear_young addr=%si:x64" \
-    "r:tier_pmdy_ret pmdp_test_and_clear_young young=\$retval:s32"
+    "r:tier_walk_ret walk_page_range ret=\$retval:s32"
+  # Per folio (each THP a walk or DAMON tests, each reference check): off with
+  # TRACE_PER_FOLIO=0, whose runs time the walks and reclaim's batches without a probe's
+  # cost on every folio.
+  if [ "${TRACE_PER_FOLIO:-1}" = 1 ]; then
+    kprobes "" "p:tier_pmdy pmdp_test_and_clear_young addr=%si:x64" \
+      "r:tier_pmdy_ret pmdp_test_and_clear_young young=\$retval:s32"
+  fi
   # A walk skips a batch of THPs whose PMD table's lock it cannot take
   # (walk_pmd_range_locked's spin_trylock): failed trylocks in a reclaimer, with the stack.
   if grep -q " _raw_spin_trylock\$" /proc/kallsyms &&
@@ -318,9 +333,12 @@ if [ "${TRACE:-0}" -ge 1 ]; then
   # which folio (its struct page's address and flags word) and what it found, and each
   # batch of reclaim's (shrink_folio_list, returning the pages reclaimed), in the
   # reclaimers only; vmemmap_base (once a batch) turns a folio's address into its frame.
+  if [ "${TRACE_PER_FOLIO:-1}" = 1 ]; then
+    kprobes 'comm == "numa02-like" || comm == "kswapd0"' \
+      "p:tier_fref folio_referenced folio=%di:x64 flags=+0(%di):x64" \
+      "r:tier_fref_ret folio_referenced refs=\$retval:s32"
+  fi
   kprobes 'comm == "numa02-like" || comm == "kswapd0"' \
-    "p:tier_fref folio_referenced folio=%di:x64 flags=+0(%di):x64" \
-    "r:tier_fref_ret folio_referenced refs=\$retval:s32" \
     "p:tier_sfl shrink_folio_list" "r:tier_sfl_ret shrink_folio_list reclaimed=\$retval:u32" \
     "p:tier_vb shrink_folio_list vb=@vmemmap_base:x64"
   # The hot program's hinting faults and their promotions: each fault on a THP or a page
