@@ -7,7 +7,9 @@ the hot program's CPUs at placement, each judged figure's ratio (model / guest; 
 outside +-30 %) and how many passed. Then, per figure: in how many runs it passed, the
 median and range of its ratio, and the guest's own median and range over the runs (the
 kernel's scatter from boot to boot, which no single prediction can cover when it is wider
-than the band). Each run keeps its own verdict: the tally adds nothing to it.
+than the band), with the runs its median would pass as a prediction (the most a model
+that gave the same figure in every run could expect, near enough). Each run keeps its
+own verdict: the tally adds nothing to it.
 
 Usage: scripts/vm/tiering-twin-tally.py GUEST_OUTPUT... [--kernel K] [--host-cpus N] [--json OUT]
   --kernel: the guests' kernel, 7.2 (default) or 6.12, as tiering-twin.sh takes it (outputs
@@ -107,18 +109,20 @@ def main(argv):
         ok = sum(j["pass"] for j in d["judged"])
         print(f"{os.path.basename(d['guest']):<24} {tmpfs(d):>13} {d['hot_cpus'] or '-':>8}{cells}  {ok} of {len(names)}")
     tally = []
-    print(f"\n{'figure':<36} {'passed':>9} {'ratio median':>13} {'ratio range':>15} {'guest median':>13} {'guest range':>19} {'max/min':>7}")
+    print(f"\n{'figure':<36} {'passed':>9} {'ratio median':>13} {'ratio range':>15} {'guest median':>13} {'guest range':>19} {'max/min':>7} {'median passes':>13}")
     for i, n in enumerate(names):
         ratios = [d["judged"][i]["model"] / d["judged"][i]["guest"] for d in runs if d["judged"][i]["guest"]]
         guest = [d["judged"][i]["guest"] for d in runs]
         ok = sum(d["judged"][i]["pass"] for d in runs)
         spread = max(guest) / min(guest) if min(guest) > 0 else float("inf")
+        mid = statistics.median(guest)
+        mid_ok = sum(1 for g in guest if g > 0 and abs(mid / g - 1) <= 0.3)
         tally.append({"figure": n, "passed": ok, "runs": len(runs), "ratio_median": statistics.median(ratios),
-                      "ratio_min": min(ratios), "ratio_max": max(ratios), "guest_median": statistics.median(guest),
-                      "guest_min": min(guest), "guest_max": max(guest)})
+                      "ratio_min": min(ratios), "ratio_max": max(ratios), "guest_median": mid,
+                      "guest_min": min(guest), "guest_max": max(guest), "guest_median_passes": mid_ok})
         print(f"{n:<36} {ok:>4} of {len(runs):<2} {statistics.median(ratios):>13.3f} "
-              f"{min(ratios):>7.3f}-{max(ratios):<7.3f} {statistics.median(guest):>13,.0f} "
-              f"{min(guest):>9,.0f}-{max(guest):<9,.0f} {spread:>7.2f}")
+              f"{min(ratios):>7.3f}-{max(ratios):<7.3f} {mid:>13,.0f} "
+              f"{min(guest):>9,.0f}-{max(guest):<9,.0f} {spread:>7.2f} {mid_ok:>13}")
     every = sum(all(j["pass"] for j in d["judged"]) for d in runs)
     print(f"\nall {len(names)} figures within 30 %: {every} of {len(runs)} runs")
     if out:
