@@ -249,7 +249,7 @@ impl World<'_> {
         }
         let c = page / CHUNK;
         let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
-        if self.node_used[dst] + nr + self.wmark_high[dst] > self.node_cap[dst] {
+        if self.node_used[dst] + nr + self.wmark_high(dst) > self.node_cap[dst] {
             self.metrics.pgmigrate_fail += nr;
             return None;
         }

@@ -72,7 +72,7 @@ impl World<'_> {
     }
     /// Pages a migration must leave free on node `n` (its high watermark).
     pub(crate) fn wmark_high(&self, n: usize) -> u64 {
-        self.wmark_high[n]
+        self.tiering.marks[n].high
     }
     /// The scheduler, to read.
     pub(crate) fn sched(&self) -> &Sched {

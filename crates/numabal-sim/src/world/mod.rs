@@ -287,9 +287,7 @@ pub struct World<'a> {
     user_ns: f64,
     sys_ns: f64,
     migrate_ns: f64,
-    /// Per node: pages a migration must leave free (the kernel's high watermark).
-    wmark_high: Vec<u64>,
-    /// Memory tiers, the other watermarks, kswapd and demotion (`tiering.rs`).
+    /// Memory tiers, the watermarks, kswapd and demotion (`tiering.rs`).
     tiering: tiering::Tiering,
     migrations: [u64; NR_CAUSES],
     /// Per thread, per node: when the thread last left the node (u64::MAX: not since it
@@ -538,7 +536,6 @@ impl<'a> World<'a> {
             .collect();
         let thp = sc.sim.transparent_hugepage != Thp::Never;
         let marks = watermarks::node_marks(&node_pages, thp, sc.sim.min_free_kbytes);
-        let wmark_high: Vec<u64> = marks.iter().map(|k| k.high).collect();
         World {
             sc,
             machine: m,
@@ -575,7 +572,6 @@ impl<'a> World<'a> {
             user_ns: 0.0,
             sys_ns: 0.0,
             migrate_ns: 0.0,
-            wmark_high: wmark_high.clone(),
             tiering: tiering::Tiering::new(m, &marks, &sc.sim),
             migrations: [0; NR_CAUSES],
             left_node_at: Vec::new(),

@@ -23,6 +23,7 @@
 
 mod lru_gen;
 
+use super::watermarks::Marks;
 use super::*;
 use crate::memory::{CHUNK, PAGE_BYTES};
 use numabal_model::tiers::MemoryTiers;
@@ -126,11 +127,8 @@ pub(crate) struct Tiering {
     pub(crate) tiering_mode: bool,
     /// Watermarks kept with neither of the above (DAMOS tiering).
     watermarks: bool,
-    /// Per node: min, low and promo watermarks, pages (the high one is the world's
-    /// `wmark_high`).
-    min: Vec<u64>,
-    low: Vec<u64>,
-    promo: Vec<u64>,
+    /// Per node: the kernel's watermarks, pages (`watermarks.rs`).
+    pub(super) marks: Vec<Marks>,
     /// Per node: TPP's WMARK_DEMOTE, pages (0: none).
     demote: Vec<u64>,
     /// Per node: kswapd is awake.
@@ -160,7 +158,7 @@ pub(crate) struct Tiering {
 impl Tiering {
     pub(crate) fn new(
         m: &Machine,
-        marks: &[super::watermarks::Marks],
+        marks: &[Marks],
         s: &numabal_model::scenario::SimSettings,
     ) -> Tiering {
         let n = m.nr_nodes();
@@ -169,9 +167,7 @@ impl Tiering {
             demotion_enabled: s.demotion_enabled,
             tiering_mode: false,
             watermarks: false,
-            min: marks.iter().map(|k| k.min).collect(),
-            low: marks.iter().map(|k| k.low).collect(),
-            promo: marks.iter().map(|k| k.promo).collect(),
+            marks: marks.to_vec(),
             demote: vec![0; n],
             kswapd: vec![false; n],
             kswapd_debt: vec![0.0; n],
@@ -200,8 +196,8 @@ impl Tiering {
     pub(crate) fn mark(&self, mark: Mark, n: usize) -> u64 {
         match mark {
             Mark::Full => 0,
-            Mark::Low => self.low[n],
-            Mark::Min => self.min[n],
+            Mark::Low => self.marks[n].low,
+            Mark::Min => self.marks[n].min,
         }
     }
 }
@@ -220,7 +216,7 @@ impl World<'_> {
             self.tiering.demote[n] =
                 if c.demote_scale_factor > 0 && t.toptier[n] && !t.demotion[n].is_empty() {
                     (self.machine.node_usable_pages(n) * c.demote_scale_factor / 10_000)
-                        .max(2 * self.wmark_high[n])
+                        .max(2 * self.wmark_high(n))
                 } else {
                     0
                 };
@@ -278,13 +274,13 @@ impl World<'_> {
     pub(crate) fn free_space_enough(&self, n: usize) -> bool {
         let enough = (1u64 << 30) / PAGE_BYTES as u64;
         let enough = enough.max((self.machine.nodes[n].memory_bytes / PAGE_BYTES as u64) >> 4);
-        self.free_pages(n) > self.tiering.promo[n] + enough
+        self.free_pages(n) > self.tiering.marks[n].promo + enough
     }
 
     /// `migrate_balanced_pgdat` for a promotion: room for `nr` pages above the high mark;
     /// if not, kswapd is woken there (tiering mode) and the promotion fails.
     pub(crate) fn promotion_room(&mut self, n: usize, nr: u64) -> bool {
-        if self.free_pages(n) >= self.wmark_high[n] + nr {
+        if self.free_pages(n) >= self.wmark_high(n) + nr {
             return true;
         }
         self.tiering.stats.pgpromote_no_room += nr;
@@ -310,9 +306,9 @@ impl World<'_> {
     /// The free pages kswapd balances node `n` to.
     fn balance_mark(&self, n: usize) -> u64 {
         let mark = if self.tiering.tiering_mode {
-            self.tiering.promo[n]
+            self.tiering.marks[n].promo
         } else {
-            self.wmark_high[n]
+            self.wmark_high(n)
         };
         mark.max(self.tiering.demote[n])
     }
@@ -331,12 +327,13 @@ impl World<'_> {
             return 0.0;
         }
         let now = self.now;
-        let (mut pages, mut ns, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now, None);
+        let (mut pages, mut ns, _) =
+            self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now, &mut 0);
         if pages == 0 && self.tiering.lru_gen.is_none() {
             // The CLOCK went round once and found every page referenced: that pass used
             // their second chance, so a second one demotes those not used since (direct
             // reclaim goes on at lower priorities rather than fail the allocation).
-            let (p, more, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now, None);
+            let (p, more, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now, &mut 0);
             (pages, ns) = (p, ns + more);
         }
         self.tiering.stats.pgdemote_direct += pages;
@@ -363,7 +360,7 @@ impl World<'_> {
             // looks again (`nr_to_reclaim`), however little the node lacks.
             let want = mark
                 .saturating_sub(self.free_pages(n))
-                .max(self.wmark_high[n])
+                .max(self.wmark_high(n))
                 .max(SWAP_CLUSTER_MAX);
             let mut budget = self.tick_ns as f64;
             let mut start = self.now;
@@ -379,7 +376,7 @@ impl World<'_> {
                 }
             }
             let mut scanned = self.tiering.kswapd_scanned[n];
-            let (pages, ns, hopeless) = self.reclaim(n, want, budget, start, Some(&mut scanned));
+            let (pages, ns, hopeless) = self.reclaim(n, want, budget, start, &mut scanned);
             self.tiering.kswapd_scanned[n] = scanned;
             if self.tiering.lru_gen.is_some() {
                 self.tiering.kswapd_debt[n] = (ns - budget).max(0.0);
@@ -448,21 +445,20 @@ impl World<'_> {
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU, by kswapd or
     /// direct reclaim, from time `start`: in MGLRU's order with `sim.lru_gen`, else the
     /// CLOCK's.
-    /// `scanned`: kswapd's pages scanned since it woke (direct reclaim: `None`, each call
-    /// starts at `DEF_PRIORITY`).
+    /// `scanned`: kswapd's pages scanned since it woke (direct reclaim passes a new zero:
+    /// each of its calls starts at `DEF_PRIORITY`).
     fn reclaim(
         &mut self,
         n: usize,
         want: u64,
         budget: f64,
         start: u64,
-        scanned: Option<&mut u64>,
+        scanned: &mut u64,
     ) -> (u64, f64, bool) {
         if self.tiering.lru_gen.is_none() {
             return self.demote_cold(n, want, budget);
         }
-        let mut fresh = 0;
-        self.evict_folios(n, want, budget, start, scanned.unwrap_or(&mut fresh))
+        self.evict_folios(n, want, budget, start, scanned)
     }
 
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU: the CLOCK
@@ -566,7 +562,7 @@ impl World<'_> {
     /// lower tier (`lower_tier_mask`).
     fn demotion_target(&mut self, n: usize, nr: u64) -> Option<usize> {
         use rand::RngExt;
-        let room = |w: &Self, j: usize| w.free_pages(j) >= w.tiering.min[j] + nr;
+        let room = |w: &Self, j: usize| w.free_pages(j) >= w.tiering.marks[j].min + nr;
         let preferred: Vec<usize> = self.tiering.tiers.demotion[n].iter().collect();
         let pick = preferred[self.rng.random_range(0..preferred.len())];
         if room(self, pick) {
