@@ -239,6 +239,13 @@ fn bad_input_unknown_set_key() {
             "is 64 (allowed: 128 to 67108864 KiB, or unset",
         ],
     );
+    bad_set(
+        "machine.costs.lru_walk_young_ns=-1",
+        &[
+            "costs.lru_walk_young_ns",
+            "is -1 (allowed: a finite number >= 0, or unset)",
+        ],
+    );
     bad_set("workload.process.5.name=x", &["index 5 is out of range"]);
 }
 

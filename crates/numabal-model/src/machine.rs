@@ -319,6 +319,14 @@ pub struct CostSpec {
     /// vCPU's thread).
     #[serde(default = "d_kvm_tlb_flush")]
     pub kvm_tlb_flush_ns: f64,
+    /// MGLRU's aging walk (`walk_mm`): its cost per line of page-table entries read (a
+    /// THP's PMD, or 8 PTEs), the entries old. Unset: `pte_update_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lru_walk_line_ns: Option<f64>,
+    /// MGLRU's aging walk: its cost on top for each young entry, whose young bit it clears
+    /// and whose folio it moves to the youngest generation. Unset: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lru_walk_young_ns: Option<f64>,
 }
 
 impl Default for CostSpec {
@@ -336,6 +344,8 @@ impl Default for CostSpec {
             perf_sample_ns: d_perf_sample(),
             kvm_ept_fault_ns: d_kvm_ept_fault(),
             kvm_tlb_flush_ns: d_kvm_tlb_flush(),
+            lru_walk_line_ns: None,
+            lru_walk_young_ns: None,
         }
     }
 }
@@ -1097,6 +1107,18 @@ fn check_costs(k: &CostSpec, src: &str) -> Result<(), InputError> {
                 src,
                 name,
                 format!("is {v} (allowed: a finite number >= 0)"),
+            ));
+        }
+    }
+    for (name, v) in [
+        ("costs.lru_walk_line_ns", k.lru_walk_line_ns),
+        ("costs.lru_walk_young_ns", k.lru_walk_young_ns),
+    ] {
+        if let Some(v) = v.filter(|v| !(*v >= 0.0 && v.is_finite())) {
+            return Err(InputError::new(
+                src,
+                name,
+                format!("is {v} (allowed: a finite number >= 0, or unset)"),
             ));
         }
     }

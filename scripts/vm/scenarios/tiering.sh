@@ -15,9 +15,11 @@
 #      (`numactl --membind=0 numa02-like`) asks for node 0's free memory plus
 #      FILL_EXTRA_MB, so node 0's reclaim has to demote pages to the slow node.
 # /proc/vmstat's pgpromote_success, pgpromote_candidate, pgdemote_kswapd, pgdemote_direct,
-# numa_hint_faults, numa_pages_migrated, numa_pte_updates, pgmigrate_success and each
-# node's meminfo are printed before, before the filler and at the end (the move of the
-# hot set counts in pgmigrate_success only). Exits 1 when the guest does not have two
+# numa_hint_faults, numa_pages_migrated, numa_pte_updates, pgmigrate_success, the THP
+# counters thp_fault_alloc, thp_fault_fallback and thp_migration_success/fail/split (whether
+# the filler's faults got THPs, and whether reclaim demoted THPs whole) and each node's
+# meminfo are printed before, before the filler and at the end (the move of the hot set
+# counts in pgmigrate_success only). Exits 1 when the guest does not have two
 # memory tiers or a program failed; the counters are printed, not judged. The end has `@`
 # lines for scripts/vm/tiering-twin.sh (times in seconds after the hot program started):
 #   @meminfo nodeN TOTAL_MIB FREE_MIB     each node before the workloads
@@ -138,7 +140,7 @@ echo true > /sys/kernel/mm/numa/demotion_enabled || fail "demotion_enabled=true"
 echo "== now: numa_balancing=$(cat /proc/sys/kernel/numa_balancing) demotion_enabled=$(cat /sys/kernel/mm/numa/demotion_enabled)" \
      "promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo absent)"
 
-COUNTERS="pgpromote_success pgpromote_candidate pgdemote_kswapd pgdemote_direct numa_hint_faults numa_pages_migrated numa_pte_updates pgmigrate_success"
+COUNTERS="pgpromote_success pgpromote_candidate pgdemote_kswapd pgdemote_direct numa_hint_faults numa_pages_migrated numa_pte_updates pgmigrate_success thp_fault_alloc thp_fault_fallback thp_migration_success thp_migration_fail thp_migration_split"
 snap() {  # FILE: the counters now, "name value" lines (one awk)
   awk -v list="$COUNTERS" 'BEGIN { n = split(list, c, " "); for (i = 1; i <= n; i++) want[c[i]] = 1 }
     $1 in want { v[$1] = $2 }

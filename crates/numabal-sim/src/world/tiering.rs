@@ -328,12 +328,13 @@ impl World<'_> {
         }
         let now = self.now;
         let (mut pages, mut ns, _) =
-            self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now, &mut 0);
+            self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, (now, 1.0), &mut 0);
         if pages == 0 && self.tiering.lru_gen.is_none() {
             // The CLOCK went round once and found every page referenced: that pass used
             // their second chance, so a second one demotes those not used since (direct
             // reclaim goes on at lower priorities rather than fail the allocation).
-            let (p, more, _) = self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, now, &mut 0);
+            let (p, more, _) =
+                self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, (now, 1.0), &mut 0);
             (pages, ns) = (p, ns + more);
         }
         self.tiering.stats.pgdemote_direct += pages;
@@ -362,7 +363,8 @@ impl World<'_> {
                 .saturating_sub(self.free_pages(n))
                 .max(self.wmark_high(n))
                 .max(SWAP_CLUSTER_MAX);
-            let mut budget = self.tick_ns as f64;
+            let share = self.kswapd_share(n);
+            let mut budget = self.tick_ns as f64 * self.host_speed() * share;
             let mut start = self.now;
             if self.tiering.lru_gen.is_some() {
                 // The CLOCK's overrun (one chunk) is not carried; a walk's is.
@@ -370,25 +372,54 @@ impl World<'_> {
                 let paid = debt.min(budget);
                 *debt -= paid;
                 budget -= paid;
-                start += self.host_wall(paid) as u64;
+                start += (self.host_wall(paid) / share) as u64;
                 if budget <= 0.0 {
                     continue;
                 }
             }
             let mut scanned = self.tiering.kswapd_scanned[n];
-            let (pages, ns, hopeless) = self.reclaim(n, want, budget, start, &mut scanned);
+            let (pages, ns, hopeless) = self.reclaim(n, want, budget, (start, share), &mut scanned);
             self.tiering.kswapd_scanned[n] = scanned;
             if self.tiering.lru_gen.is_some() {
                 self.tiering.kswapd_debt[n] = (ns - budget).max(0.0);
             }
             self.tiering.stats.pgdemote_kswapd += pages;
-            self.tiering.stats.kswapd_cpu_s += ns / 1e9;
+            // As /proc shows it: wall time on a shared host (`host_wall`).
+            self.tiering.stats.kswapd_cpu_s += self.host_wall(ns) / 1e9;
             self.charge_kthread(n, ns);
             if pages == 0 && hopeless {
                 // kswapd_failures: nothing movable; it sleeps until woken again.
                 self.tiering.kswapd[n] = false;
             }
         }
+    }
+
+    /// The part of a CPU kswapd of node `n` runs on: a whole one while its node has an
+    /// idle CPU, else its fair share beside the node's runnable tasks (kswapd is a CFS
+    /// task of nice 0 bound to its node's CPUs: `cpus / (runnable + 1)`). Its work in a
+    /// tick is that share of a CPU at the host's speed (a shared host runs it slower).
+    fn kswapd_share(&self, n: usize) -> f64 {
+        let cpus = self.kthread_cpus(n);
+        let now = self.now;
+        let busy = cpus
+            .iter()
+            .all(|&c| !self.sched.is_idle(c) || self.held(c, now));
+        if !busy {
+            return 1.0;
+        }
+        let runnable: usize = cpus.iter().map(|&c| self.sched.rq(c).len()).sum();
+        (cpus.len() as f64 / (runnable + 1) as f64).min(1.0)
+    }
+
+    /// The CPUs a node's kernel threads run on: its own, or a CPU-less node's nearest
+    /// CPU node's.
+    fn kthread_cpus(&self, n: usize) -> Vec<usize> {
+        let home = self.zonelists[n]
+            .iter()
+            .copied()
+            .find(|&j| !self.machine.nodes[j].cpus.is_empty())
+            .unwrap_or(0);
+        self.machine.nodes[home].cpus.iter().collect()
     }
 
     /// DAMON_STAT checked `n` pages and made as many old: counted, and their CPU time
@@ -419,12 +450,7 @@ impl World<'_> {
         if ns <= 0.0 {
             return;
         }
-        let home = self.zonelists[n]
-            .iter()
-            .copied()
-            .find(|&j| !self.machine.nodes[j].cpus.is_empty())
-            .unwrap_or(0);
-        let cpus: Vec<usize> = self.machine.nodes[home].cpus.iter().collect();
+        let cpus = self.kthread_cpus(n);
         let now = self.now;
         if let Some(&c) = cpus
             .iter()
@@ -443,8 +469,8 @@ impl World<'_> {
     }
 
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU, by kswapd or
-    /// direct reclaim, from time `start`: in MGLRU's order with `sim.lru_gen`, else the
-    /// CLOCK's.
+    /// direct reclaim, from time `at.0`, on `at.1` of a CPU (kswapd's share; direct reclaim
+    /// runs on its own): in MGLRU's order with `sim.lru_gen`, else the CLOCK's.
     /// `scanned`: kswapd's pages scanned since it woke (direct reclaim passes a new zero:
     /// each of its calls starts at `DEF_PRIORITY`).
     fn reclaim(
@@ -452,13 +478,13 @@ impl World<'_> {
         n: usize,
         want: u64,
         budget: f64,
-        start: u64,
+        at: (u64, f64),
         scanned: &mut u64,
     ) -> (u64, f64, bool) {
         if self.tiering.lru_gen.is_none() {
             return self.demote_cold(n, want, budget);
         }
-        self.evict_folios(n, want, budget, start, scanned)
+        self.evict_folios(n, want, budget, at, scanned)
     }
 
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU: the CLOCK

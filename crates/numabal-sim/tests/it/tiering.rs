@@ -368,3 +368,48 @@ fn a_young_thp_check_waits_for_the_cpus_running_its_process_on_a_shared_host() {
         );
     }
 }
+
+/// kswapd is a task of nice 0 on its node's CPUs: while node 0's two CPUs run the hot
+/// program's two writers and the filler, it gets half a CPU. With the copy slowed so that
+/// demotion is bound by kswapd's CPU (a THP about 49 ms), its CPU time is about half the
+/// seconds in which node 0 demoted, not all of them.
+#[test]
+fn kswapd_gets_its_fair_share_of_a_busy_nodes_cpus() {
+    let r = tiering_guest(&[
+        "sim.lru_gen=true",
+        "sim.max_time_s=45",
+        "machine.costs.migrate_copy_gib_s=0.04",
+    ]);
+    let t = r.metrics.tiering.as_ref().expect("tiering on");
+    let demoted = &r.series.nodes[0].pgdemote;
+    let demoting = demoted.windows(2).filter(|w| w[1] > w[0]).count() as f64
+        + f64::from(u8::from(demoted[0] > 0));
+    assert!(demoting >= 3.0, "{demoted:?}");
+    assert!(
+        t.kswapd_cpu_s <= 0.5 * demoting + 0.1 && t.kswapd_cpu_s >= 0.3 * demoting,
+        "kswapd {:.3} s of CPU over {demoting} s of demotion",
+        t.kswapd_cpu_s
+    );
+}
+
+/// MGLRU's aging walk costs `lru_walk_line_ns` a line of entries and `lru_walk_young_ns`
+/// more for each young one: kswapd's walks find the hot program's 128 THPs young (its
+/// writers pass them every 49 ms), so a millisecond more per young entry adds at least
+/// 128 ms of kswapd's CPU.
+#[test]
+fn the_aging_walk_charges_each_young_entry_it_finds() {
+    let kswapd_cpu = |young: &str| {
+        let r = tiering_guest(&["sim.lru_gen=true", "sim.max_time_s=40", young]);
+        let t = r.metrics.tiering.expect("tiering on");
+        assert!(t.lru_gen_walks > 0, "{young}: no walk");
+        t.kswapd_cpu_s
+    };
+    let (cheap, dear) = (
+        kswapd_cpu("machine.costs.lru_walk_young_ns=0"),
+        kswapd_cpu("machine.costs.lru_walk_young_ns=1000000"),
+    );
+    assert!(
+        dear - cheap >= 0.128,
+        "kswapd {cheap:.3} s, with 1 ms a young entry {dear:.3} s"
+    );
+}

@@ -453,7 +453,7 @@ impl World<'_> {
 
     /// `evict_folios` with aging as `should_run_aging` asks (with 2 generations, and with
     /// 3 after the first round): demote up to `want` pages of node `n` within `budget`
-    /// ns, starting at time `start`. `scanned` counts the pages the reclaimer's rounds
+    /// ns, starting at time `start`, on `share` of a CPU. `scanned` counts the pages the reclaimer's rounds
     /// scanned so far (the first round ends at the node's pages >> `DEF_PRIORITY`): a
     /// direct reclaim's from 0, kswapd's since it woke. Returns (pages demoted, ns,
     /// hopeless: no target had room, or aging found nothing).
@@ -462,7 +462,7 @@ impl World<'_> {
         n: usize,
         want: u64,
         budget: f64,
-        start: u64,
+        (start, share): (u64, f64),
         scanned: &mut u64,
     ) -> (u64, f64, bool) {
         if self.tiering.tiers.demotion[n].is_empty() {
@@ -475,7 +475,7 @@ impl World<'_> {
         // `balance_pgdat` keeps its lowered priority until the node is balanced.
         let first_round: u64 = self.lru().nodes[n].nr_pages.iter().sum::<u64>() >> DEF_PRIORITY;
         while done < want && ns < budget {
-            self.lru_mut().clock = start + self.host_wall(ns) as u64;
+            self.lru_mut().clock = start + (self.host_wall(ns) / share) as u64;
             self.try_to_inc_min_seq(n);
             let lg = &self.lru().nodes[n];
             let aging_at = if *scanned >= first_round {
@@ -612,6 +612,7 @@ impl World<'_> {
         }
         if back[0][1] + back[1][1] > 0 && !stop {
             // lru_gen_look_around from the first young page: the other generations'.
+            // Its cost is the checks' (`visit_ns` a page, above).
             self.walk_chunk(n, obj, c, Some(slot(min)));
         }
         let l = self.lru_mut();
@@ -630,10 +631,15 @@ impl World<'_> {
     }
 
     /// `try_to_inc_max_seq`: the aging walk over node `n`'s pages (`walk_mm`), then a new
-    /// generation (`inc_max_seq`). Returns the ns of CPU it took: `pte_update_ns` per
-    /// cache line of entries read (8 PTEs of base pages; a THP's PMD).
+    /// generation (`inc_max_seq`). Returns the ns of CPU it took: `lru_walk_line_ns` per
+    /// cache line of entries read (8 PTEs of base pages; a THP's PMD) and
+    /// `lru_walk_young_ns` per young entry on top (unset: `pte_update_ns` and none), then
+    /// `pte_update_ns` per folio a full set of generations folds.
     fn try_to_inc_max_seq(&mut self, n: usize) -> f64 {
-        let visit_ns = self.machine.spec.costs.pte_update_ns;
+        let k = &self.machine.spec.costs;
+        let visit_ns = k.pte_update_ns;
+        let line_ns = k.lru_walk_line_ns.unwrap_or(visit_ns);
+        let young_ns = k.lru_walk_young_ns.unwrap_or(0.0);
         let mut ns = 0.0;
         // Only what some mm maps: no page table holds a tmpfs file's pages.
         for obj in 0..self.objects.len() {
@@ -644,8 +650,8 @@ impl World<'_> {
                 let o = &self.objects[obj];
                 if o.chunk_hist(c)[n] > 0 {
                     let entries = if o.is_huge(c) { 1 } else { o.chunk_len(c) };
-                    ns += entries.div_ceil(PTES_PER_LINE) as f64 * visit_ns;
-                    self.walk_chunk(n, obj, c, None);
+                    ns += entries.div_ceil(PTES_PER_LINE) as f64 * line_ns;
+                    ns += self.walk_chunk(n, obj, c, None) as f64 * young_ns;
                 }
             }
         }
@@ -675,8 +681,8 @@ impl World<'_> {
     /// One chunk of the walk (`walk_pte_range`, `walk_pmd_range_locked` for a THP, then
     /// `folio_update_gen`): each entry young since its young bits were last cleared moves
     /// to `max_seq` if it has PG_referenced, else gets it. Look-around does the same but
-    /// for the generation being evicted (`skip`).
-    fn walk_chunk(&mut self, n: usize, obj: usize, c: u64, skip: Option<usize>) {
+    /// for the generation being evicted (`skip`). Returns the young entries it found.
+    fn walk_chunk(&mut self, n: usize, obj: usize, c: u64, skip: Option<usize>) -> u64 {
         use rand::RngExt;
         let now = self.lru().clock;
         let p_young = self.young_chance(obj, c, n, now);
@@ -686,12 +692,14 @@ impl World<'_> {
         // Decided on the counts as the walk found them: a page moved to max_seq is not
         // looked at twice.
         let found = self.lru_mut().gens(obj, c, n).pages;
+        let mut young = 0;
         for seq in (min..=max).filter(|&q| Some(slot(q)) != skip) {
             for r in [false, true] {
                 let entries = found[slot(seq)][r as usize] as u64 / nr;
                 let y = (0..entries)
                     .filter(|_| self.rng.random::<f64>() < p_young)
                     .count() as u64;
+                young += y;
                 if y == 0 {
                     continue;
                 }
@@ -701,6 +709,7 @@ impl World<'_> {
             }
         }
         self.lru_mut().gens(obj, c, n).seen = now;
+        young
     }
 
     /// Each node's generations now, for a `/proc` sample (none without MGLRU).
