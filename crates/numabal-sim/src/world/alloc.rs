@@ -181,7 +181,14 @@ impl World<'_> {
         let mut reclaim_ns = 0.0;
         if o.thp_chunk(chunk) {
             let off = vma_offset(CHUNK);
-            if let Some(n) = self.pick_node(t, cpu_node, &pol, CHUNK, off, self.first_mark()) {
+            // A THP fault's allocation (GFP_TRANSHUGE_LIGHT under defrag's default,
+            // `madvise`) neither wakes kswapd nor reclaims: its slow path only tries again
+            // down to the min marks (`gfp_to_alloc_flags`' ALLOC_WMARK_MIN).
+            let mut picked = self.pick_node(t, cpu_node, &pol, CHUNK, off, self.first_mark());
+            if picked.is_none() && self.tiering.on() {
+                picked = self.pick_node(t, cpu_node, &pol, CHUNK, off, Mark::Min);
+            }
+            if let Some(n) = picked {
                 self.objects[obj].populate_huge(chunk, n);
                 self.lru_gen_add(obj, chunk * CHUNK, n, CHUNK, true);
                 let first_use_ns = self.use_frames(n, CHUNK);

@@ -45,6 +45,8 @@ const MAX_WALKS_PER_CALL: u32 = DEF_PRIORITY;
 const MIN_LRU_BATCH: u64 = 64;
 /// PTEs per cache line: the walk reads a page table a line at a time.
 const PTES_PER_LINE: u64 = 8;
+/// Sweep passes kept per chunk (`swept`): two for each of two threads sweeping it.
+const SWEPT: usize = 4;
 
 /// One node's generations (`struct lru_gen_folio`).
 #[derive(Debug, Clone)]
@@ -112,11 +114,12 @@ pub(crate) struct LruGen {
     nodes: Vec<Lrugen>,
     /// Per object: per chunk and node (`c * nr_nodes + n`).
     chunks: Vec<Vec<ChunkGens>>,
-    /// Per object, per chunk: the last two times a sweep passed it (ns), the later last. A
-    /// sweep touches each page once a pass, so its young bits are set by the pass, not at
-    /// a rate. Two, because the threads of one step run ahead of a reclaim that one of
-    /// them makes in its middle: the later pass may lie after the reclaim's time.
-    swept: Vec<Vec<[u64; 2]>>,
+    /// Per object, per chunk: the last `SWEPT` times a sweep passed it (ns), the latest
+    /// last. A sweep touches each page once a pass, so its young bits are set by the pass,
+    /// not at a rate. More than one, because the threads of one step run ahead of a
+    /// reclaim that one of them makes in its middle: the later passes may lie after the
+    /// reclaim's time, and two writers of one buffer pass each chunk together.
+    swept: Vec<Vec<[u64; SWEPT]>>,
     nr_nodes: usize,
     /// The time the reclaim call under way has reached (ns): it starts at the caller's
     /// time and advances by the CPU time of each walk and chunk, so a walk right after
@@ -272,11 +275,12 @@ impl LruGen {
         }
         let v = &mut self.swept[obj];
         if v.len() <= c as usize {
-            v.resize(c as usize + 1, [0; 2]);
+            v.resize(c as usize + 1, [0; SWEPT]);
         }
         let p = &mut v[c as usize];
-        if t > p[1] {
-            *p = [p[1], t];
+        if t > p[SWEPT - 1] {
+            p.rotate_left(1);
+            p[SWEPT - 1] = t;
         }
     }
 
@@ -857,6 +861,13 @@ mod tests {
         assert!(l.swept_in(0, 3, 100, 130));
         assert!(!l.swept_in(0, 3, 60, 100));
         assert!(!l.swept_in(0, 2, 0, 200), "another chunk");
+        // Two writers passed together, then both ran ahead of the check.
+        l.note_swept(0, 5, 50);
+        l.note_swept(0, 5, 52);
+        l.note_swept(0, 5, 120);
+        l.note_swept(0, 5, 121);
+        assert!(l.swept_in(0, 5, 10, 100));
+        assert!(!l.swept_in(0, 5, 60, 100));
     }
 
     #[test]
