@@ -56,6 +56,7 @@ impl World<'_> {
                 running.push((t as usize, c, h / k as f64));
             }
         }
+        self.note_switches(&running, t0, t1);
         busy_before.clear();
         busy_before.extend((0..ncpu).map(|c| !self.sched.rq(c).is_empty()));
         for (c, &busy) in busy_before.iter().enumerate() {
@@ -117,6 +118,7 @@ impl World<'_> {
             if start >= t1 {
                 continue;
             }
+            self.note_late_switch(t, c);
             let smt = self.smt_shares(c);
             self.run_thread(
                 ag,

@@ -63,6 +63,8 @@ impl World<'_> {
             work_units: 0.0,
             work_units_warm: 0.0,
             inherited_affinity: None,
+            // Its first thread is switched in as it starts.
+            lru_gen_bitmap: u64::MAX,
         });
 
         ag.kernel.process_start(self, pidx);

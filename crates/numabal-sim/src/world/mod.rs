@@ -162,6 +162,9 @@ pub(crate) struct Proc {
     /// CPU mask a policy set on its threads while it ran (`sched_setaffinity` by a daemon):
     /// threads it creates later inherit it.
     pub(crate) inherited_affinity: Option<Mask>,
+    /// `mm->lru_gen.bitmap`: bit `n % 64` set while MGLRU's aging of node `n` has not
+    /// walked its mm since one of its threads was last switched in (`lru_gen_use_mm`).
+    pub(crate) lru_gen_bitmap: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -314,6 +317,9 @@ pub struct World<'a> {
     late: Vec<Late>,
     /// During `advance`: per CPU, the time from which it has nothing to run.
     cpu_free_from: Vec<Option<u64>>,
+    /// The CPU each thread ran on in the last interval (`None`: it did not run), to tell
+    /// MGLRU which threads were switched in since (`note_switches`).
+    last_cpu_run: Vec<Option<usize>>,
     stalls: StallHistogram,
     /// `numastat -p` samples (`sim.numastat_at_s`, `sim.numastat_every_s`).
     numastat: Vec<records::NumastatSample>,
@@ -397,6 +403,8 @@ impl<'a> World<'a> {
     /// CPU time taken from thread `t` by something else on its CPU (a NUMA scan worker):
     /// it waits `ns` of its share without running, and that is not its CPU time.
     pub(crate) fn steal_cpu(&mut self, t: usize, ns: f64) {
+        // Preempted, it is switched back in after.
+        self.lru_gen_use_mm(t);
         let wall = self.host_wall(ns);
         let th = &mut self.threads[t];
         th.debt_ns += ns;
@@ -587,6 +595,7 @@ impl<'a> World<'a> {
             interval_end: None,
             late: Vec::new(),
             cpu_free_from: vec![None; m.nr_cpus()],
+            last_cpu_run: Vec::new(),
             stalls: StallHistogram::default(),
             numastat: Vec::new(),
             proc_samples: Vec::new(),

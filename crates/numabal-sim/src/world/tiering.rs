@@ -76,6 +76,10 @@ pub struct TieringStats {
     /// MGLRU's aging walks (`sim.lru_gen`), over all nodes.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lru_gen_walks: u64,
+    /// The mms those walks went through: only those with a thread switched in since
+    /// their last walk for the node (`should_skip_mm`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lru_gen_mm_walks: u64,
     /// Pages DAMON_STAT checked, as many made old (`sim.damon_stat`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub damon_stat_checks: u64,

@@ -369,6 +369,24 @@ fn a_young_thp_check_waits_for_the_cpus_running_its_process_on_a_shared_host() {
     }
 }
 
+/// MGLRU's aging walks only the mms that ran since their last walk (`should_skip_mm`:
+/// `lru_gen_use_mm` at a context switch sets the bit). The cold process sleeps once it has
+/// filled the DRAM, and the hot one's thread runs alone on its CPU (kswapd takes the idle
+/// one), so after the first walk that finds them, the agings walk neither: fewer mms are
+/// walked than there are walks, where walking both every time would make twice as many.
+#[test]
+fn an_aging_walks_only_the_mms_switched_in_since_their_last_walk() {
+    let r = tiered("autonuma", &[MODE2, &["sim.lru_gen=true"]].concat());
+    let t = r.metrics.tiering.as_ref().expect("tiering on");
+    assert!(t.lru_gen_walks >= 3, "{t:?}");
+    assert!(
+        t.lru_gen_mm_walks < t.lru_gen_walks,
+        "{} mms walked in {} walks",
+        t.lru_gen_mm_walks,
+        t.lru_gen_walks
+    );
+}
+
 /// kswapd is a task of nice 0 on its node's CPUs: while node 0's two CPUs run the hot
 /// program's two writers and the filler, it gets half a CPU. With the copy slowed so that
 /// demotion is bound by kswapd's CPU (a THP about 49 ms), its CPU time is about half the

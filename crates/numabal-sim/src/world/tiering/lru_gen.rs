@@ -8,7 +8,8 @@
 //!             evictable ────────────┘ └─ the two youngest, never evicted
 //!   first touch, migration arrival ──► max_seq-1
 //!   aging (try_to_inc_max_seq; kswapd and direct reclaim with 2 generations left, with
-//!   3 after a first round at DEF_PRIORITY): every page of the node is looked at; a
+//!   3 after a first round at DEF_PRIORITY): every page of the node that a process
+//!   switched in since its last walk maps is looked at (should_skip_mm); a
 //!   young one (a sweep passed it, or by its random accesses' rate) that was young before
 //!   (PG_referenced) ──► max_seq, a young one seen for the first time ──► PG_referenced,
 //!   it stays; then max_seq + 1 (with 4 generations, min_seq folds into min_seq + 1)
@@ -24,12 +25,14 @@
 //! model, so they are alike to reclaim. A page leaving a node by a migration other than
 //! demotion is taken from the youngest generation (it is being used). Left out, as
 //! docs/model-notes.md ("MGLRU") says: the tiers and their PID controller (no refaults
-//! without swap), the Bloom filter, `min_ttl_ms`, memcgs, the file LRU, and look-around's
-//! exact window (the chunk stands for it).
+//! without swap), the Bloom filter, `min_ttl_ms`, memcgs, the mm list's sharing between
+//! walkers, the file LRU, and look-around's exact window (the chunk stands for it).
 
 use super::super::*;
 use crate::memory::CHUNK;
 use std::collections::VecDeque;
+
+mod walk;
 
 /// `MAX_NR_GENS`.
 const MAX_NR_GENS: u64 = 4;
@@ -634,44 +637,6 @@ impl World<'_> {
         (done, ns, stop)
     }
 
-    /// `try_to_inc_max_seq`: the aging walk over node `n`'s pages (`walk_mm`), then a new
-    /// generation (`inc_max_seq`). Returns the ns of CPU it took: `lru_walk_line_ns` per
-    /// cache line of entries read (8 PTEs of base pages; a THP's PMD) and
-    /// `lru_walk_young_ns` per young entry on top (unset: `pte_update_ns` and none), then
-    /// `pte_update_ns` per folio a full set of generations folds.
-    fn try_to_inc_max_seq(&mut self, n: usize) -> f64 {
-        let k = &self.machine.spec.costs;
-        let visit_ns = k.pte_update_ns;
-        let line_ns = k.lru_walk_line_ns.unwrap_or(visit_ns);
-        let young_ns = k.lru_walk_young_ns.unwrap_or(0.0);
-        let mut ns = 0.0;
-        // Only what some mm maps: no page table holds a tmpfs file's pages.
-        for obj in 0..self.objects.len() {
-            if self.obj_refs[obj] == 0 {
-                continue;
-            }
-            for c in 0..self.objects[obj].chunks() {
-                let o = &self.objects[obj];
-                if o.chunk_hist(c)[n] > 0 {
-                    let entries = if o.is_huge(c) { 1 } else { o.chunk_len(c) };
-                    ns += entries.div_ceil(PTES_PER_LINE) as f64 * line_ns;
-                    ns += self.walk_chunk(n, obj, c, None) as f64 * young_ns;
-                }
-            }
-        }
-        self.tiering.stats.lru_gen_walks += 1;
-        let l = self.lru_mut();
-        let mut folded = Vec::new();
-        if l.nodes[n].nr_gens() == MAX_NR_GENS {
-            folded = l.inc_min_seq(n);
-        }
-        l.nodes[n].max_seq += 1;
-        let (seq, now) = (l.nodes[n].max_seq, l.clock);
-        l.nodes[n].born[slot(seq)] = now;
-        let folios: u64 = folded.iter().map(|&(o, c, p)| self.folios(o, c, p)).sum();
-        ns + folios as f64 * visit_ns
-    }
-
     /// Folios in `pages` base pages of chunk `c` of object `obj`: one THP, or a page each.
     fn folios(&self, obj: usize, c: u64, pages: u64) -> u64 {
         let o = &self.objects[obj];
@@ -680,40 +645,6 @@ impl World<'_> {
         } else {
             pages
         }
-    }
-
-    /// One chunk of the walk (`walk_pte_range`, `walk_pmd_range_locked` for a THP, then
-    /// `folio_update_gen`): each entry young since its young bits were last cleared moves
-    /// to `max_seq` if it has PG_referenced, else gets it. Look-around does the same but
-    /// for the generation being evicted (`skip`). Returns the young entries it found.
-    fn walk_chunk(&mut self, n: usize, obj: usize, c: u64, skip: Option<usize>) -> u64 {
-        use rand::RngExt;
-        let now = self.lru().clock;
-        let p_young = self.young_chance(obj, c, n, now);
-        let o = &self.objects[obj];
-        let nr = if o.is_huge(c) { o.chunk_len(c) } else { 1 };
-        let (min, max) = (self.lru().nodes[n].min_seq, self.lru().nodes[n].max_seq);
-        // Decided on the counts as the walk found them: a page moved to max_seq is not
-        // looked at twice.
-        let found = self.lru_mut().gens(obj, c, n).pages;
-        let mut young = 0;
-        for seq in (min..=max).filter(|&q| Some(slot(q)) != skip) {
-            for r in [false, true] {
-                let entries = found[slot(seq)][r as usize] as u64 / nr;
-                let y = (0..entries)
-                    .filter(|_| self.rng.random::<f64>() < p_young)
-                    .count() as u64;
-                young += y;
-                if y == 0 {
-                    continue;
-                }
-                let l = self.lru_mut();
-                l.take(obj, c, n, slot(seq), r, y * nr);
-                l.put_lazy(obj, c, n, if r { max } else { seq }, true, y * nr);
-            }
-        }
-        self.lru_mut().gens(obj, c, n).seen = now;
-        young
     }
 
     /// Each node's generations now, for a `/proc` sample (none without MGLRU).
