@@ -1089,7 +1089,7 @@ fn check_core(c: &CoreSpec, nr_cpus: usize, src: &str) -> Result<(), InputError>
 
 /// `[costs]`: every cost a finite number >= 0, the copy bandwidth > 0.
 fn check_costs(k: &CostSpec, src: &str) -> Result<(), InputError> {
-    for (name, v) in [
+    let required = [
         ("costs.page_fault_ns", k.page_fault_ns),
         ("costs.thp_fault_ns", k.thp_fault_ns),
         ("costs.hint_fault_ns", k.hint_fault_ns),
@@ -1101,24 +1101,18 @@ fn check_costs(k: &CostSpec, src: &str) -> Result<(), InputError> {
         ("costs.perf_sample_ns", k.perf_sample_ns),
         ("costs.kvm_ept_fault_ns", k.kvm_ept_fault_ns),
         ("costs.kvm_tlb_flush_ns", k.kvm_tlb_flush_ns),
-    ] {
-        if !(v >= 0.0 && v.is_finite()) {
-            return Err(InputError::new(
-                src,
-                name,
-                format!("is {v} (allowed: a finite number >= 0)"),
-            ));
-        }
-    }
-    for (name, v) in [
-        ("costs.lru_walk_line_ns", k.lru_walk_line_ns),
-        ("costs.lru_walk_young_ns", k.lru_walk_young_ns),
-    ] {
+    ]
+    .map(|(name, v)| (name, Some(v), ""));
+    let optional = [
+        ("costs.lru_walk_line_ns", k.lru_walk_line_ns, ", or unset"),
+        ("costs.lru_walk_young_ns", k.lru_walk_young_ns, ", or unset"),
+    ];
+    for (name, v, or_unset) in required.into_iter().chain(optional) {
         if let Some(v) = v.filter(|v| !(*v >= 0.0 && v.is_finite())) {
             return Err(InputError::new(
                 src,
                 name,
-                format!("is {v} (allowed: a finite number >= 0, or unset)"),
+                format!("is {v} (allowed: a finite number >= 0{or_unset})"),
             ));
         }
     }

@@ -447,6 +447,12 @@ impl<'a> World<'a> {
         }
     }
 
+    /// The wall time, in whole ns, that `work_ns` of CPU work takes on `share` of a CPU
+    /// of this host (a kernel thread's fair share beside the node's tasks).
+    pub(crate) fn wall_on_share(&self, work_ns: f64, share: f64) -> u64 {
+        (self.host_wall(work_ns) / share) as u64
+    }
+
     /// Whether a kernel thread or a daemon's mover holds `cpu` at `t`.
     pub(crate) fn held(&self, cpu: usize, t: u64) -> bool {
         self.held_until[cpu] > t

@@ -376,7 +376,7 @@ impl World<'_> {
                 let paid = debt.min(budget);
                 *debt -= paid;
                 budget -= paid;
-                start += (self.host_wall(paid) / share) as u64;
+                start += self.wall_on_share(paid, share);
                 if budget <= 0.0 {
                     continue;
                 }

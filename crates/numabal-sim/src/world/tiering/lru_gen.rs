@@ -460,10 +460,10 @@ impl World<'_> {
 
     /// `evict_folios` with aging as `should_run_aging` asks (with 2 generations, and with
     /// 3 after the first round): demote up to `want` pages of node `n` within `budget`
-    /// ns, starting at time `start`, on `share` of a CPU. `scanned` counts the pages the reclaimer's rounds
-    /// scanned so far (the first round ends at the node's pages >> `DEF_PRIORITY`): a
-    /// direct reclaim's from 0, kswapd's since it woke. Returns (pages demoted, ns,
-    /// hopeless: no target had room, or aging found nothing).
+    /// ns, starting at time `start`, on `share` of a CPU. `scanned` counts the pages the
+    /// reclaimer's rounds scanned so far (the first round ends at the node's pages >>
+    /// `DEF_PRIORITY`): a direct reclaim's from 0, kswapd's since it woke. Returns (pages
+    /// demoted, ns, hopeless: no target had room, or aging found nothing).
     pub(super) fn evict_folios(
         &mut self,
         n: usize,
@@ -482,7 +482,7 @@ impl World<'_> {
         // `balance_pgdat` keeps its lowered priority until the node is balanced.
         let first_round: u64 = self.lru().nodes[n].nr_pages.iter().sum::<u64>() >> DEF_PRIORITY;
         while done < want && ns < budget {
-            self.lru_mut().clock = start + (self.host_wall(ns) / share) as u64;
+            self.lru_mut().clock = start + self.wall_on_share(ns, share);
             self.try_to_inc_min_seq(n);
             let lg = &self.lru().nodes[n];
             let aging_at = if *scanned >= first_round {
