@@ -118,7 +118,7 @@ impl World<'_> {
             if start >= t1 {
                 continue;
             }
-            self.note_late_switch(t, c);
+            self.note_late_switch(t, c, t1);
             let smt = self.smt_shares(c);
             self.run_thread(
                 ag,

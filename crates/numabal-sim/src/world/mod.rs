@@ -317,9 +317,9 @@ pub struct World<'a> {
     late: Vec<Late>,
     /// During `advance`: per CPU, the time from which it has nothing to run.
     cpu_free_from: Vec<Option<u64>>,
-    /// The CPU each thread ran on in the last interval (`None`: it did not run), to tell
-    /// MGLRU which threads were switched in since (`note_switches`).
-    last_cpu_run: Vec<Option<usize>>,
+    /// The CPU each thread last ran on and the end of that interval (`None`: it never ran),
+    /// to tell MGLRU which threads were switched in since (`note_switches`).
+    last_run: Vec<Option<(usize, u64)>>,
     stalls: StallHistogram,
     /// `numastat -p` samples (`sim.numastat_at_s`, `sim.numastat_every_s`).
     numastat: Vec<records::NumastatSample>,
@@ -601,7 +601,7 @@ impl<'a> World<'a> {
             interval_end: None,
             late: Vec::new(),
             cpu_free_from: vec![None; m.nr_cpus()],
-            last_cpu_run: Vec::new(),
+            last_run: Vec::new(),
             stalls: StallHistogram::default(),
             numastat: Vec::new(),
             proc_samples: Vec::new(),

@@ -19,7 +19,7 @@ impl World<'_> {
     }
 
     /// The context switches of the interval `(t0, t1]` as MGLRU sees them
-    /// (`lru_gen_use_mm`): a thread running on a CPU it did not run on in the last interval
+    /// (`lru_gen_use_mm`): a thread that did not run on this CPU in the interval before
     /// (new, woken, or moved), and a thread sharing its CPU at its turn. The tick preempts
     /// the current task once its slice is spent (`sched_base_slice`), so `k` tasks take
     /// turns of whole ticks: the task at place `p` of its runqueue is switched in at the
@@ -30,33 +30,32 @@ impl World<'_> {
             return;
         }
         let turn = base_slice_ns(self.sched.nr_cpus()).div_ceil(self.tick_ns) * self.tick_ns;
-        let mut last = std::mem::take(&mut self.last_cpu_run);
-        last.resize(self.threads.len(), None);
-        let mut now = vec![None; self.threads.len()];
+        self.last_run.resize(self.threads.len(), None);
         for &(t, c, _) in running {
-            now[t] = Some(c);
             let rq = self.sched.rq(c);
             let k = rq.len() as u64;
             let place = rq.iter().position(|&x| x as usize == t).unwrap_or(0) as u64;
             let j = t1 / turn;
             let its_turn = k > 1 && j * turn > t0 && j % k == place;
-            if last[t] != Some(c) || its_turn {
+            // Intervals follow one another, so "the interval before" is the one ending at t0.
+            let ran_just_before = self.last_run[t] == Some((c, t0));
+            self.last_run[t] = Some((c, t1));
+            if !ran_just_before || its_turn {
                 self.lru_gen_use_mm(t);
             }
         }
-        self.last_cpu_run = now;
     }
 
-    /// A thread woken or made runnable within the interval runs on CPU `c` for the rest
-    /// of it: switched in.
-    pub(crate) fn note_late_switch(&mut self, t: usize, c: usize) {
+    /// A thread woken or made runnable within the interval ending at `t1` runs on CPU `c`
+    /// for the rest of it: switched in.
+    pub(crate) fn note_late_switch(&mut self, t: usize, c: usize, t1: u64) {
         if self.tiering.lru_gen.is_none() {
             return;
         }
-        if self.last_cpu_run.len() <= t {
-            self.last_cpu_run.resize(t + 1, None);
+        if self.last_run.len() <= t {
+            self.last_run.resize(t + 1, None);
         }
-        self.last_cpu_run[t] = Some(c);
+        self.last_run[t] = Some((c, t1));
         self.lru_gen_use_mm(t);
     }
 
