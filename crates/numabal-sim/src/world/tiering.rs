@@ -80,6 +80,10 @@ pub struct TieringStats {
     /// their last walk for the node (`should_skip_mm`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lru_gen_mm_walks: u64,
+    /// The mms kswapd was inside when another reclaimer, joining the aging, ended it
+    /// (`inc_max_seq`): kswapd went on with the mm, its moves into the new generation.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lru_gen_mm_walks_overtaken: u64,
     /// Pages DAMON_STAT checked, as many made old (`sim.damon_stat`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub damon_stat_checks: u64,
@@ -122,6 +126,27 @@ pub(crate) struct TieringConfig {
     pub(crate) watermarks: bool,
 }
 
+/// The CPU a reclaimer runs on: kswapd from `start` on `share` of a CPU for `budget` ns
+/// (a tick's), or an allocating thread (direct reclaim) on its own CPU, without limit.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReclaimCpu {
+    pub(super) start: u64,
+    pub(super) share: f64,
+    pub(super) budget: f64,
+    pub(super) kswapd: bool,
+}
+
+impl ReclaimCpu {
+    fn direct(now: u64) -> ReclaimCpu {
+        ReclaimCpu {
+            start: now,
+            share: 1.0,
+            budget: f64::INFINITY,
+            kswapd: false,
+        }
+    }
+}
+
 /// The world's memory tiering state.
 pub(crate) struct Tiering {
     pub(crate) tiers: MemoryTiers,
@@ -137,8 +162,8 @@ pub(crate) struct Tiering {
     demote: Vec<u64>,
     /// Per node: kswapd is awake.
     kswapd: Vec<bool>,
-    /// Per node: CPU ns kswapd's last work ran past its tick (MGLRU: an aging walk takes
-    /// several ticks, and kswapd does nothing else meanwhile).
+    /// Per node: CPU ns kswapd's last work ran past its tick (MGLRU: the chunk of a walk or
+    /// the batch of an eviction it was in when its CPU of the tick ran out).
     kswapd_debt: Vec<f64>,
     /// Per node: the pages kswapd's MGLRU eviction scanned since it woke (`sim.lru_gen`).
     /// `balance_pgdat` lowers its priority round by round and keeps it until the node is
@@ -330,15 +355,13 @@ impl World<'_> {
         if !self.tiering.demotion_enabled {
             return 0.0;
         }
-        let now = self.now;
-        let (mut pages, mut ns, _) =
-            self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, (now, 1.0), &mut 0);
+        let cpu = ReclaimCpu::direct(self.now);
+        let (mut pages, mut ns, _) = self.reclaim(node, SWAP_CLUSTER_MAX, cpu, &mut 0);
         if pages == 0 && self.tiering.lru_gen.is_none() {
             // The CLOCK went round once and found every page referenced: that pass used
             // their second chance, so a second one demotes those not used since (direct
             // reclaim goes on at lower priorities rather than fail the allocation).
-            let (p, more, _) =
-                self.reclaim(node, SWAP_CLUSTER_MAX, f64::INFINITY, (now, 1.0), &mut 0);
+            let (p, more, _) = self.reclaim(node, SWAP_CLUSTER_MAX, cpu, &mut 0);
             (pages, ns) = (p, ns + more);
         }
         self.tiering.stats.pgdemote_direct += pages;
@@ -356,7 +379,9 @@ impl World<'_> {
             if !self.tiering.kswapd[n] {
                 continue;
             }
-            if self.node_balanced(n) || !self.tiering.demotion_enabled {
+            // An aging walk under way is finished first (kswapd is inside it).
+            let walking = self.kswapd_walking(n);
+            if !walking && (self.node_balanced(n) || !self.tiering.demotion_enabled) {
                 self.tiering.kswapd[n] = false;
                 continue;
             }
@@ -382,7 +407,13 @@ impl World<'_> {
                 }
             }
             let mut scanned = self.tiering.kswapd_scanned[n];
-            let (pages, ns, hopeless) = self.reclaim(n, want, budget, (start, share), &mut scanned);
+            let cpu = ReclaimCpu {
+                start,
+                share,
+                budget,
+                kswapd: true,
+            };
+            let (pages, ns, hopeless) = self.reclaim(n, want, cpu, &mut scanned);
             self.tiering.kswapd_scanned[n] = scanned;
             if self.tiering.lru_gen.is_some() {
                 self.tiering.kswapd_debt[n] = (ns - budget).max(0.0);
@@ -472,23 +503,21 @@ impl World<'_> {
         }
     }
 
-    /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU, by kswapd or
-    /// direct reclaim, from time `at.0`, on `at.1` of a CPU (kswapd's share; direct reclaim
-    /// runs on its own): in MGLRU's order with `sim.lru_gen`, else the CLOCK's.
-    /// `scanned`: kswapd's pages scanned since it woke (direct reclaim passes a new zero:
-    /// each of its calls starts at `DEF_PRIORITY`).
+    /// Demote up to `want` cold pages of node `n` by kswapd or direct reclaim on `cpu`: in
+    /// MGLRU's order with `sim.lru_gen`, else the CLOCK's. `scanned`: kswapd's pages
+    /// scanned since it woke (direct reclaim passes a new zero: each of its calls starts
+    /// at `DEF_PRIORITY`).
     fn reclaim(
         &mut self,
         n: usize,
         want: u64,
-        budget: f64,
-        at: (u64, f64),
+        cpu: ReclaimCpu,
         scanned: &mut u64,
     ) -> (u64, f64, bool) {
         if self.tiering.lru_gen.is_none() {
-            return self.demote_cold(n, want, budget);
+            return self.demote_cold(n, want, cpu.budget);
         }
-        self.evict_folios(n, want, budget, at, scanned)
+        self.evict_folios(n, want, cpu, scanned)
     }
 
     /// Demote up to `want` cold pages of node `n` within `budget` ns of CPU: the CLOCK

@@ -387,6 +387,46 @@ fn an_aging_walks_only_the_mms_switched_in_since_their_last_walk() {
     );
 }
 
+/// kswapd and a direct reclaimer age one node together (`iterate_mm_list`), on the inputs
+/// of the tiered guest's run 83 (the tmpfs on node 1). At the walk's measured cost
+/// kswapd walks the hot program's mm and the filler's before the filler reclaims, so the
+/// hot set goes to the generation eviction reaches next, where the buffer's first partial
+/// chunk is found old, demoted and promoted again. With the walk slowed to 0.3 ms a young
+/// entry, kswapd is still inside the hot mm when the filler's direct reclaim joins the
+/// aging, walks the filler's mm and makes the new generation; kswapd goes on with the hot
+/// mm, its moves into that generation, out of eviction's reach: fewer hinting faults, as
+/// in the kernel (docs/vm-tests.md, run 83).
+#[test]
+fn a_direct_reclaimer_joins_kswapds_aging_and_ends_it() {
+    let run = |more: &[&str]| {
+        let mut sets = vec![
+            "sim.lru_gen=true",
+            "sim.max_time_s=45",
+            "sim.llc_balancing=true",
+            "sim.damon_stat=true",
+            "machine.core.host_cpus=2",
+            "machine.topology.memory_per_node=[\"964MiB\",\"1007MiB\",\"1007MiB\"]",
+            "machine.memory.reserved_per_node=[\"34MiB\",\"32MiB\",\"9MiB\"]",
+            "workload.process.1.start_s=32.9",
+            "workload.process.1.region.5.size=\"849MiB\"",
+            "workload.tmpfs.0.size=\"0MiB\"",
+            "workload.tmpfs.1.size=\"49MiB\"",
+        ];
+        sets.extend_from_slice(more);
+        tiering_guest(&sets).metrics.tiering.expect("tiering on")
+    };
+    let measured = run(&[]);
+    let slow = run(&["machine.costs.lru_walk_young_ns=300000"]);
+    assert_eq!(measured.lru_gen_mm_walks_overtaken, 0, "{measured:?}");
+    assert!(slow.lru_gen_mm_walks_overtaken >= 1, "{slow:?}");
+    assert!(
+        slow.numa_hint_faults_slow_tier + 150 < measured.numa_hint_faults_slow_tier,
+        "hinting faults {} with kswapd overtaken, {} without",
+        slow.numa_hint_faults_slow_tier,
+        measured.numa_hint_faults_slow_tier
+    );
+}
+
 /// kswapd is a task of nice 0 on its node's CPUs: while node 0's two CPUs run the hot
 /// program's two writers and the filler, it gets half a CPU. With the copy slowed so that
 /// demotion is bound by kswapd's CPU (a THP about 49 ms), its CPU time is about half the

@@ -25,10 +25,11 @@
 //! model, so they are alike to reclaim. A page leaving a node by a migration other than
 //! demotion is taken from the youngest generation (it is being used). Left out, as
 //! docs/model-notes.md ("MGLRU") says: the tiers and their PID controller (no refaults
-//! without swap), the Bloom filter, `min_ttl_ms`, memcgs, the mm list's sharing between
-//! walkers, the file LRU, and look-around's exact window (the chunk stands for it).
+//! without swap), the Bloom filter, `min_ttl_ms`, memcgs, the file LRU, and look-around's
+//! exact window (the chunk stands for it). The walkers share the aging (`walk.rs`).
 
 use super::super::*;
+use super::ReclaimCpu;
 use crate::memory::CHUNK;
 use std::collections::VecDeque;
 
@@ -66,10 +67,18 @@ struct Lrugen {
     nr_pages: [u64; MAX_NR_GENS as usize],
     /// Per generation: when it was made (`timestamps`, ns).
     born: [u64; MAX_NR_GENS as usize],
+    /// The aging's iteration of the mm list (`lru_gen_mm_state`), shared by the walkers:
+    /// `max_seq` of the last aging whose iteration ended (`seq`), and the next process
+    /// on the list (`head`; 0: the next iteration starts).
+    mm_seq: u64,
+    next_mm: usize,
+    /// kswapd's walk of an mm, when its CPU of a tick ran out in the middle of it.
+    kswapd_walk: Option<walk::WalkPos>,
 }
 
 impl Lrugen {
-    /// `lru_gen_init_lruvec`: `max_seq = MIN_NR_GENS + 1`, `min_seq = 0`.
+    /// `lru_gen_init_lruvec`: `max_seq = MIN_NR_GENS + 1`, `min_seq = 0`, and the mm
+    /// list's iteration ended for `max_seq - 1`.
     fn new() -> Lrugen {
         Lrugen {
             max_seq: MIN_NR_GENS + 1,
@@ -77,6 +86,9 @@ impl Lrugen {
             lists: Default::default(),
             nr_pages: [0; MAX_NR_GENS as usize],
             born: [0; MAX_NR_GENS as usize],
+            mm_seq: MIN_NR_GENS,
+            next_mm: 0,
+            kswapd_walk: None,
         }
     }
 
@@ -459,8 +471,8 @@ impl World<'_> {
     }
 
     /// `evict_folios` with aging as `should_run_aging` asks (with 2 generations, and with
-    /// 3 after the first round): demote up to `want` pages of node `n` within `budget`
-    /// ns, starting at time `start`, on `share` of a CPU. `scanned` counts the pages the
+    /// 3 after the first round): demote up to `want` pages of node `n` on `cpu`, kswapd
+    /// first finishing an aging walk it is in. `scanned` counts the pages the
     /// reclaimer's rounds scanned so far (the first round ends at the node's pages >>
     /// `DEF_PRIORITY`): a direct reclaim's from 0, kswapd's since it woke. Returns (pages
     /// demoted, ns, hopeless: no target had room, or aging found nothing).
@@ -468,10 +480,10 @@ impl World<'_> {
         &mut self,
         n: usize,
         want: u64,
-        budget: f64,
-        (start, share): (u64, f64),
+        cpu: ReclaimCpu,
         scanned: &mut u64,
     ) -> (u64, f64, bool) {
+        let (start, share, budget) = (cpu.start, cpu.share, cpu.budget);
         if self.tiering.tiers.demotion[n].is_empty() {
             return (0, 0.0, true);
         }
@@ -483,6 +495,12 @@ impl World<'_> {
         let first_round: u64 = self.lru().nodes[n].nr_pages.iter().sum::<u64>() >> DEF_PRIORITY;
         while done < want && ns < budget {
             self.lru_mut().clock = start + self.wall_on_share(ns, share);
+            if cpu.kswapd && self.kswapd_walking(n) {
+                if self.try_to_inc_max_seq(n, cpu, &mut ns) == walk::Aging::Paused {
+                    return (done, ns, false);
+                }
+                continue;
+            }
             self.try_to_inc_min_seq(n);
             let lg = &self.lru().nodes[n];
             let aging_at = if *scanned >= first_round {
@@ -495,7 +513,9 @@ impl World<'_> {
                     return (done, ns, true);
                 }
                 walks += 1;
-                ns += self.try_to_inc_max_seq(n);
+                if self.try_to_inc_max_seq(n, cpu, &mut ns) == walk::Aging::Paused {
+                    return (done, ns, false);
+                }
                 continue;
             }
             let s = slot(lg.min_seq);

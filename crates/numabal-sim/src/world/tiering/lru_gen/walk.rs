@@ -1,8 +1,54 @@
 //! MGLRU's aging walk (`try_to_inc_max_seq`, `walk_mm`) and which mms it walks: only
 //! those a thread was switched into since their last walk for the node (`should_skip_mm`,
-//! `lru_gen_use_mm` at each context switch).
+//! `lru_gen_use_mm` at each context switch), handed out one at a time from the mm list
+//! that kswapd and direct reclaimers share (`iterate_mm_list`).
+//!
+//! ```text
+//!   mm list (oldest first):   hot program ──► filler ──► end
+//!   kswapd:   takes hot ─ walks ...(its CPU runs out)...........─ walks on ─► NotMade
+//!   filler:              joins: takes filler ─ walks ─ end ─► inc_max_seq (Made)
+//!   kswapd's moves after the filler's inc_max_seq go to the new max_seq
+//! ```
 
 use super::*;
+
+/// Chunks a PUD's entries map (`PTRS_PER_PMD`): the walk's ranges end at PUD boundaries.
+const CHUNKS_PER_PUD: u64 = 512;
+
+/// What a walker's part in an aging came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Aging {
+    /// It ended the iteration and made the new generation.
+    Made,
+    /// Another walker ended it.
+    NotMade,
+    /// kswapd's CPU of the tick ran out inside an mm.
+    Paused,
+}
+
+/// Where a walker is in an aging: the `max_seq` it ages from, the process whose mm it
+/// walks, and the region and chunk it goes on from.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct WalkPos {
+    pub(super) seq: u64,
+    proc: usize,
+    region: usize,
+    chunk: u64,
+    /// Another walker made the generation while this one was inside the mm.
+    overtaken: bool,
+}
+
+impl WalkPos {
+    fn new(seq: u64, proc: usize) -> WalkPos {
+        WalkPos {
+            seq,
+            proc,
+            region: 0,
+            chunk: 0,
+            overtaken: false,
+        }
+    }
+}
 
 /// `sysctl_sched_base_slice` on `nr_cpus` CPUs: 0.75 ms scaled by `1 + ilog2(cpus)`, the
 /// CPUs counted up to 8 (`SCHED_TUNABLESCALING_LOG`, `get_update_sysctl_factor`).
@@ -59,29 +105,71 @@ impl World<'_> {
         self.lru_gen_use_mm(t);
     }
 
-    /// `try_to_inc_max_seq`: the aging walk over node `n`'s pages (`walk_mm`), then a new
-    /// generation (`inc_max_seq`). Returns the ns of CPU it took: `lru_walk_line_ns` per
-    /// cache line of entries read (8 PTEs of base pages; a THP's PMD) and
-    /// `lru_walk_young_ns` per young entry on top (unset: `pte_update_ns` and none), then
-    /// `pte_update_ns` per folio a full set of generations folds.
-    pub(super) fn try_to_inc_max_seq(&mut self, n: usize) -> f64 {
-        let k = &self.machine.spec.costs;
-        let visit_ns = k.pte_update_ns;
-        let line_ns = k.lru_walk_line_ns.unwrap_or(visit_ns);
-        let young_ns = k.lru_walk_young_ns.unwrap_or(0.0);
-        let mut ns = 0.0;
-        // Each mm in turn (`iterate_mm_list`): only what some mm maps, so never a tmpfs
-        // file's pages.
-        for p in 0..self.procs.len() {
-            if !self.should_walk_mm(p, n) {
-                continue;
+    /// `try_to_inc_max_seq` for node `n` by a reclaimer on `cpu`, `ns` its CPU so far
+    /// (the walk's is added): mms from the list the walkers share (`iterate_mm_list`),
+    /// each walked (`walk_mm`), until the list ends; the walker that reaches its end makes
+    /// the new generation (`inc_max_seq`), whatever mm another walker is still in. A
+    /// walker joining an aging under way takes the next mm; kswapd, when its CPU of the
+    /// tick runs out, stops inside its mm and goes on from there at its next tick.
+    pub(super) fn try_to_inc_max_seq(&mut self, n: usize, cpu: ReclaimCpu, ns: &mut f64) -> Aging {
+        let mut pos = if cpu.kswapd {
+            self.lru_mut().nodes[n].kswapd_walk.take()
+        } else {
+            None
+        };
+        let seq = pos.map_or(self.lru().nodes[n].max_seq, |p| p.seq);
+        loop {
+            if let Some(mut p) = pos.take()
+                && !self.walk_mm(n, &mut p, cpu, ns)
+            {
+                self.lru_mut().nodes[n].kswapd_walk = Some(p);
+                return Aging::Paused;
             }
-            self.tiering.stats.lru_gen_mm_walks += 1;
-            for r in 0..self.procs[p].regions.len() {
-                ns += self.walk_object(n, self.procs[p].regions[r].obj, line_ns, young_ns);
+            // iterate_mm_list: another walker ended this aging's iteration.
+            if seq <= self.lru().nodes[n].mm_seq {
+                return Aging::NotMade;
+            }
+            match self.next_mm(n) {
+                Some(proc) => pos = Some(WalkPos::new(seq, proc)),
+                None => {
+                    *ns += self.inc_max_seq(n);
+                    return Aging::Made;
+                }
             }
         }
+    }
+
+    /// Whether kswapd of node `n` is inside an aging walk it has to finish.
+    pub(crate) fn kswapd_walking(&self, n: usize) -> bool {
+        (self.tiering.lru_gen.as_ref()).is_some_and(|l| l.nodes[n].kswapd_walk.is_some())
+    }
+
+    /// `iterate_mm_list`'s next mm for the aging of node `n`: the next process on the
+    /// list whose mm is not skipped (`should_skip_mm`), or none at the list's end, which
+    /// ends the iteration (`mm_state->seq` + 1) and starts the next from the first.
+    /// Processes are on the list in the order they started (`list_add_tail`).
+    fn next_mm(&mut self, n: usize) -> Option<usize> {
+        loop {
+            let p = self.lru().nodes[n].next_mm;
+            if p >= self.procs.len() {
+                let lg = &mut self.lru_mut().nodes[n];
+                lg.next_mm = 0;
+                lg.mm_seq += 1;
+                return None;
+            }
+            self.lru_mut().nodes[n].next_mm = p + 1;
+            if self.should_walk_mm(p, n) {
+                self.tiering.stats.lru_gen_mm_walks += 1;
+                return Some(p);
+            }
+        }
+    }
+
+    /// `inc_max_seq` for node `n`: a new generation (with 4, `min_seq` folds into the
+    /// next). Returns its ns: `pte_update_ns` per folio folded.
+    fn inc_max_seq(&mut self, n: usize) -> f64 {
         self.tiering.stats.lru_gen_walks += 1;
+        let visit_ns = self.machine.spec.costs.pte_update_ns;
         let l = self.lru_mut();
         let mut folded = Vec::new();
         if l.nodes[n].nr_gens() == MAX_NR_GENS {
@@ -91,7 +179,53 @@ impl World<'_> {
         let (seq, now) = (l.nodes[n].max_seq, l.clock);
         l.nodes[n].born[slot(seq)] = now;
         let folios: u64 = folded.iter().map(|&(o, c, p)| self.folios(o, c, p)).sum();
-        ns + folios as f64 * visit_ns
+        folios as f64 * visit_ns
+    }
+
+    /// `walk_mm` from `pos` on, chunk by chunk, each at the time the walker's CPU has
+    /// reached: `lru_walk_line_ns` per cache line of entries read (8 PTEs of base pages;
+    /// a THP's PMD) and `lru_walk_young_ns` per young entry on top (unset: `pte_update_ns`
+    /// and none), added to `ns`. Only what the mm maps, so never a tmpfs file's pages.
+    /// Returns false, `pos` where it stopped, when `cpu`'s budget ran out first.
+    /// Before each range of up to a PUD (a region's first chunk, then every
+    /// `CHUNKS_PER_PUD`) it stops the mm if another walker made the generation (`walk_mm`'s
+    /// `walk->seq != max_seq`); inside a range a walker goes on, its moves into the new
+    /// generation (run 83 of the tiered guest: kswapd, preempted inside the hot mm's
+    /// range, did). Simplified: a range ends only at those boundaries, not when
+    /// `walk->batched` reaches `MAX_LRU_BATCH`, and kswapd's pause is not one.
+    fn walk_mm(&mut self, n: usize, pos: &mut WalkPos, cpu: ReclaimCpu, ns: &mut f64) -> bool {
+        let k = &self.machine.spec.costs;
+        let line_ns = k.lru_walk_line_ns.unwrap_or(k.pte_update_ns);
+        let young_ns = k.lru_walk_young_ns.unwrap_or(0.0);
+        while let Some(r) = self.procs[pos.proc].regions.get(pos.region) {
+            let obj = r.obj;
+            while pos.chunk < self.objects[obj].chunks() {
+                let overtaken = self.lru().nodes[n].max_seq != pos.seq;
+                if overtaken && pos.chunk.is_multiple_of(CHUNKS_PER_PUD) {
+                    return true;
+                }
+                if *ns >= cpu.budget {
+                    return false;
+                }
+                let c = pos.chunk;
+                pos.chunk += 1;
+                let o = &self.objects[obj];
+                if o.chunk_hist(c)[n] == 0 {
+                    continue;
+                }
+                if overtaken && !pos.overtaken {
+                    pos.overtaken = true;
+                    self.tiering.stats.lru_gen_mm_walks_overtaken += 1;
+                }
+                let entries = if o.is_huge(c) { 1 } else { o.chunk_len(c) };
+                self.lru_mut().clock = cpu.start + self.wall_on_share(*ns, cpu.share);
+                *ns += entries.div_ceil(PTES_PER_LINE) as f64 * line_ns;
+                *ns += self.walk_chunk(n, obj, c, None) as f64 * young_ns;
+            }
+            pos.region += 1;
+            pos.chunk = 0;
+        }
+        true
     }
 
     /// `should_skip_mm` for the aging of node `n`: process `p`'s mm is walked if it has
@@ -108,21 +242,6 @@ impl World<'_> {
             .map(|r| self.objects[r.obj].populated())
             .sum();
         rss >= MIN_LRU_BATCH
-    }
-
-    /// The walk of one mapping of object `obj` (`walk_pmd_range`, `walk_pte_range`): each
-    /// chunk with pages on node `n`. Returns its ns.
-    fn walk_object(&mut self, n: usize, obj: usize, line_ns: f64, young_ns: f64) -> f64 {
-        let mut ns = 0.0;
-        for c in 0..self.objects[obj].chunks() {
-            let o = &self.objects[obj];
-            if o.chunk_hist(c)[n] > 0 {
-                let entries = if o.is_huge(c) { 1 } else { o.chunk_len(c) };
-                ns += entries.div_ceil(PTES_PER_LINE) as f64 * line_ns;
-                ns += self.walk_chunk(n, obj, c, None) as f64 * young_ns;
-            }
-        }
-        ns
     }
 
     /// One chunk of the walk (`walk_pte_range`, `walk_pmd_range_locked` for a THP, then
